@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds bin/kube-apiserver and bin/etcd at the repository root from the versions pinned in
+# Builds bin/kube-apiserver, bin/etcd and bin/kubectl at the repository root from the versions pinned in
 # tools/kubeenv/go.mod. It does nothing when both binaries exist and were built from the same
 # go.mod and go.sum (recorded in bin/.kubeenv.sum), so `make test` can call it every time.
 # A cold build takes several minutes on 2 cores (kube-apiserver dominates); the Go build cache
@@ -12,7 +12,7 @@ bin="$root/bin"
 stamp="$bin/.kubeenv.sum"
 
 want=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)
-if [[ -x "$bin/kube-apiserver" && -x "$bin/etcd" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+if [[ -x "$bin/kube-apiserver" && -x "$bin/etcd" && -x "$bin/kubectl" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 
@@ -34,5 +34,8 @@ kube=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 minor=$(echo "$kube" | cut -d. -f2)
 vpkg=k8s.io/component-base/version
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+  -ldflags "-X $vpkg.gitVersion=$kube -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
+# kubectl: for users of the demo, and for tests and benchmarks that compare with it.
+build kubectl k8s.io/kubernetes/cmd/kubectl \
   -ldflags "-X $vpkg.gitVersion=$kube -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
 echo "$want" > "$stamp"
