@@ -1,0 +1,139 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ownsByApply reports whether flotilla's field manager holds fields of live through
+// server-side apply: only then does removing a field from the desired state remove it live.
+func ownsByApply(live *unstructured.Unstructured) bool {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == "Apply" && mf.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// coveredBy reports whether every value set in desired is equal in live. It decides without a
+// request that an object is unchanged, so it must never say "equal" wrongly; a false
+// "different" only costs a dry-run. Nulls in desired ("leave it") and the top-level status are
+// ignored; numbers compare by value (JSON decoding gives int64 or float64).
+func coveredBy(desired, live any, top bool) bool {
+	switch d := desired.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, dv := range d {
+			if top && k == "status" {
+				continue
+			}
+			if !coveredBy(dv, l[k], false) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !coveredBy(d[i], l[i], false) {
+				return false
+			}
+		}
+		return true
+	case int64, float64, int, int32:
+		lf, ok := number(live)
+		df, _ := number(d)
+		return ok && lf == df
+	default:
+		return desired == live
+	}
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// ignoredMetadata are the metadata fields that change on every write and say nothing about
+// what a user declared.
+var ignoredMetadata = []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"}
+
+// changedPaths lists the field paths (".spec.replicas", ".data.key") whose values differ
+// between live and the dry-run result of applying the desired state. Status is not compared.
+func changedPaths(live, dryRun *unstructured.Unstructured) []string {
+	a, b := comparable(live), comparable(dryRun)
+	var paths []string
+	diffInto(&paths, "", a, b)
+	sort.Strings(paths)
+	return paths
+}
+
+func comparable(u *unstructured.Unstructured) map[string]any {
+	c := u.DeepCopy().Object
+	delete(c, "status")
+	if md, ok := c["metadata"].(map[string]any); ok {
+		for _, f := range ignoredMetadata {
+			delete(md, f)
+		}
+	}
+	return c
+}
+
+func diffInto(paths *[]string, prefix string, a, b any) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		for k := range keys {
+			diffInto(paths, prefix+pathSegment(k), am[k], bm[k])
+		}
+		return
+	}
+	al, alok := a.([]any)
+	bl, blok := b.([]any)
+	if alok && blok && len(al) == len(bl) {
+		for i := range al {
+			diffInto(paths, fmt.Sprintf("%s[%d]", prefix, i), al[i], bl[i])
+		}
+		return
+	}
+	if !coveredBy(a, b, false) || !coveredBy(b, a, false) {
+		*paths = append(*paths, prefix)
+	}
+}
+
+// pathSegment is ".key", or ["key"] for keys that are not plain identifiers:
+// .metadata.labels["app.kubernetes.io/name"].
+func pathSegment(k string) string {
+	if strings.ContainsAny(k, "./[]\" ") {
+		return fmt.Sprintf("[%q]", k)
+	}
+	return "." + k
+}

@@ -1,0 +1,79 @@
+package reconcile
+
+import "time"
+
+// FieldManager is the server-side apply field manager flotilla applies with.
+const FieldManager = "flotilla"
+
+// Annotations and labels flotilla reads or writes on objects.
+const (
+	// PruneAnnotation set to "disabled" on a live object keeps it when it leaves the set.
+	PruneAnnotation = "flotilla.dev/prune"
+	// InventoryLabel marks an inventory ConfigMap; its value is the assignment name.
+	InventoryLabel = "flotilla.dev/inventory"
+)
+
+// Options are one assignment's sync settings.
+type Options struct {
+	// Name identifies the assignment; it names the inventory. Required.
+	Name string
+	// Namespace is given to namespaced objects that have none. Default "default".
+	Namespace string
+	// CreateNamespace creates Namespace if it does not exist. The namespace is not part of the
+	// inventory, so it is never pruned.
+	CreateNamespace bool
+	// Prune deletes objects that were applied before and left the set.
+	Prune bool
+	// Wait waits until every object is Current or Failed (kstatus), up to Timeout.
+	Wait bool
+	// Timeout bounds Wait. Default 5 minutes.
+	Timeout time.Duration
+	// SelfHeal restores objects changed by hand. Without it, drift is only reported.
+	SelfHeal bool
+	// DryRun validates and classifies everything but writes nothing.
+	DryRun bool
+	// Force takes fields that another server-side-apply manager owns and objects that another
+	// assignment's inventory holds, instead of reporting a conflict.
+	Force bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	return o
+}
+
+// Config tunes a Reconciler; the zero value gives the defaults.
+type Config struct {
+	// InventoryNamespace holds the inventories. Default "flotilla-system".
+	InventoryNamespace string
+	// Concurrency bounds the requests in flight during dry-runs, applies and deletes.
+	// Default 16. It is also the agent's only client-side limit on its own API server (the
+	// server's priority and fairness does the rest).
+	Concurrency int
+	// PollInterval is how often health and CRD establishment are checked. Default 1s.
+	PollInterval time.Duration
+	// ListThreshold: a kind and namespace with at least this many objects is read with one
+	// LIST, fewer with a GET each. Default 4.
+	ListThreshold int
+}
+
+func (c Config) withDefaults() Config {
+	if c.InventoryNamespace == "" {
+		c.InventoryNamespace = "flotilla-system"
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 16
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.ListThreshold <= 0 {
+		c.ListThreshold = 4
+	}
+	return c
+}

@@ -1,0 +1,237 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unstructured, opts Options, res *Result) error {
+	if opts.Name == "" {
+		return errors.New("an assignment name is required: it names the inventory")
+	}
+	objects, nsRef := withTargetNamespace(objects, opts)
+	items, err := r.prepare(objects, opts)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		it.untracked = nsRef != nil && it.ref == *nsRef
+	}
+
+	invs, err := r.loadInventories(ctx)
+	if err != nil {
+		return err
+	}
+	own, exists := invs[opts.Name]
+	if !exists {
+		own = newInventory(opts.Name)
+	}
+	claimedBy := map[string]string{}
+	for name, inv := range invs {
+		if name != opts.Name {
+			for id := range inv.entries {
+				claimedBy[id] = name
+			}
+		}
+	}
+	if err := r.lookup(ctx, items); err != nil {
+		return err
+	}
+	undeferExistingNamespaces(items)
+
+	// Decide what is unchanged without a request; validate everything else with a dry-run
+	// before anything is written.
+	var check, later []*item
+	for _, it := range items {
+		if other, ok := claimedBy[it.ref.id()]; ok && !opts.Force && !it.untracked {
+			it.result.Action = Conflict
+			it.result.ConflictWith = []string{fmt.Sprintf("assignment %q", other)}
+			continue
+		}
+		if it.untracked && it.live != nil {
+			// The target namespace exists: CreateNamespace has nothing to do.
+			it.result.Action = Unchanged
+			continue
+		}
+		if e, ok := own.entries[it.ref.id()]; ok && it.live != nil && e.hash == it.hash &&
+			ownsByApply(it.live) && coveredBy(it.desired.Object, it.live.Object, true) {
+			it.result.Action = Unchanged
+			continue
+		}
+		if it.deferred() {
+			later = append(later, it)
+			continue
+		}
+		check = append(check, it)
+	}
+	if err := r.validate(ctx, check, opts, own); err != nil {
+		return err
+	}
+	defer func() { res.Objects = append(resultsOf(items), res.Objects...) }()
+
+	if opts.DryRun {
+		for _, it := range later {
+			it.result.Action = Created // cannot be validated before its namespace or CRD exists
+		}
+		res.Objects, _ = r.prune(ctx, own, items, opts, true)
+		return nil
+	}
+
+	// Record every object about to be applied before applying it, so that an agent that dies
+	// half-way leaves nothing the inventory does not know about.
+	pending := newInventory(opts.Name)
+	for id, e := range own.entries {
+		pending.entries[id] = e
+	}
+	for _, it := range items {
+		if it.apply || it.deferred() {
+			if _, ok := pending.entries[it.ref.id()]; !ok && !it.untracked {
+				pending.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: "pending"}
+			}
+		}
+	}
+	if !pending.equal(own) {
+		if err := r.saveInventory(ctx, pending, !exists); err != nil {
+			return err
+		}
+		exists = true
+	}
+
+	// Stage 0: CRDs, namespaces, cluster RBAC; CRDs must be Established before their kinds
+	// can be used.
+	var stage0, stage1 []*item
+	for _, it := range items {
+		if it.stage == 0 {
+			stage0 = append(stage0, it)
+		} else {
+			stage1 = append(stage1, it)
+		}
+	}
+	var failures []string
+	f, err := r.applyItems(ctx, stage0, opts)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, f...)
+	if err := r.waitEstablished(ctx, stage0, opts); err != nil {
+		return err
+	}
+	// Objects in namespaces or of kinds this set just created: validate them now, still before
+	// any of stage 1 is written.
+	if err := r.lookup(ctx, later); err != nil {
+		return err
+	}
+	if err := r.validate(ctx, later, opts, own); err != nil {
+		return err
+	}
+	f, err = r.applyItems(ctx, stage1, opts)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, f...)
+
+	pruned, f := r.prune(ctx, own, items, opts, false)
+	res.Objects = pruned
+	failures = append(failures, f...)
+
+	final := newInventory(opts.Name)
+	for _, it := range items {
+		if it.untracked || it.result.Action == Conflict {
+			continue
+		}
+		hash := it.hash
+		if it.failure != "" {
+			hash = "failed" // applied content unknown: never taken for unchanged
+		}
+		final.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: hash}
+	}
+	if !final.equal(own) || !exists {
+		if err := r.saveInventory(ctx, final, !exists); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return &ApplyError{Failures: failures}
+	}
+
+	if opts.Wait {
+		ready, err := r.waitHealthy(ctx, items, opts)
+		if err != nil {
+			return err
+		}
+		res.Ready = &ready
+		if !ready {
+			return errors.New("not every object became ready; see health")
+		}
+	}
+	return nil
+}
+
+// validate dry-runs the items and fails with every rejected object if any is rejected.
+func (r *Reconciler) validate(ctx context.Context, items []*item, opts Options, own *inventory) error {
+	problems := make([]string, len(items))
+	err := r.parallel(ctx, len(items), func(ctx context.Context, i int) error {
+		problems[i] = r.check(ctx, items[i], opts, own)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var rejected []string
+	for _, p := range problems {
+		if p != "" {
+			rejected = append(rejected, p)
+		}
+	}
+	if len(rejected) > 0 {
+		return &InvalidError{Problems: rejected}
+	}
+	return nil
+}
+
+// withTargetNamespace adds the target Namespace when CreateNamespace is set and the set does
+// not declare it, and returns its reference.
+func withTargetNamespace(objects []*unstructured.Unstructured, opts Options) ([]*unstructured.Unstructured, *ObjectRef) {
+	if !opts.CreateNamespace {
+		return objects, nil
+	}
+	for _, o := range objects {
+		if ssautils.IsNamespace(o) && o.GetName() == opts.Namespace {
+			return objects, nil
+		}
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(opts.Namespace)
+	ref := refOf(ns)
+	return append([]*unstructured.Unstructured{ns}, objects...), &ref
+}
+
+// undeferExistingNamespaces: an object was deferred because the set declares its namespace;
+// if that namespace already exists it can be validated up front like the rest.
+func undeferExistingNamespaces(items []*item) {
+	existing := map[string]bool{}
+	for _, it := range items {
+		if ssautils.IsNamespace(it.desired) && it.live != nil {
+			existing[it.ref.Name] = true
+		}
+	}
+	for _, it := range items {
+		if it.inNewNamespace && existing[it.ref.Namespace] {
+			it.inNewNamespace = false
+		}
+	}
+}
+
+func resultsOf(items []*item) []ObjectResult {
+	out := make([]ObjectResult, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.result)
+	}
+	return out
+}

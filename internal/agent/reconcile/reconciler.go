@@ -1,0 +1,73 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Reconciler reconciles assignments into one cluster. It is safe for concurrent use by
+// different assignments.
+type Reconciler struct {
+	client   client.Client
+	counter  *requestCounter
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	newTimer func(time.Duration) <-chan time.Time
+}
+
+// New returns a Reconciler for the cluster that restCfg points at. It sets no client-side rate
+// limit (Config.Concurrency bounds the requests in flight instead).
+func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	counter := &requestCounter{}
+	rc := counted(restCfg, counter)
+	rc.QPS = -1 // no client-side token bucket
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(rc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for %s: %w", restCfg.Host, err)
+	}
+	c, err := client.New(rc, client.Options{HTTPClient: httpClient, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
+	}
+	return &Reconciler{
+		client:   c,
+		counter:  counter,
+		cfg:      cfg.withDefaults(),
+		log:      log,
+		now:      time.Now,
+		newTimer: time.After,
+	}, nil
+}
+
+// Reconcile makes the cluster match objects for the assignment opts.Name; see the package
+// documentation for the steps. The objects are not modified. The returned Result is never nil;
+// on failure it says what was done before the failure, and the error is also in Result.Error.
+func (r *Reconciler) Reconcile(ctx context.Context, objects []*unstructured.Unstructured, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	start := r.now()
+	before := r.counter.snapshot()
+	res := &Result{Name: opts.Name, DryRun: opts.DryRun}
+	err := r.reconcile(ctx, objects, opts, res)
+	res.Duration = r.now().Sub(start)
+	res.Requests = r.counter.snapshot().minus(before)
+	if err != nil {
+		err = fmt.Errorf("assignment %q: %w", opts.Name, err)
+		res.Error = err.Error()
+	}
+	return res, err
+}

@@ -1,0 +1,160 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Action is what a reconcile did, or with DryRun would do, to one object.
+type Action string
+
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	// Healed: the object had drifted from its unchanged desired state and was restored.
+	Healed Action = "healed"
+	// Drifted: the object has drifted and SelfHeal is off, so it was left as it is.
+	Drifted Action = "drifted"
+	// Conflict: another manager or assignment owns what this object declares; left alone.
+	Conflict Action = "conflict"
+	Pruned   Action = "pruned"
+	// PruneSkipped: the object left the set but is annotated flotilla.dev/prune: disabled.
+	PruneSkipped Action = "prune skipped"
+)
+
+// ObjectRef names one object.
+type ObjectRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String is the kubectl form: "deployment.apps/web", "configmap/settings".
+func (r ObjectRef) String() string {
+	k := strings.ToLower(r.Kind)
+	if r.Group != "" {
+		k += "." + r.Group
+	}
+	return k + "/" + r.Name
+}
+
+// id is the inventory key: namespace_name_group_kind, as in Flux's inventory.
+func (r ObjectRef) id() string {
+	return r.Namespace + "_" + r.Name + "_" + r.Group + "_" + r.Kind
+}
+
+// Health is an object's kstatus after the wait.
+type Health struct {
+	Status  string `json:"status"` // Current, InProgress, Failed, Terminating, NotFound, Unknown
+	Message string `json:"message,omitempty"`
+}
+
+// ObjectResult is what happened to one object.
+type ObjectResult struct {
+	ObjectRef
+	Action Action `json:"action"`
+	// DriftPaths are the field paths that differed from the desired state (Healed, Drifted).
+	DriftPaths []string `json:"driftPaths,omitempty"`
+	// ConflictWith names the other field managers or assignment (Conflict), and
+	// ConflictPaths the contested fields.
+	ConflictWith  []string `json:"conflictWith,omitempty"`
+	ConflictPaths []string `json:"conflictPaths,omitempty"`
+	Health        *Health  `json:"health,omitempty"`
+}
+
+// Requests counts the API requests a reconcile sent.
+type Requests struct {
+	Total   int64 `json:"total"`
+	Reads   int64 `json:"reads"`   // GET and LIST, discovery included
+	DryRuns int64 `json:"dryRuns"` // server-side dry-run applies
+	Writes  int64 `json:"writes"`  // applies, deletes and inventory writes
+}
+
+// Result is the outcome of one reconcile, for people (String) and programs (JSON).
+type Result struct {
+	Name     string         `json:"name"`
+	DryRun   bool           `json:"dryRun,omitempty"`
+	Objects  []ObjectResult `json:"objects"`
+	Duration time.Duration  `json:"duration"`
+	Requests Requests       `json:"requests"`
+	// Ready is set when Wait was on: every object is Current.
+	Ready *bool `json:"ready,omitempty"`
+	// Error is the failure, if any, in words; Reconcile also returns it.
+	Error string `json:"error,omitempty"`
+}
+
+// Count returns how many objects had action a.
+func (r *Result) Count(a Action) int {
+	n := 0
+	for _, o := range r.Objects {
+		if o.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Find returns the result for the object of that kind, namespace and name, or nil.
+func (r *Result) Find(kind, namespace, name string) *ObjectResult {
+	for i, o := range r.Objects {
+		if o.Kind == kind && o.Namespace == namespace && o.Name == name {
+			return &r.Objects[i]
+		}
+	}
+	return nil
+}
+
+// Failed reports whether the reconcile needs attention: an error, a conflict, or an object
+// that is not healthy after the wait.
+func (r *Result) Failed() bool {
+	return r.Error != "" || r.Count(Conflict) > 0 || (r.Ready != nil && !*r.Ready)
+}
+
+// String renders the result like kubectl: one line per object, then drift, conflicts and
+// health.
+func (r *Result) String() string {
+	var b strings.Builder
+	suffix := ""
+	if r.DryRun {
+		suffix = " (dry run)"
+	}
+	for _, o := range r.Objects {
+		fmt.Fprintf(&b, "%s %s%s\n", o.ObjectRef, o.Action, suffix)
+	}
+	for _, o := range r.Objects {
+		if len(o.DriftPaths) > 0 {
+			verb := "healed"
+			if o.Action == Drifted {
+				verb = "not healed (self-heal off)"
+			}
+			fmt.Fprintf(&b, "drift: %s %s: %s\n", o.ObjectRef, verb, strings.Join(o.DriftPaths, ", "))
+		}
+	}
+	for _, o := range r.Objects {
+		if o.Action == Conflict {
+			fmt.Fprintf(&b, "conflict: %s: owned by %s", o.ObjectRef, strings.Join(o.ConflictWith, ", "))
+			if len(o.ConflictPaths) > 0 {
+				fmt.Fprintf(&b, " (%s)", strings.Join(o.ConflictPaths, ", "))
+			}
+			b.WriteString("; left alone, use --force to take it\n")
+		}
+	}
+	if r.Ready != nil {
+		for _, o := range r.Objects {
+			if o.Health != nil && o.Health.Status != "Current" {
+				fmt.Fprintf(&b, "health: %s %s: %s\n", o.ObjectRef, o.Health.Status, o.Health.Message)
+			}
+		}
+		if *r.Ready {
+			b.WriteString("health: all objects ready\n")
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", r.Error)
+	}
+	return b.String()
+}
