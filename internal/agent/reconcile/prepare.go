@@ -26,10 +26,10 @@ type item struct {
 	// The server cannot validate the object before stage 0 is applied when its kind comes from
 	// a CRD in this same set (newKind) or its namespace does (inNewNamespace).
 	newKind, inNewNamespace bool
-	live     *unstructured.Unstructured // nil when the object does not exist
-	result   ObjectResult
-	apply    bool // apply it (result.Action says why)
-	force    bool // apply with force: take fields from Update managers (drift) or, with Force, anyone
+	live                    *unstructured.Unstructured // nil when the object does not exist
+	result                  ObjectResult
+	apply                   bool // apply it (result.Action says why)
+	force                   bool // apply with force: take fields from Update managers (drift) or, with Force, anyone
 	// untracked: created for CreateNamespace; kept out of the inventory so it is never pruned.
 	untracked bool
 	failure   string // why the apply failed

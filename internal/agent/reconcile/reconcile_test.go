@@ -180,7 +180,7 @@ spec: {size: 3}
 	res := mustReconcile(t, r, parse(t, ns, set), opts)
 	want := map[string]Action{
 		"customresourcedefinition.apiextensions.k8s.io/widgets." + group: Created,
-		"namespace/" + ns:               Created,
+		"namespace/" + ns:           Created,
 		"widget." + group + "/gear": Created,
 	}
 	if d := cmp.Diff(want, actions(res)); d != "" {
