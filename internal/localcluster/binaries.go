@@ -18,9 +18,10 @@ const BuildTarget = "make kube-binaries"
 // etcd, for a flotilla binary run outside the repository.
 const BinDirEnv = "FLOTILLA_BIN_DIR"
 
-// binaries are the paths of the two control-plane programs.
+// binaries are the paths of the two control-plane programs, and of kubectl if it was built
+// (it is optional: only tests and users need it).
 type binaries struct {
-	apiserver, etcd string
+	apiserver, etcd, kubectl string
 }
 
 // findBinaries locates kube-apiserver and etcd. With binDir set it looks only there; otherwise in
@@ -42,6 +43,7 @@ func findBinaries(binDir string) (binaries, error) {
 		}
 		*want.dst = path
 	}
+	b.kubectl, _ = lookIn(dirs, "kubectl")
 	return b, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,6 +71,7 @@ type Cluster struct {
 	etcd       *Process
 	apiserver  *Process
 	readyzHTTP *http.Client
+	kubectl    string // path, "" if not built
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -87,7 +89,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", opts.Name, err)
 	}
-	c := &Cluster{opts: opts, dir: opts.Dir}
+	c := &Cluster{opts: opts, dir: opts.Dir, kubectl: bins.kubectl}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "flotilla-cluster-"+opts.Name+"-"); err != nil {
 			return nil, fmt.Errorf("cluster %q: create data directory: %w", opts.Name, err)
@@ -325,6 +327,21 @@ func (c *Cluster) RESTConfig() *rest.Config {
 		BearerToken:     c.token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: append([]byte(nil), c.caPEM...)},
 	}
+}
+
+// Kubectl runs kubectl against the cluster as its admin and returns its combined output. The
+// error says so when kubectl was not built.
+func (c *Cluster) Kubectl(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	if c.kubectl == "" {
+		return nil, fmt.Errorf("kubectl %w next to kube-apiserver: run %q", ErrBinaryNotFound, BuildTarget)
+	}
+	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Stdin = stdin
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return out, nil
 }
 
 // ResidentBytes is the resident memory of etcd and kube-apiserver together, read from /proc.

@@ -16,7 +16,6 @@ import (
 // different assignments.
 type Reconciler struct {
 	client   client.Client
-	counter  *requestCounter
 	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
@@ -29,8 +28,7 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	counter := &requestCounter{}
-	rc := counted(restCfg, counter)
+	rc := counted(restCfg)
 	rc.QPS = -1 // no client-side token bucket
 	httpClient, err := rest.HTTPClientFor(rc)
 	if err != nil {
@@ -46,7 +44,6 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error
 	}
 	return &Reconciler{
 		client:   c,
-		counter:  counter,
 		cfg:      cfg.withDefaults(),
 		log:      log,
 		now:      time.Now,
@@ -60,11 +57,11 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error
 func (r *Reconciler) Reconcile(ctx context.Context, objects []*unstructured.Unstructured, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	start := r.now()
-	before := r.counter.snapshot()
+	counter := &requestCounter{}
 	res := &Result{Name: opts.Name, DryRun: opts.DryRun}
-	err := r.reconcile(ctx, objects, opts, res)
+	err := r.reconcile(withCounter(ctx, counter), objects, opts, res)
 	res.Duration = r.now().Sub(start)
-	res.Requests = r.counter.snapshot().minus(before)
+	res.Requests = counter.snapshot()
 	if err != nil {
 		err = fmt.Errorf("assignment %q: %w", opts.Name, err)
 		res.Error = err.Error()

@@ -1,20 +1,27 @@
 package reconcile
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 )
 
-// requestCounter counts the API requests that pass through a client's transport, so a result
-// can say what a reconcile cost and tests can check that unchanged input writes nothing.
+// requestCounter counts the API requests of one reconcile, so its result can say what it cost
+// and tests can check that unchanged input writes nothing. Reconciles of different assignments
+// share a client; each counts its own requests through the request context.
 type requestCounter struct {
-	next                          http.RoundTripper
 	total, reads, dryRuns, writes atomic.Int64
 }
 
-func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+type counterKey struct{}
+
+func withCounter(ctx context.Context, c *requestCounter) context.Context {
+	return context.WithValue(ctx, counterKey{}, c)
+}
+
+func (c *requestCounter) count(req *http.Request) {
 	c.total.Add(1)
 	switch {
 	case req.Method == http.MethodGet || req.Method == http.MethodHead:
@@ -24,23 +31,25 @@ func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		c.writes.Add(1)
 	}
-	return c.next.RoundTrip(req)
 }
 
 func (c *requestCounter) snapshot() Requests {
 	return Requests{Total: c.total.Load(), Reads: c.reads.Load(), DryRuns: c.dryRuns.Load(), Writes: c.writes.Load()}
 }
 
-func (r Requests) minus(o Requests) Requests {
-	return Requests{Total: r.Total - o.Total, Reads: r.Reads - o.Reads, DryRuns: r.DryRuns - o.DryRuns, Writes: r.Writes - o.Writes}
+// countingTransport counts each request in the counter its context carries, if any.
+type countingTransport struct{ next http.RoundTripper }
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c, ok := req.Context().Value(counterKey{}).(*requestCounter); ok {
+		c.count(req)
+	}
+	return t.next.RoundTrip(req)
 }
 
-// counted returns a copy of cfg whose requests c counts.
-func counted(cfg *rest.Config, c *requestCounter) *rest.Config {
+// counted returns a copy of cfg whose requests are counted per reconcile.
+func counted(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		c.next = rt
-		return c
-	})
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt} })
 	return cfg
 }
