@@ -61,6 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, objects []*unstructured.Unst
 	res := &Result{Name: opts.Name, DryRun: opts.DryRun}
 	err := r.reconcile(withCounter(ctx, counter), objects, opts, res)
 	res.Duration = r.now().Sub(start)
+	res.Seconds = res.Duration.Seconds()
 	res.Requests = counter.snapshot()
 	if err != nil {
 		err = fmt.Errorf("assignment %q: %w", opts.Name, err)

@@ -79,8 +79,10 @@ type Result struct {
 	Name     string         `json:"name"`
 	DryRun   bool           `json:"dryRun,omitempty"`
 	Objects  []ObjectResult `json:"objects"`
-	Duration time.Duration  `json:"duration"`
-	Requests Requests       `json:"requests"`
+	Duration time.Duration  `json:"-"`
+	// Seconds is Duration for JSON readers.
+	Seconds  float64  `json:"durationSeconds"`
+	Requests Requests `json:"requests"`
 	// Ready is set when Wait was on: every object is Current.
 	Ready *bool `json:"ready,omitempty"`
 	// Error is the failure, if any, in words; Reconcile also returns it.
