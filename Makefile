@@ -37,7 +37,9 @@ vet: ## go vet on the main module
 	$(GO) vet ./...
 
 bench: kube-binaries ## benchmarks with real API servers (figures for issue notes)
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/agent/render
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench
 
 clean: ## remove built binaries (the Go build cache keeps rebuilds quick)
 	rm -rf $(BIN)

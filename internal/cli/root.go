@@ -76,6 +76,8 @@ the hub or the network is gone, and reports back.`,
 	root.AddCommand(
 		newVersionCommand(s),
 		newDemoCommand(s),
+		newRenderCommand(s),
+		newReconcileCommand(s),
 	)
 	return root
 }

@@ -1,0 +1,64 @@
+// Package render turns a directory of an unpacked artifact into the Kubernetes objects the agent
+// applies.
+//
+// # Input
+//
+// [Render] looks at Options.Path inside Options.Root:
+//
+//   - With a kustomization (kustomization.yaml, kustomization.yml or Kustomization) it runs
+//     kustomize, as `kustomize build` would, keeping kustomize's output order.
+//   - Without one it reads every .yaml, .yml and .json file below the path, recursively, in
+//     path order, skipping files and directories whose names start with a dot. A file may hold
+//     several documents (YAML "---" or concatenated JSON); empty documents are skipped, and a
+//     List (any kind ending in "List" that has items) is replaced by its items. Every object needs
+//     apiVersion, kind and metadata.name. Objects annotated
+//     config.kubernetes.io/local-config: "true" are left out, as kustomize leaves them out. A
+//     kustomization file below the path is an error, not an object: render its directory as
+//     the path, or list it from a kustomization at the path.
+//
+// YAML is read with YAML 1.2 rules, like kustomize: "yes" and "on" are strings, and timestamps
+// and !!binary values keep their text. Duplicate keys are an error.
+//
+// # Confinement
+//
+// Nothing outside Root is read. Path may not lead above Root, be absolute, or be a symlink out
+// of Root. Symlinks inside Root are followed; in a plain directory, a symlink out of Root (or a
+// broken one, or a loop) is an error naming it when it would be read. For a kustomization,
+// kustomize works on an in-memory copy of Root, so "../base" works as long as it stays inside
+// Root; unusable symlinks are left out of the copy, and a kustomization that refers to one that
+// leads outside gets an error naming it. Before kustomize runs, every kustomization involved is
+// checked, and these are refused with an error naming the kustomization file and the entry:
+//
+//   - remote resources, bases, components and files (URLs, github.com/... and git@host:
+//     addresses), so rendering never uses the network ([ErrRemoteNotAllowed]);
+//   - references that lead outside Root ([ErrOutsideRoot]);
+//   - helmCharts, helmGlobals, helmChartInflationGenerator and HelmChartInflationGenerator
+//     configs ([ErrHelmNotAllowed]).
+//
+// kustomize runs with plugins disabled: exec, container-function and Go plugins fail with
+// [ErrPluginsNotAllowed]; the built-in generators and transformers work.
+//
+// # Variables
+//
+// After rendering, variables are substituted in every object with the semantics of Flux's
+// postBuild.substitute in strict mode (github.com/fluxcd/pkg/envsubst): ${var}, ${var:=default}
+// and ${var:-default} are replaced, $var is not, and $${var} writes a literal ${var}. The object
+// is substituted as YAML text, quoted as it was written, and parsed again: "replicas: ${n}"
+// yields a number, "value: \"${n}\"" a string, and every string of a JSON file stays a string.
+// Values have their newlines removed, as in Flux. Comments are not substituted. A
+// reference to a variable that is not in Options.Vars and has no default fails with
+// [ErrUndefinedVariable], naming the variable, the object and the file it came from (for
+// kustomize output, taken from kustomize's origin annotation, which Render requests and then
+// removes). Objects annotated or labelled flotilla.dev/substitute: disabled are left untouched.
+// Substitution runs even when Vars is empty; objects without "${" or "$$" cost a scan of their
+// strings and nothing more. [ClusterVars] gives the variables a cluster contributes.
+//
+// # Errors
+//
+// Every error is an [*Error] carrying the file (relative to Root), the line when known and the
+// object concerned, and formats as "render apps/web.yaml:12: yaml: ...". The sentinel errors
+// above tell refusals, which no retry of the same artifact can fix, from other failures.
+//
+// kustomize builds are serialised within the process, because kustomize keeps OpenAPI schema
+// state in package variables; plain directories render concurrently.
+package render

@@ -1,0 +1,45 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+)
+
+// readPlain reads every manifest file under dir (rel inside root) in path order.
+func readPlain(ctx context.Context, root, rel, dir string) ([]object, error) {
+	w := &walker{
+		root: root,
+		skip: func(name string, _ bool) bool { return isHidden(name) },
+		want: func(name string) bool { return isManifest(name) || isKustomizationFile(name) },
+		problem: func(rel string, isDir bool, cause error) error {
+			if !isDir && !isManifest(path.Base(rel)) {
+				return nil // never read, so harmless
+			}
+			return &Error{File: rel, Err: cause}
+		},
+	}
+	files, err := w.walk(ctx, rel, dir)
+	if err != nil {
+		return nil, err
+	}
+	var objs []object
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if isKustomizationFile(path.Base(f.rel)) {
+			// Reading it as an object would fail with "missing metadata.name"; say what to do.
+			return nil, &Error{File: f.rel, Err: errors.New("kustomization below a plain directory: render its directory as the path, or add a kustomization at the path that lists it")}
+		}
+		data, err := os.ReadFile(f.real)
+		if err != nil {
+			return nil, &Error{File: f.rel, Err: err}
+		}
+		if objs, err = decodeFile(f.rel, data, objs); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}

@@ -1,0 +1,67 @@
+package render
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Options say what to render.
+type Options struct {
+	// Root is the unpacked artifact directory; nothing outside it is ever read.
+	Root string
+	// Path is the directory inside Root to render, slash-separated; "" or "." is Root itself.
+	// It must not lead outside Root, directly or through a symlink.
+	Path string
+	// Vars are the substitution variables for ${name} references (see ClusterVars). Names must
+	// match ^[_a-zA-Z][_a-zA-Z0-9]*$.
+	Vars map[string]string
+}
+
+// Render returns the objects that Options.Path describes, with variables substituted, in a
+// stable order: input file order for a plain directory, kustomize's output order for a
+// kustomization. Errors are *Error.
+func Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
+	objs, err := render(ctx, opts)
+	if err != nil {
+		var re *Error
+		if !errors.As(err, &re) {
+			err = &Error{Err: err} // context cancellation
+		}
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.u
+	}
+	return out, nil
+}
+
+func render(ctx context.Context, opts Options) ([]object, error) {
+	vars, err := checkVars(opts.Vars)
+	if err != nil {
+		return nil, err
+	}
+	root, err := openRoot(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	rel, dir, err := resolvePath(root, opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	var objs []object
+	if kf := findKustomization(dir); kf != "" {
+		objs, err = buildKustomization(ctx, root, rel, kf)
+	} else {
+		objs, err = readPlain(ctx, root, rel, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := substituteAll(ctx, objs, vars); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
