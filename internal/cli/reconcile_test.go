@@ -43,6 +43,7 @@ func TestReconcileCommand(t *testing.T) {
 	}{
 		{name: "creates", extra: []string{"--var", "region=eu-west"}, wantOut: []string{"namespace/web created", "configmap/web-config created", "configmap/extra created"}},
 		{name: "unchanged", extra: []string{"--var", "region=eu-west"}, wantOut: []string{"configmap/web-config unchanged", "configmap/extra unchanged"}},
+		{name: "dry run reports without writing", extra: []string{"--dry-run"}, wantOut: []string{"configmap/web-config configured (dry run)"}},
 		{name: "default applies when the variable is unset", wantOut: []string{"configmap/web-config configured"}},
 		{name: "prunes what left the directory", before: func() { os.Remove(filepath.Join(dir, "extra.yaml")) }, wantOut: []string{"configmap/extra pruned"}},
 		{
