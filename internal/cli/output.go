@@ -4,25 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 )
 
-// outputFormat is the value of a command's -o flag.
-type outputFormat string
+// choice is a flag value limited to a few words, such as -o text|json.
+type choice struct {
+	value   string
+	allowed []string
+}
 
-const (
-	outputText outputFormat = "text"
-	outputJSON outputFormat = "json"
-)
+// newChoice returns a choice set to the first allowed word.
+func newChoice(allowed ...string) *choice { return &choice{value: allowed[0], allowed: allowed} }
 
-func (f *outputFormat) String() string { return string(*f) }
-func (f *outputFormat) Type() string   { return "format" }
-func (f *outputFormat) Set(v string) error {
-	switch outputFormat(v) {
-	case outputText, outputJSON:
-		*f = outputFormat(v)
-		return nil
+func (c *choice) String() string { return c.value }
+func (c *choice) Type() string   { return strings.Join(c.allowed, "|") }
+func (c *choice) Set(v string) error {
+	if !slices.Contains(c.allowed, v) {
+		return fmt.Errorf("want %s, got %q", strings.Join(c.allowed, " or "), v)
 	}
-	return fmt.Errorf("want text or json, got %q", v)
+	c.value = v
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

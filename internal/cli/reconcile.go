@@ -18,7 +18,7 @@ func newReconcileCommand(s streams) *cobra.Command {
 		path       string
 		vars       []string
 		opts       reconcile.Options
-		format     = outputText
+		format     = newChoice("text", "json")
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile DIR --name NAME",
@@ -86,7 +86,7 @@ pruned), then drift, conflicts and health. The exit code is 1 on any failure or 
 				fmt.Fprintf(s.errOut, "Applying %d object(s), then waiting up to %s for them to become ready...\n", len(objects), opts.Timeout)
 			}
 			res, err := r.Reconcile(ctx, objects, opts)
-			if format == outputJSON {
+			if format.value == "json" {
 				if werr := writeJSON(s.out, res); werr != nil {
 					return werr
 				}
@@ -115,6 +115,6 @@ pruned), then drift, conflicts and health. The exit code is 1 on any failure or 
 	f.BoolVar(&opts.SelfHeal, "self-heal", true, "take back changes made by hand; with --self-heal=false drift is only reported")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "validate with the API server and report what would change, writing nothing")
 	f.BoolVar(&opts.Force, "force", false, "take fields owned by other field managers and objects held by other assignments")
-	f.VarP(&format, "output", "o", "output format: text or json")
+	f.VarP(format, "output", "o", "output format: text or json")
 	return cmd
 }

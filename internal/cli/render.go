@@ -16,7 +16,7 @@ func newRenderCommand(s streams) *cobra.Command {
 	var (
 		path   string
 		vars   []string
-		format = renderYAML
+		format = newChoice("yaml", "json")
 	)
 	cmd := &cobra.Command{
 		Use:   "render DIR",
@@ -62,7 +62,7 @@ Objects are printed in render order, with the keys of each object sorted.`,
 			if err != nil {
 				return err
 			}
-			if format == renderJSON {
+			if format.value == "json" {
 				return writeList(s.out, objs)
 			}
 			return writeYAMLDocuments(s.out, objs)
@@ -70,7 +70,7 @@ Objects are printed in render order, with the keys of each object sorted.`,
 	}
 	cmd.Flags().StringVar(&path, "path", "", "directory inside DIR to render (default: DIR itself)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "substitution variable as NAME=VALUE; repeat the flag for more")
-	cmd.Flags().VarP(&format, "output", "o", "output format: yaml (documents separated by ---) or json (a v1 List)")
+	cmd.Flags().VarP(format, "output", "o", "output format: yaml (documents separated by ---) or json (a v1 List)")
 	return cmd
 }
 
@@ -105,23 +105,4 @@ func writeList(w io.Writer, objs []*unstructured.Unstructured) error {
 		items[i] = o.Object
 	}
 	return writeJSON(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-}
-
-// renderFormat is the value of render's -o flag.
-type renderFormat string
-
-const (
-	renderYAML renderFormat = "yaml"
-	renderJSON renderFormat = "json"
-)
-
-func (f *renderFormat) String() string { return string(*f) }
-func (f *renderFormat) Type() string   { return "format" }
-func (f *renderFormat) Set(v string) error {
-	switch renderFormat(v) {
-	case renderYAML, renderJSON:
-		*f = renderFormat(v)
-		return nil
-	}
-	return fmt.Errorf("want yaml or json, got %q", v)
 }

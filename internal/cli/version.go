@@ -9,7 +9,7 @@ import (
 )
 
 func newVersionCommand(s streams) *cobra.Command {
-	format := outputText
+	format := newChoice("text", "json")
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of this flotilla binary",
@@ -18,13 +18,13 @@ func newVersionCommand(s streams) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			info := version.Get()
-			if format == outputJSON {
+			if format.value == "json" {
 				return writeJSON(s.out, info)
 			}
 			_, err := fmt.Fprintln(s.out, info.String())
 			return err
 		},
 	}
-	cmd.Flags().VarP(&format, "output", "o", "output format: text or json")
+	cmd.Flags().VarP(format, "output", "o", "output format: text or json")
 	return cmd
 }
