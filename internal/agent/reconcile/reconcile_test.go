@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,4 +246,40 @@ func ownsByApplyTyped(mfs []metav1.ManagedFieldsEntry) bool {
 		}
 	}
 	return false
+}
+
+func TestRemove(t *testing.T) {
+	r := newTestReconciler(t)
+	ns := uniqueName("remove")
+	cs := clientset(t)
+	set := twoConfigMaps + `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: keeper
+  annotations: {flotilla.dev/prune: disabled}
+`
+	mustReconcile(t, r, parse(t, ns, set), Options{Name: ns, Namespace: ns, CreateNamespace: true})
+	names, err := r.Inventories(t.Context())
+	if err != nil || !slices.Contains(names, ns) {
+		t.Fatalf("inventories = %v (err %v), want %s among them", names, err, ns)
+	}
+	res, err := r.Remove(t.Context(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Action{"configmap/alpha": Pruned, "configmap/beta": Pruned, "configmap/keeper": PruneSkipped}
+	if d := cmp.Diff(want, actions(res)); d != "" {
+		t.Errorf("actions (-want +got):\n%s", d)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "keeper", metav1.GetOptions{}); err != nil {
+		t.Errorf("keeper deleted: %v", err)
+	}
+	if names, _ := r.Inventories(t.Context()); slices.Contains(names, ns) {
+		t.Errorf("inventory %s still there after Remove", ns)
+	}
+	if _, err := r.Remove(t.Context(), ns); err != nil {
+		t.Errorf("removing a removed assignment: %v", err)
+	}
 }
