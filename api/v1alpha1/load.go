@@ -1,0 +1,264 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Kinds of fleet objects.
+const (
+	KindSource  = "Source"
+	KindRelease = "Release"
+)
+
+// LoadDir reads the fleet configuration in dir: every *.yaml, *.yml and *.json file below it,
+// recursively, except hidden files and directories. Files are named in problems by their path
+// as found under dir ("fleet/releases.yaml" for dir "fleet"). Symbolic links to directories are
+// not followed, so a fleet repository cannot pull in files from outside itself that way.
+func LoadDir(dir string) (*Fleet, error) {
+	files := make(map[string][]byte)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !isConfigFile(d.Name()) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(p)] = data
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet directory %s: %w", dir, err)
+	}
+	return Parse(files)
+}
+
+func isConfigFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// Parse decodes and validates a fleet configuration held in memory, keyed by file name. Every
+// file is parsed whatever its name (JSON is YAML). Objects are returned in file-name order, then
+// document order, so the same files always give the same Fleet. The error, if any, is an
+// [*InvalidError] with every problem found.
+func Parse(files map[string][]byte) (*Fleet, error) {
+	l := loader{origins: origins{broken: make(map[string]bool)}}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		l.parseFile(name, files[name])
+	}
+	problems := append(l.problems, validate(&l.fleet, &l.origins)...)
+	if len(problems) > 0 {
+		// Decoding and validation are two passes; group what they found by file.
+		slices.SortStableFunc(problems, func(a, b Problem) int { return strings.Compare(a.File, b.File) })
+		return nil, &InvalidError{Problems: problems}
+	}
+	return &l.fleet, nil
+}
+
+type loader struct {
+	fleet    Fleet
+	origins  origins
+	problems []Problem
+}
+
+func (l *loader) parseFile(file string, data []byte) {
+	for _, doc := range splitDocuments(data) {
+		l.parseDocument(file, doc)
+	}
+}
+
+func (l *loader) parseDocument(file string, doc document) {
+	docName := fmt.Sprintf("document %d", doc.index)
+	fail := func(object, field, msg string) {
+		l.problems = append(l.problems, Problem{File: file, Object: object, Field: field, Message: msg})
+	}
+
+	// Strict here means duplicate keys are an error; unknown fields are found below.
+	j, err := yaml.YAMLToJSONStrict(doc.data)
+	if err != nil {
+		fail(docName, "", flatten(err.Error()))
+		return
+	}
+	var generic any
+	if err := json.Unmarshal(j, &generic); err != nil {
+		fail(docName, "", err.Error())
+		return
+	}
+	if generic == nil {
+		return // "~", "null": as empty as a document of comments
+	}
+	obj, ok := generic.(map[string]any)
+	if !ok {
+		fail(docName, "", "must be an object with apiVersion and kind, not "+jsonKind(generic))
+		return
+	}
+
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	object := docName
+	if name != "" && (kind == KindSource || kind == KindRelease) {
+		object = kind + "/" + name
+	}
+	// A Source that fails to decode is still a Source the user meant to define: releases that
+	// use it should not get a second, misleading "not defined" problem.
+	markBroken := func() {
+		if kind == KindSource && name != "" {
+			l.origins.broken[name] = true
+		}
+	}
+
+	var target any
+	switch {
+	case apiVersion != APIVersion && (kind == KindSource || kind == KindRelease):
+		fail(object, "apiVersion", fmt.Sprintf("%s is not supported: want %s", describe(apiVersion), APIVersion))
+		markBroken()
+		return
+	case apiVersion != APIVersion:
+		fail(docName, "", fmt.Sprintf("%s, %s is not a fleet object: want apiVersion %s with kind %s or %s",
+			describe(apiVersion), describeKind(kind), APIVersion, KindSource, KindRelease))
+		return
+	case kind == KindSource:
+		target = &Source{}
+	case kind == KindRelease:
+		target = &Release{}
+	default:
+		fail(docName, "kind", fmt.Sprintf("%s is not a fleet object kind: want %s or %s", describeKind(kind), KindSource, KindRelease))
+		return
+	}
+
+	if fps := checkSchema("", obj, reflect.TypeOf(target).Elem()); len(fps) > 0 {
+		for _, fp := range fps {
+			fail(object, fp.field, fp.message)
+		}
+		markBroken()
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(target); err != nil {
+		// checkSchema should have caught anything encoding/json refuses; this is the backstop.
+		fail(object, "", err.Error())
+		markBroken()
+		return
+	}
+
+	o := origin{file: file, doc: doc.index}
+	switch t := target.(type) {
+	case *Source:
+		l.fleet.Sources = append(l.fleet.Sources, *t)
+		l.origins.sources = append(l.origins.sources, o)
+	case *Release:
+		l.fleet.Releases = append(l.fleet.Releases, *t)
+		l.origins.releases = append(l.origins.releases, o)
+	}
+}
+
+func describe(apiVersion string) string {
+	if apiVersion == "" {
+		return "apiVersion not set"
+	}
+	return fmt.Sprintf("apiVersion %q", apiVersion)
+}
+
+func describeKind(kind string) string {
+	if kind == "" {
+		return "kind not set"
+	}
+	return fmt.Sprintf("kind %q", kind)
+}
+
+// flatten puts a multi-line YAML error ("yaml: unmarshal errors:\n  line 4: ...") on one line,
+// since each problem is one line of the InvalidError.
+func flatten(s string) string {
+	s = strings.ReplaceAll(s, ":\n  ", ": ")
+	return strings.ReplaceAll(s, "\n  ", "; ")
+}
+
+// document is one YAML document of a file.
+type document struct {
+	// index counts the documents of the file that have content, from 1, so that "document 2"
+	// is the second one a reader sees even when the file starts with "---".
+	index int
+	// data is the document preceded by as many newlines as there are lines before it in the
+	// file, so that the YAML parser's "line N" is the file's line N.
+	data []byte
+}
+
+// splitDocuments cuts a file at "---" lines, the way kubectl does: a line that starts with
+// "---" followed by nothing or by white space. Text after the marker on the same line belongs
+// to the next document. Documents with nothing but blank lines, comments and "..." are left out.
+func splitDocuments(data []byte) []document {
+	var docs []document
+	start, startLine := 0, 1
+	add := func(chunk []byte, line int) {
+		if isBlank(chunk) {
+			return
+		}
+		d := make([]byte, 0, line-1+len(chunk))
+		d = append(d, bytes.Repeat([]byte("\n"), line-1)...)
+		docs = append(docs, document{index: len(docs) + 1, data: append(d, chunk...)})
+	}
+	line := 1
+	for off := 0; off < len(data); line++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			end = off + i + 1
+		}
+		if isSeparator(data[off:end]) {
+			add(data[start:off], startLine)
+			start, startLine = off+3, line
+		}
+		off = end
+	}
+	add(data[start:], startLine)
+	return docs
+}
+
+func isSeparator(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	return len(line) == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r' || line[3] == '\n'
+}
+
+// isBlank reports whether a document has nothing but blank lines, comments and "..." (the
+// YAML document end marker, which the parser refuses when no content precedes it).
+func isBlank(chunk []byte) bool {
+	for l := range bytes.Lines(chunk) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' && !isEndMarker(l) {
+			return false
+		}
+	}
+	return true
+}
+
+func isEndMarker(l []byte) bool {
+	return bytes.HasPrefix(l, []byte("...")) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '#')
+}

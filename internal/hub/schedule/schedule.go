@@ -1,0 +1,272 @@
+package schedule
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+)
+
+// Cluster is a registered cluster as the scheduler sees it.
+type Cluster struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Artifact is one resolved source: the revision the hub resolved and the artifact it built.
+type Artifact struct {
+	Source   string
+	URL      string
+	Revision string
+	Digest   string // sha256:<hex>
+}
+
+// Assignment is one release for one cluster at one artifact, with that cluster's resolved
+// values: what the agent executes and reports on.
+type Assignment struct {
+	Release  string `json:"release"`
+	Source   string `json:"source"`
+	URL      string `json:"url"`
+	Revision string `json:"revision"`
+	Digest   string `json:"digest"`
+	// Path inside the artifact, resolved for this cluster; "" is the artifact's root.
+	Path            string `json:"path"`
+	Namespace       string `json:"namespace,omitempty"`
+	CreateNamespace bool   `json:"createNamespace,omitempty"`
+	Prune           bool   `json:"prune"`
+	SelfHeal        bool   `json:"selfHeal"`
+	Wait            bool   `json:"wait"`
+	// Timeout and Interval have their defaults applied; they are encoded as nanoseconds.
+	Timeout  time.Duration `json:"timeout"`
+	Interval time.Duration `json:"interval"`
+	// Vars are the variables for substitution: the cluster's, then the release's where the
+	// cluster has none of that name (see the package documentation). Never nil.
+	Vars map[string]string `json:"vars"`
+}
+
+// Problem is a release that could not be scheduled as written, for one cluster or (Cluster
+// empty) for every cluster.
+type Problem struct {
+	Release string
+	Cluster string
+	Message string
+}
+
+// String reads "Release/baseline on cluster eu-1: message".
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Release != "" {
+		b.WriteString("Release/" + p.Release)
+	}
+	if p.Cluster != "" {
+		if b.Len() > 0 {
+			b.WriteString(" on ")
+		}
+		b.WriteString("cluster " + p.Cluster)
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Plan is the scheduler's output.
+type Plan struct {
+	// Assignments by cluster name: an entry for every cluster given (empty when nothing
+	// matches), each sorted by release.
+	Assignments map[string][]Assignment
+	// Problems sorted by release, then cluster. An assignment they concern is either left out
+	// or, when the cluster had one, kept from previous.
+	Problems []Problem
+}
+
+// Schedule assigns every release of fleet to the clusters it matches.
+//
+// artifacts holds the resolved artifact of each source, by source name. previous is the last
+// plan's assignments by cluster name: a release that cannot be scheduled for a cluster (no
+// artifact for its source, a path that does not resolve) keeps its previous assignment there.
+// fleet is expected to have passed validation; what validation would refuse is reported as a
+// Problem rather than trusted. Nothing in the inputs is modified or referenced by the plan.
+func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string][]Assignment) Plan {
+	var s scheduler
+	rels := s.prepare(fleet, artifacts)
+
+	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters))}
+	for _, c := range clusters {
+		if c.Name == "" {
+			s.problem("", "", "a cluster without a name was left out")
+			continue
+		}
+		if _, dup := plan.Assignments[c.Name]; dup {
+			s.problem("", c.Name, "cluster is listed more than once; the first entry was used")
+			continue
+		}
+		plan.Assignments[c.Name] = s.scheduleCluster(c, rels, previous[c.Name])
+	}
+
+	slices.SortFunc(s.problems, func(a, b Problem) int {
+		return cmp.Or(
+			strings.Compare(a.Release, b.Release),
+			strings.Compare(a.Cluster, b.Cluster),
+			strings.Compare(a.Message, b.Message),
+		)
+	})
+	plan.Problems = s.problems
+	return plan
+}
+
+// scheduler collects problems during one call of Schedule.
+type scheduler struct {
+	problems []Problem
+	scratch  []Assignment
+}
+
+func (s *scheduler) problem(release, cluster, format string, args ...any) {
+	s.problems = append(s.problems, Problem{Release: release, Cluster: cluster, Message: fmt.Sprintf(format, args...)})
+}
+
+// prepared is a Release prepared once per call, not once per cluster.
+type prepared struct {
+	name    string
+	targets []v1alpha1.Target
+	// Either tmpl is set, or path is the literal path (most paths have no action, and executing
+	// a template for each of a thousand clusters would be waste), or pathErr says why the
+	// template does not parse.
+	tmpl     *pathTemplate
+	path     string
+	pathErr  error
+	artifact Artifact
+	resolved bool // the source has an artifact
+	vars     map[string]string
+	base     Assignment // everything but the path and Vars
+}
+
+// prepare returns the fleet's releases sorted by name, so that assignment lists come out
+// sorted without a sort per cluster.
+func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact) []prepared {
+	if fleet == nil {
+		return nil
+	}
+	rels := make([]prepared, 0, len(fleet.Releases))
+	seen := make(map[string]bool, len(fleet.Releases))
+	for i := range fleet.Releases {
+		r := &fleet.Releases[i]
+		name := r.Metadata.Name
+		if seen[name] {
+			s.problem(name, "", "release is defined more than once; the first definition was used")
+			continue
+		}
+		seen[name] = true
+
+		a, ok := artifacts[r.Spec.Source]
+		rel := prepared{
+			name:     name,
+			targets:  r.Spec.Targets,
+			artifact: a,
+			resolved: ok,
+			vars:     r.Spec.Variables,
+			base: Assignment{
+				Release:         name,
+				Source:          r.Spec.Source,
+				URL:             a.URL,
+				Revision:        a.Revision,
+				Digest:          a.Digest,
+				Namespace:       r.Spec.Namespace,
+				CreateNamespace: r.Spec.CreateNamespace,
+				Prune:           r.Spec.Prune,
+				SelfHeal:        r.Spec.SelfHealOrDefault(),
+				Wait:            r.Spec.Wait,
+				Timeout:         r.Spec.TimeoutOrDefault(),
+				Interval:        r.Spec.IntervalOrDefault(),
+			},
+		}
+		if strings.Contains(r.Spec.Path, "{{") {
+			var t *template.Template
+			if t, rel.pathErr = r.Spec.PathTemplate(); rel.pathErr == nil {
+				rel.tmpl = newPathTemplate(t)
+			}
+		} else {
+			rel.path = r.Spec.Path
+		}
+		if _, ok := r.Spec.Variables[v1alpha1.ClusterNameVariable]; ok {
+			s.problem(name, "", "variable %s is set from the cluster and cannot be overridden; the release's value is ignored",
+				v1alpha1.ClusterNameVariable)
+		}
+		rels = append(rels, rel)
+	}
+	slices.SortStableFunc(rels, func(a, b prepared) int { return strings.Compare(a.name, b.name) })
+	return rels
+}
+
+// scheduleCluster returns the cluster's assignments. out is scratch space, reused from cluster
+// to cluster so that each result is allocated once at its final size.
+func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assignment) []Assignment {
+	out := s.scratch[:0]
+	defer func() { s.scratch = out[:0] }()
+	var cvars map[string]string // computed on the first match
+	for i := range rels {
+		r := &rels[i]
+		if !matches(r.targets, c.Labels) {
+			continue
+		}
+		if !r.resolved {
+			s.keep(&out, r.name, c.Name, previous, fmt.Sprintf("source %q has no artifact", r.base.Source))
+			continue
+		}
+		p, err := r.resolvePath(c)
+		if err != nil {
+			s.keep(&out, r.name, c.Name, previous, err.Error())
+			continue
+		}
+		if cvars == nil {
+			cvars = clusterVars(c)
+		}
+		a := r.base
+		a.Path = p
+		a.Vars = mergeVars(cvars, r.vars)
+		out = append(out, a)
+	}
+	return append(make([]Assignment, 0, len(out)), out...)
+}
+
+// keep appends the cluster's previous assignment for release, if it had one, and reports why
+// the release could not be scheduled afresh.
+func (s *scheduler) keep(out *[]Assignment, release, cluster string, previous []Assignment, why string) {
+	for _, a := range previous {
+		if a.Release == release {
+			a.Vars = maps.Clone(a.Vars)
+			if a.Vars == nil {
+				a.Vars = map[string]string{}
+			}
+			*out = append(*out, a)
+			s.problem(release, cluster, "%s; kept the previous assignment (revision %s)", why, a.Revision)
+			return
+		}
+	}
+	s.problem(release, cluster, "%s; not assigned", why)
+}
+
+// matches reports whether any target selects a cluster with these labels.
+func matches(targets []v1alpha1.Target, labels map[string]string) bool {
+	for _, t := range targets {
+		if selects(t.Selector, labels) {
+			return true
+		}
+	}
+	return false
+}
+
+func selects(sel v1alpha1.LabelSelector, labels map[string]string) bool {
+	for k, want := range sel.MatchLabels {
+		if got, ok := labels[k]; !ok || got != want {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// SchemaVersion is the number of migrations this hub knows.
+var SchemaVersion = len(migrations)
+
+// OpenSQLiteWithExtraMigrations opens path as a newer hub would: with the known migrations
+// followed by the extra SQL steps.
+func OpenSQLiteWithExtraMigrations(ctx context.Context, path string, extra ...string) (*SQLite, error) {
+	migs := append([]migration(nil), migrations...)
+	for _, sql := range extra {
+		migs = append(migs, migration{name: "test step", sql: sql})
+	}
+	return openSQLite(ctx, path, migs)
+}
+
+// OpenSQLiteAtVersion opens path as an older hub would, knowing only the first n migrations.
+func OpenSQLiteAtVersion(ctx context.Context, path string, n int) (*SQLite, error) {
+	return openSQLite(ctx, path, migrations[:n])
+}
+
+// SetNow replaces the clock the store stamps UpdatedAt and ingestion times with.
+func (s *SQLite) SetNow(now func() time.Time) { s.now = now }
+
+// Pools returns the writer and reader connection pools.
+func (s *SQLite) Pools() (w, r *sql.DB) { return s.w, s.r }

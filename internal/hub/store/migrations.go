@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// migration is one step of the SQLite schema. Steps are applied in order and recorded in
+// schema_migrations by version, which is the step's position in the list counted from 1.
+// Released steps are never edited or reordered: a change to the schema is a new step at the
+// end, so that every file, however old, reaches the same schema.
+type migration struct {
+	name string
+	sql  string
+}
+
+// migrations is the SQLite schema, oldest step first.
+//
+// Conventions: tables are STRICT, so a value of the wrong type is an error rather than
+// silently stored; times are INTEGER unix nanoseconds, 0 for the zero time (NULL where "not
+// yet" is tested in SQL); labels are a JSON object in TEXT.
+var migrations = []migration{
+	{name: "initial schema", sql: `
+CREATE TABLE clusters (
+	name          TEXT PRIMARY KEY,
+	labels        TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	last_seen     INTEGER NOT NULL DEFAULT 0,
+	agent_version TEXT NOT NULL DEFAULT ''
+) STRICT;
+
+-- No foreign key to clusters: a token may be issued before its cluster registers.
+CREATE TABLE join_tokens (
+	id          TEXT PRIMARY KEY,
+	secret_hash BLOB NOT NULL,
+	cluster     TEXT NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	used_at     INTEGER
+) STRICT;
+CREATE INDEX join_tokens_by_cluster ON join_tokens (cluster);
+
+-- No foreign key to clusters: certificates outlive their cluster, revoked, so that a
+-- removed cluster's agent stays locked out.
+CREATE TABLE certificates (
+	serial    TEXT PRIMARY KEY,
+	cluster   TEXT NOT NULL,
+	not_after INTEGER NOT NULL,
+	revoked   INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))
+) STRICT;
+CREATE INDEX certificates_by_cluster ON certificates (cluster);
+
+CREATE TABLE desired_states (
+	cluster    TEXT PRIMARY KEY REFERENCES clusters (name),
+	generation INTEGER NOT NULL CHECK (generation > 0),
+	document   BLOB NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+
+-- One row per ingested report: the primary key is what makes ingestion idempotent.
+CREATE TABLE reports (
+	cluster     TEXT NOT NULL REFERENCES clusters (name),
+	seq         INTEGER NOT NULL,
+	ingested_at INTEGER NOT NULL,
+	PRIMARY KEY (cluster, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE statuses (
+	cluster             TEXT NOT NULL REFERENCES clusters (name),
+	release             TEXT NOT NULL,
+	observed_generation INTEGER NOT NULL,
+	revision            TEXT NOT NULL,
+	digest              TEXT NOT NULL,
+	phase               TEXT NOT NULL,
+	health              TEXT NOT NULL,
+	objects             INTEGER NOT NULL,
+	drifted             INTEGER NOT NULL CHECK (drifted IN (0, 1)),
+	conflicts           INTEGER NOT NULL,
+	error               TEXT NOT NULL,
+	detail              BLOB,
+	reported_at         INTEGER NOT NULL,
+	updated_at          INTEGER NOT NULL,
+	PRIMARY KEY (cluster, release)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE source_statuses (
+	name       TEXT PRIMARY KEY,
+	url        TEXT NOT NULL,
+	revision   TEXT NOT NULL,
+	digest     TEXT NOT NULL,
+	error      TEXT NOT NULL,
+	checked_at INTEGER NOT NULL
+) STRICT;
+
+-- A single row (id 1) once the fleet status is first set.
+CREATE TABLE fleet_status (
+	id         INTEGER PRIMARY KEY CHECK (id = 1),
+	revision   TEXT NOT NULL,
+	error      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+`},
+}
+
+// migrate brings the schema of db up to migs, all steps in one transaction: a step that fails
+// leaves the file as it was. It refuses a file that records versions beyond migs, because a
+// newer hub wrote it and this one would misread or damage its data.
+func migrate(ctx context.Context, db *sql.DB, migs []migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("schema migration: %w", err)
+	}
+	defer tx.Rollback() // a no-op once committed
+
+	if _, err := tx.ExecContext(ctx, `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at INTEGER NOT NULL
+) STRICT`); err != nil {
+		return fmt.Errorf("schema migration: %w", err)
+	}
+
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("schema migration: %w", err)
+	}
+	var unknown []string
+	for _, v := range slices.Sorted(maps.Keys(applied)) {
+		if v < 1 || v > len(migs) {
+			unknown = append(unknown, strconv.Itoa(v))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("schema has migration(s) %s unknown to this hub, which knows 1 to %d: "+
+			"the file was written by a newer flotilla; run that version or restore a backup",
+			strings.Join(unknown, ", "), len(migs))
+	}
+
+	now := toNanos(time.Now())
+	for i, m := range migs {
+		v := i + 1
+		if applied[v] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("schema migration %d (%s): %w", v, m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			v, m.name, now); err != nil {
+			return fmt.Errorf("schema migration %d (%s): %w", v, m.name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schema migration: %w", err)
+	}
+	return nil
+}
+
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
+}

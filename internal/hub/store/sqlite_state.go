@@ -1,0 +1,162 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// PutDesiredState stores doc for cluster, raising the generation by one only when doc differs
+// from the stored document (the first gets 1). UpdatedAt records the last change, not the
+// last call. ErrNotFound if the cluster is not registered: a scheduler pass racing with
+// RemoveCluster must not bring back state for a removed cluster.
+func (s *SQLite) PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := requireCluster(ctx, tx, cluster); err != nil {
+			return err
+		}
+		var stored []byte
+		err := tx.QueryRowContext(ctx, `
+SELECT generation, document FROM desired_states WHERE cluster = ?`, cluster).Scan(&generation, &stored)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			generation, changed = 1, true
+		case err != nil:
+			return err
+		case bytes.Equal(stored, doc):
+			return nil
+		default:
+			generation, changed = generation+1, true
+		}
+		_, err = tx.ExecContext(ctx, `
+INSERT INTO desired_states (cluster, generation, document, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (cluster) DO UPDATE SET
+	generation = excluded.generation, document = excluded.document, updated_at = excluded.updated_at`,
+			cluster, generation, notNil(doc), toNanos(s.now()))
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
+	}
+	return generation, changed, nil
+}
+
+// GetDesiredState returns the cluster's desired state, or ErrNotFound.
+func (s *SQLite) GetDesiredState(ctx context.Context, cluster string) (DesiredState, error) {
+	d := DesiredState{Cluster: cluster}
+	var updatedAt int64
+	err := s.r.QueryRowContext(ctx, `
+SELECT generation, document, updated_at FROM desired_states WHERE cluster = ?`, cluster).
+		Scan(&d.Generation, &d.Document, &updatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, ErrNotFound)
+	}
+	if err != nil {
+		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
+	}
+	d.UpdatedAt = fromNanos(updatedAt)
+	return d, nil
+}
+
+// IngestReport records report seq of cluster at most once, and with it each status unless the
+// stored status of the same release has a later ReportedAt. The statuses belong to cluster
+// (their Cluster field is ignored) and their UpdatedAt is set to the time of ingestion.
+// ErrNotFound if the cluster is not registered.
+//
+// seq is stored as the int64 with the same bits, so every uint64 is a distinct report.
+func (s *SQLite) IngestReport(ctx context.Context, cluster string, seq uint64, statuses []AssignmentStatus) (duplicate bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := requireCluster(ctx, tx, cluster); err != nil {
+			return err
+		}
+		now := toNanos(s.now())
+		res, err := tx.ExecContext(ctx, `
+INSERT INTO reports (cluster, seq, ingested_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			cluster, int64(seq), now)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			duplicate = true
+			return nil
+		}
+		if len(statuses) == 0 {
+			return nil
+		}
+		// Only a stored status with a strictly later ReportedAt is kept; an equal one is
+		// replaced, as the contract says.
+		stmt, err := tx.PrepareContext(ctx, `
+INSERT INTO statuses (cluster, release, observed_generation, revision, digest, phase, health,
+	objects, drifted, conflicts, error, detail, reported_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (cluster, release) DO UPDATE SET
+	observed_generation = excluded.observed_generation, revision = excluded.revision,
+	digest = excluded.digest, phase = excluded.phase, health = excluded.health,
+	objects = excluded.objects, drifted = excluded.drifted, conflicts = excluded.conflicts,
+	error = excluded.error, detail = excluded.detail, reported_at = excluded.reported_at,
+	updated_at = excluded.updated_at
+WHERE excluded.reported_at >= statuses.reported_at`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, st := range statuses {
+			if _, err := stmt.ExecContext(ctx, cluster, st.Release, st.ObservedGeneration,
+				st.Revision, st.Digest, st.Phase, st.Health, st.Objects, st.Drifted, st.Conflicts,
+				st.Error, st.Detail, toNanos(st.ReportedAt), now); err != nil {
+				return fmt.Errorf("release %q: %w", st.Release, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("report %d of cluster %q: %w", seq, cluster, err)
+	}
+	return duplicate, nil
+}
+
+// ReportsIngested counts the distinct reports ingested for cluster; 0 for an unknown cluster.
+func (s *SQLite) ReportsIngested(ctx context.Context, cluster string) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM reports WHERE cluster = ?`, cluster).Scan(&n); err != nil {
+		return 0, fmt.Errorf("reports of cluster %q: %w", cluster, err)
+	}
+	return n, nil
+}
+
+// ListStatuses returns every stored assignment status, ordered by release then cluster.
+func (s *SQLite) ListStatuses(ctx context.Context) ([]AssignmentStatus, error) {
+	rows, err := s.r.QueryContext(ctx, `
+SELECT cluster, release, observed_generation, revision, digest, phase, health, objects, drifted,
+	conflicts, error, detail, reported_at, updated_at
+FROM statuses ORDER BY release, cluster`)
+	if err != nil {
+		return nil, fmt.Errorf("statuses: %w", err)
+	}
+	defer rows.Close()
+	var out []AssignmentStatus
+	for rows.Next() {
+		var (
+			st                    AssignmentStatus
+			reportedAt, updatedAt int64
+		)
+		if err := rows.Scan(&st.Cluster, &st.Release, &st.ObservedGeneration, &st.Revision,
+			&st.Digest, &st.Phase, &st.Health, &st.Objects, &st.Drifted, &st.Conflicts, &st.Error,
+			&st.Detail, &reportedAt, &updatedAt); err != nil {
+			return nil, fmt.Errorf("statuses: %w", err)
+		}
+		st.ReportedAt = fromNanos(reportedAt)
+		st.UpdatedAt = fromNanos(updatedAt)
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("statuses: %w", err)
+	}
+	return out, nil
+}

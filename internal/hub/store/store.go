@@ -1,0 +1,149 @@
+// Package store is the hub's persistent state behind one interface: clusters, join tokens,
+// agent certificates, each cluster's desired state with its generation, the status agents
+// report, and the state of sources. SQLite (embedded, the default) implements it here;
+// PostgreSQL is the path to several hub replicas.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers branch on; implementations wrap them with the name concerned.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	// ErrTokenInvalid: unknown, expired, already used, or issued for another cluster.
+	ErrTokenInvalid = errors.New("join token invalid")
+)
+
+// Cluster is a registered agent identity.
+type Cluster struct {
+	Name      string
+	Labels    map[string]string
+	CreatedAt time.Time
+	// LastSeen is when the agent last reached the hub (zero: never).
+	LastSeen     time.Time
+	AgentVersion string
+}
+
+// JoinToken lets an agent join as Cluster once, before ExpiresAt. The store keeps only a hash
+// of the token's secret.
+type JoinToken struct {
+	ID         string // public, names the token in logs and audit
+	SecretHash []byte // sha256 of the secret part
+	Cluster    string
+	ExpiresAt  time.Time
+	UsedAt     time.Time // zero until used
+}
+
+// Certificate is a client certificate the hub signed for an agent.
+type Certificate struct {
+	Serial   string // hex
+	Cluster  string
+	NotAfter time.Time
+	Revoked  bool
+}
+
+// DesiredState is what one cluster should run: an opaque document (the scheduler's
+// assignments, encoded by the hub) and a generation that rises with every change.
+type DesiredState struct {
+	Cluster    string
+	Generation int64
+	Document   []byte
+	UpdatedAt  time.Time
+}
+
+// AssignmentStatus is the last status an agent reported for one assignment.
+type AssignmentStatus struct {
+	Cluster            string
+	Release            string
+	ObservedGeneration int64 // desired-state generation the agent acted on
+	Revision           string
+	Digest             string
+	Phase              string // Pending, Applying, Ready, Failed, Progressing
+	Health             string // kstatus summary: Current, InProgress, Failed, "" without wait
+	Objects            int
+	Drifted            bool
+	Conflicts          int
+	Error              string
+	// Detail is the whole report entry as the agent sent it (JSON), for views that need more.
+	Detail     []byte
+	ReportedAt time.Time // when the agent produced it
+	UpdatedAt  time.Time // when the hub ingested it
+}
+
+// SourceStatus is the last poll of one source.
+type SourceStatus struct {
+	Name      string
+	URL       string
+	Revision  string // resolved commit, "" before the first success
+	Digest    string // artifact of Revision
+	Error     string // last poll's error, "" on success
+	CheckedAt time.Time
+}
+
+// FleetStatus is the fleet configuration in force and the last error reading a newer one.
+type FleetStatus struct {
+	Revision  string // commit of the fleet repository, or a content hash for a directory
+	Error     string
+	UpdatedAt time.Time
+}
+
+// Store is the hub's persistent state. Every method is safe for concurrent use and atomic.
+type Store interface {
+	// AddCluster registers c; ErrExists if the name is taken.
+	AddCluster(ctx context.Context, c Cluster) error
+	// GetCluster returns the named cluster or ErrNotFound.
+	GetCluster(ctx context.Context, name string) (Cluster, error)
+	// ListClusters returns every cluster, ordered by name.
+	ListClusters(ctx context.Context) ([]Cluster, error)
+	// SetClusterLabels replaces the cluster's labels; ErrNotFound if it does not exist.
+	SetClusterLabels(ctx context.Context, name string, labels map[string]string) error
+	// TouchCluster records that the cluster's agent was seen at t, running agentVersion.
+	TouchCluster(ctx context.Context, name string, t time.Time, agentVersion string) error
+	// RemoveCluster deletes the cluster with its tokens, desired state and statuses, and
+	// revokes every certificate issued to it, in one transaction. ErrNotFound if absent.
+	RemoveCluster(ctx context.Context, name string) error
+
+	// CreateJoinToken stores t (ErrExists if its ID is taken).
+	CreateJoinToken(ctx context.Context, t JoinToken) error
+	// ConsumeJoinToken marks token id used, atomically, if secretHash matches, it was issued
+	// for cluster, is unused and now is before its expiry; otherwise ErrTokenInvalid (wrapped
+	// with the reason). A token is consumed at most once, even under concurrent calls.
+	ConsumeJoinToken(ctx context.Context, id string, secretHash []byte, cluster string, now time.Time) error
+
+	// AddCertificate records a certificate the hub signed.
+	AddCertificate(ctx context.Context, c Certificate) error
+	// CertificateValid reports whether serial was issued to cluster and is not revoked.
+	CertificateValid(ctx context.Context, serial, cluster string) (bool, error)
+
+	// PutDesiredState stores doc for cluster. The generation rises by one only when doc
+	// differs from the stored document (byte for byte); changed says whether it did. The
+	// first document of a cluster gets generation 1.
+	PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error)
+	// GetDesiredState returns the cluster's desired state, or ErrNotFound.
+	GetDesiredState(ctx context.Context, cluster string) (DesiredState, error)
+
+	// IngestReport records a report, identified by (cluster, seq), at most once: for a seq
+	// already ingested it changes nothing and returns duplicate=true. Each status replaces
+	// the stored status of its (cluster, release) unless the stored one has a later
+	// ReportedAt. A report for a removed cluster fails with ErrNotFound.
+	IngestReport(ctx context.Context, cluster string, seq uint64, statuses []AssignmentStatus) (duplicate bool, err error)
+	// ReportsIngested counts the distinct reports ingested for cluster (for exactly-once checks).
+	ReportsIngested(ctx context.Context, cluster string) (int64, error)
+	// ListStatuses returns every stored assignment status, ordered by release then cluster.
+	ListStatuses(ctx context.Context) ([]AssignmentStatus, error)
+
+	// PutSourceStatus replaces the status of source s.Name.
+	PutSourceStatus(ctx context.Context, s SourceStatus) error
+	// ListSourceStatuses returns every source status, ordered by name.
+	ListSourceStatuses(ctx context.Context) ([]SourceStatus, error)
+
+	// PutFleetStatus replaces the fleet status; GetFleetStatus returns it (zero value if never set).
+	PutFleetStatus(ctx context.Context, s FleetStatus) error
+	GetFleetStatus(ctx context.Context) (FleetStatus, error)
+
+	Close() error
+}
