@@ -1,0 +1,6 @@
+//go:build !unix
+
+package artifact
+
+// noFollow is not available here; callers check the file type after opening.
+const noFollow = 0

@@ -1,0 +1,141 @@
+package source
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Git is a Git source: where the repository is and which revision to
+// follow. At most one of Branch, Tag, Semver and Commit may be set; with
+// none, the remote's default branch (its HEAD) is followed.
+type Git struct {
+	// Name identifies the source in errors.
+	Name string
+	// URL is https://, http://, ssh://, scp-like (git@host:org/repo),
+	// file:// or an absolute path.
+	URL string
+	// Branch follows the head of that branch.
+	Branch string
+	// Tag pins that tag; annotated tags are peeled to their commit.
+	Tag string
+	// Semver follows the highest tag, with or without a leading "v", that
+	// satisfies this range (Masterminds/semver syntax, e.g. "^1.2", ">=2.0 <3").
+	Semver string
+	// Commit pins a full 40-digit commit hash; it must exist in a branch or
+	// tag of the remote.
+	Commit string
+	// Auth authenticates to the server; the zero value is anonymous.
+	Auth Credentials
+}
+
+// Resolved is the outcome of Resolve: a commit and what led to it.
+type Resolved struct {
+	// Revision names the commit and how it was chosen:
+	// "<branch or tag>@sha1:<hex>" for a branch, tag, semver range or the
+	// default branch, "sha1:<hex>" for a pinned commit.
+	Revision string
+	// Commit is the 40-digit hex commit hash.
+	Commit string
+	// Ref is the full reference resolved, e.g. "refs/heads/main" or
+	// "refs/tags/v1.2.0"; empty for a pinned commit.
+	Ref string
+	// Author is "Name <email>" of the commit's author.
+	Author string
+	// Message is the commit message without trailing whitespace.
+	Message string
+	// Time is the commit's committer time.
+	Time time.Time
+}
+
+// errorf formats an error about this source, starting with its name.
+func (g Git) errorf(format string, args ...any) error {
+	return fmt.Errorf("source '%s': "+format, append([]any{g.Name}, args...)...)
+}
+
+// validate checks what can be checked without the network and returns the
+// parsed endpoint.
+func (g Git) validate() (*transport.Endpoint, error) {
+	if g.Name == "" {
+		return nil, fmt.Errorf("source with URL %s: empty name", redact(g.URL))
+	}
+	set := 0
+	for _, s := range []string{g.Branch, g.Tag, g.Semver, g.Commit} {
+		if s != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, g.errorf("set at most one of branch, tag, semver and commit")
+	}
+	if g.Commit != "" {
+		if err := checkCommitHash(g.Commit); err != nil {
+			return nil, g.errorf("commit %q: %w", g.Commit, err)
+		}
+	}
+	ep, err := endpoint(g.URL)
+	if err != nil {
+		return nil, g.errorf("%w", err)
+	}
+	return ep, nil
+}
+
+func checkCommitHash(h string) error {
+	if len(h) != 40 {
+		return errors.New("want a full 40-digit hex hash")
+	}
+	if _, err := hex.DecodeString(h); err != nil {
+		return errors.New("want a full 40-digit hex hash")
+	}
+	return nil
+}
+
+// endpoint parses a source URL, accepting only the documented forms.
+func endpoint(raw string) (*transport.Endpoint, error) {
+	if raw == "" {
+		return nil, errors.New("empty URL")
+	}
+	if strings.HasPrefix(raw, "/") {
+		raw = "file://" + raw
+	}
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		return nil, fmt.Errorf("URL %s: %w", redact(raw), err)
+	}
+	switch ep.Protocol {
+	case "https", "http", "ssh":
+	case "file":
+		// go-git takes any other string for a path relative to the
+		// working directory, which means nothing to a hub.
+		if !strings.HasPrefix(raw, "file://") || !filepath.IsAbs(ep.Path) {
+			return nil, fmt.Errorf("URL %s: want an absolute path", redact(raw))
+		}
+	default:
+		return nil, fmt.Errorf("URL %s: want https://, http://, ssh://, file:// or an absolute path", redact(raw))
+	}
+	return ep, nil
+}
+
+// mirrorKey is the URL the mirror is keyed on: a plain path and its file://
+// form share one mirror.
+func mirrorKey(ep *transport.Endpoint, raw string) string {
+	if ep.Protocol == "file" {
+		return "file://" + filepath.Clean(ep.Path)
+	}
+	return raw
+}
+
+// redact hides a password in a URL, for error messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
