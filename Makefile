@@ -21,8 +21,8 @@ build: ## build bin/flotilla
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh
 
-demo: build kube-binaries ## run a local fleet of real clusters until Ctrl-C
-	$(BIN)/flotilla demo --bin-dir $(BIN)
+demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
+	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
 test: kube-binaries verify vet ## everything CI runs: format, tidiness, vet, and all tests with the race detector
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...

@@ -8,9 +8,10 @@ const (
 	DefaultSourceInterval  = time.Minute
 	DefaultReleaseTimeout  = 5 * time.Minute
 	DefaultReleaseInterval = 10 * time.Minute
-	// MinSourceInterval protects Git servers, and the hub's own rate limits, from a fleet
-	// repository that asks for a poll every second; webhooks are the way to react faster.
-	MinSourceInterval = 10 * time.Second
+	// MinSourceInterval protects Git servers from a fleet repository that asks for a poll
+	// many times a second. The hub fetches each source once per poll however many clusters
+	// use it, so a short interval costs one fetch, not one per cluster.
+	MinSourceInterval = 2 * time.Second
 )
 
 // IntervalOrDefault is how often the hub polls the source: Interval, or 1m when unset.

@@ -102,7 +102,7 @@ func TestLoadDirInvalid(t *testing.T) {
 		{rel, "Release/baseline", "spec.variables[cluster_name]", "cluster_name is set from the cluster and cannot be overridden"},
 		{src, "Source/apps", "spec.intervall", `unknown field "intervall", did you mean "interval"?`},
 		{src, "document 3", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source or Release`},
-		{src, "Source/platform", "spec.interval", "must be at least 10s, not 5s"},
+		{src, "Source/platform", "spec.interval", "must be at least 2s, not 1s"},
 		{src, "Source/platform", "spec.git", "set at most one of branch, tag, semver and commit, not branch and tag"},
 	}
 	if diff := cmp.Diff(want, invalid.Problems); diff != "" {

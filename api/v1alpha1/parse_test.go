@@ -125,8 +125,8 @@ func TestParseInvalid(t *testing.T) {
 		},
 		{
 			name:  "source interval below the minimum",
-			files: map[string]string{s: platformSource + "  interval: 9s\n"},
-			want:  []Problem{{s, "Source/platform", "spec.interval", "must be at least 10s, not 9s"}},
+			files: map[string]string{s: platformSource + "  interval: 1500ms\n"},
+			want:  []Problem{{s, "Source/platform", "spec.interval", "must be at least 2s, not 1.5s"}},
 		},
 		{
 			name:  "invalid names",

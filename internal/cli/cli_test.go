@@ -2,18 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestCommands(t *testing.T) {
@@ -26,7 +18,10 @@ func TestCommands(t *testing.T) {
 	}{
 		{name: "version", args: []string{"version"}, wantOut: []string{"flotilla dev", "linux/"}},
 		{name: "help lists verbs", args: []string{"--help"}, wantOut: []string{"demo", "version", "Examples:"}},
-		{name: "demo help has an example", args: []string{"demo", "--help"}, wantOut: []string{"flotilla demo --clusters 2", "--bin-dir"}},
+		{name: "demo help has an example", args: []string{"demo", "--help"}, wantOut: []string{"flotilla demo --data-dir ./demo", "--bin-dir"}},
+		{name: "status without a hub says where to set it", args: []string{"status", "--token", "x"}, wantCode: 1, wantErr: []string{"no hub address: give --hub or set FLOTILLA_HUB"}},
+		{name: "agent needs a state dir", args: []string{"agent", "--hub", "https://127.0.0.1:1"}, wantCode: 2, wantErr: []string{"--state-dir is required"}},
+		{name: "cluster label needs key=value", args: []string{"cluster", "label", "c1", "novalue", "--hub", "https://127.0.0.1:1", "--token", "t"}, wantCode: 2, wantErr: []string{`label "novalue": want key=value, or key- to remove`}},
 		{name: "unknown flag", args: []string{"version", "--bogus"}, wantCode: 2, wantErr: []string{"unknown flag: --bogus"}},
 		{name: "bad output format", args: []string{"version", "-o", "yaml"}, wantCode: 2, wantErr: []string{`want text or json, got "yaml"`}},
 		{name: "bad log level", args: []string{"version", "--log-level", "loud"}, wantCode: 2, wantErr: []string{`--log-level "loud"`}},
@@ -66,64 +61,6 @@ func TestVersionJSON(t *testing.T) {
 	}
 	if got.Version != "dev" || !strings.HasPrefix(got.GoVersion, "go") || got.Platform == "" {
 		t.Errorf("version JSON = %+v", got)
-	}
-}
-
-// TestDemoRunsAReachableClusterUntilInterrupted runs `flotilla demo` as a user would: it waits
-// for the printed kubeconfig, talks to the cluster through it, then interrupts the demo.
-func TestDemoRunsAReachableClusterUntilInterrupted(t *testing.T) {
-	dataDir := t.TempDir()
-	ctx, interrupt := context.WithCancel(t.Context())
-	defer interrupt()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- Run(ctx, []string{"demo", "--clusters", "1", "--dir", dataDir}, &out, &errOut) }()
-
-	kubeconfigLine := regexp.MustCompile(`cluster-1 +https://127\.0\.0\.1:\d+ +kubeconfig: (\S+)`)
-	var kubeconfig string
-	deadline := time.After(3 * time.Minute)
-	for kubeconfig == "" {
-		select {
-		case code := <-done:
-			t.Fatalf("demo exited early with %d:\n%s\n%s", code, out.String(), errOut.String())
-		case <-deadline:
-			t.Fatalf("demo printed no kubeconfig within 3 minutes:\n%s\n%s", out.String(), errOut.String())
-		case <-time.After(200 * time.Millisecond):
-		}
-		if m := kubeconfigLine.FindStringSubmatch(out.String()); m != nil {
-			kubeconfig = m[1]
-		}
-	}
-	if want := filepath.Join(dataDir, "cluster-1", "kubeconfig"); kubeconfig != want {
-		t.Errorf("kubeconfig path = %s, want %s", kubeconfig, want)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := kubernetes.NewForConfigOrDie(cfg).Discovery().ServerVersion()
-	if err != nil {
-		t.Fatalf("cluster from the demo's kubeconfig does not answer: %v", err)
-	}
-	if v.GitVersion == "" {
-		t.Errorf("server version is empty: %+v", v)
-	}
-
-	interrupt()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("demo exit code after Ctrl-C = %d, want 0\n%s", code, errOut.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("demo did not stop within a minute of Ctrl-C")
-	}
-	if !strings.Contains(errOut.String(), "Stopping the local fleet") {
-		t.Errorf("no stop message on stderr:\n%s", errOut.String())
-	}
-	// --dir keeps the data for inspection.
-	if _, err := os.Stat(kubeconfig); err != nil {
-		t.Errorf("kubeconfig under --dir was not kept: %v", err)
 	}
 }
 

@@ -2,73 +2,94 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/demo"
+	"github.com/flotilla/flotilla/internal/version"
 )
 
 func newDemoCommand(s streams) *cobra.Command {
 	var (
 		clusters int
 		binDir   string
-		dir      string
+		dataDir  string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a local fleet of real Kubernetes clusters on this machine",
-		Long: `Start a local fleet: real kube-apiserver and etcd processes on loopback ports, one pair per
-cluster, each with its own TLS certificates, admin credential and kubeconfig file.
+		Short: "Run a whole fleet on this machine: a hub, local clusters with agents, and a Git fleet repository",
+		Long: `Start a local fleet and keep it running until Ctrl-C:
 
-The binaries come from "make kube-binaries" (bin/ at the repository root). The fleet runs
-until you press Ctrl-C; then every process is stopped and the data removed (unless --dir
-was given). The hub and agents join the demo as they are built.`,
-		Example: `  # Two clusters; use the printed kubeconfig with kubectl or any client
-  flotilla demo --clusters 2
+  - local clusters: real kube-apiserver and etcd processes on loopback ports (no kubelet),
+    labelled env=prod region=eu, env=prod region=us, env=staging region=eu, ...;
+  - a hub with SQLite in --data-dir, reading an example fleet Git repository;
+  - an agent per cluster, joined with a one-time token.
 
-  # Keep the clusters' data, certificates and logs in ./demo-data
-  flotilla demo --dir ./demo-data`,
+Once every release has converged it writes --data-dir/demo.env (FLOTILLA_HUB, FLOTILLA_TOKEN,
+FLOTILLA_CA, FLEET_REPO and KUBECONFIG_<CLUSTER> per cluster) and prints what to try: edit the
+fleet repository, commit, and watch the change converge with "flotilla status".
+
+kube-apiserver and etcd come from "make kube-binaries" (bin/ at the repository root).`,
+		Example: `  flotilla demo --data-dir ./demo
+  flotilla demo --data-dir ./demo --clusters 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusters < 1 {
 				return usageError{fmt.Errorf("--clusters must be at least 1, got %d", clusters)}
 			}
 			ctx := cmd.Context()
-			opts := make([]localcluster.Options, clusters)
-			for i := range opts {
-				opts[i] = localcluster.Options{Name: fmt.Sprintf("cluster-%d", i+1), BinDir: binDir}
-				if dir != "" {
-					opts[i].Dir = filepath.Join(dir, opts[i].Name)
+			if dataDir == "" {
+				tmp, err := os.MkdirTemp("", "flotilla-demo-")
+				if err != nil {
+					return err
 				}
+				defer os.RemoveAll(tmp)
+				dataDir = tmp
 			}
-			fmt.Fprintf(s.errOut, "Starting %d local cluster(s) (etcd + kube-apiserver each)...\n", clusters)
 			start := time.Now()
-			fleet, err := localcluster.StartAll(ctx, opts)
+			fleet, err := demo.Start(ctx, demo.Options{
+				DataDir: dataDir, Clusters: clusters, BinDir: binDir, Out: s.errOut,
+				Logger: loggerFrom(ctx), Version: version.Get().Version,
+			})
 			if err != nil {
 				return err
 			}
 			defer func() {
-				fmt.Fprintln(s.errOut, "Stopping the local fleet...")
-				if err := localcluster.StopAll(fleet); err != nil {
-					fmt.Fprintln(s.errOut, "warning:", err)
-				}
+				fmt.Fprintln(s.errOut, "Stopping the demo fleet ...")
+				fleet.Stop()
 			}()
-			fmt.Fprintf(s.errOut, "Ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
-			for _, c := range fleet {
-				fmt.Fprintf(s.out, "%-12s %s  kubeconfig: %s\n", c.Name(), c.Host(), c.KubeconfigPath())
+			abs, _ := filepath.Abs(dataDir)
+			fmt.Fprintf(s.out, "\nThe fleet converged in %s. Everything is in %s:\n", time.Since(start).Round(100*time.Millisecond), abs)
+			fmt.Fprintf(s.out, "  hub API         %s (token: %s)\n", fleet.Hub.APIURL(), filepath.Join(abs, "hub", "admin.token"))
+			fmt.Fprintf(s.out, "  hub for agents  %s\n", fleet.Hub.AgentURL())
+			fmt.Fprintf(s.out, "  fleet repo      %s (edit, commit; the hub polls every 5s)\n", fleet.RepoDir)
+			for _, c := range fleet.Clusters {
+				fmt.Fprintf(s.out, "  %-15s %s  kubeconfig %s\n", c.Name(), c.Host(), c.KubeconfigPath())
 			}
-			if len(fleet) > 0 {
-				fmt.Fprintf(s.out, "\nTry: kubectl --kubeconfig %s get namespaces\n", fleet[0].KubeconfigPath())
+			fmt.Fprintf(s.out, `
+Try, in another terminal (bin/ is the repository's bin directory):
+  source %s
+  bin/flotilla status
+  cd "$FLEET_REPO" && sed -i 's/eu-only/eu-strict/' apps/baseline/eu/settings.yaml && git commit -qam "Tighten EU data residency" && cd -
+  bin/flotilla status     # the EU clusters move to the new revision within seconds
+  bin/kubectl --kubeconfig "$KUBECONFIG_CLUSTER_1" -n platform-system get configmap platform-settings -o yaml
+  bin/flotilla cluster label cluster-2 env=staging    # greeter leaves cluster-2, staging-tools arrives
+
+Press Ctrl-C to stop.
+`, fleet.EnvFile)
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-fleet.Errors():
+				return err
 			}
-			fmt.Fprintln(s.errOut, "\nPress Ctrl-C to stop.")
-			<-ctx.Done()
-			return nil
 		},
 	}
-	cmd.Flags().IntVar(&clusters, "clusters", 2, "number of local clusters to start")
-	cmd.Flags().StringVar(&binDir, "bin-dir", "", "directory holding kube-apiserver and etcd (default: bin/ of the repository, found from the working directory; env "+localcluster.BinDirEnv+")")
-	cmd.Flags().StringVar(&dir, "dir", "", "keep each cluster's data, certificates, logs and kubeconfig under this directory (default: temporary, removed on exit)")
+	cmd.Flags().IntVar(&clusters, "clusters", 3, "number of local clusters")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory for everything the demo creates, kept after exit (default: a temporary directory, removed on exit)")
+	cmd.Flags().StringVar(&binDir, "bin-dir", "", "directory holding kube-apiserver and etcd (default: bin/ of the repository; env FLOTILLA_BIN_DIR)")
 	return cmd
 }

@@ -78,6 +78,11 @@ the hub or the network is gone, and reports back.`,
 		newDemoCommand(s),
 		newRenderCommand(s),
 		newReconcileCommand(s),
+		newHubCommand(s),
+		newAgentCommand(s),
+		newClusterCommand(s),
+		newGetCommand(s),
+		newStatusCommand(s),
 	)
 	return root
 }

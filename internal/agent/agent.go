@@ -1,0 +1,293 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
+)
+
+// Options configure an agent. HubURL, StateDir and RESTConfig are required; JoinToken only for
+// the first start (afterwards the identity in the state dir is used).
+type Options struct {
+	// HubURL is the hub's agent endpoint, https://HOST:PORT.
+	HubURL string
+	// JoinToken is the one-time token from `flotilla cluster add`.
+	JoinToken string
+	// RESTConfig reaches the cluster this agent reconciles.
+	RESTConfig *rest.Config
+	// StateDir keeps identity, desired state, outbox and artifacts.
+	StateDir string
+	// Version is reported to the hub.
+	Version string
+	Logger  *slog.Logger
+	// HeartbeatInterval between heartbeats. Default 30s.
+	HeartbeatInterval time.Duration
+	// ReportInterval: how often the outbox is flushed when nothing signals it. Default 5s.
+	ReportInterval time.Duration
+	// MaxBackoff caps the jittered exponential backoff between reconnects. Default 30s.
+	MaxBackoff time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = 30 * time.Second
+	}
+	if o.ReportInterval <= 0 {
+		o.ReportInterval = 5 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Agent reconciles one cluster towards the desired state its hub publishes, and keeps doing
+// so from its cached state when the hub is unreachable.
+type Agent struct {
+	opts       Options
+	log        *slog.Logger
+	st         *state
+	id         *identity
+	reconciler *reconcile.Reconciler
+	httpClient *http.Client
+	cert       clientCert
+	client     agentv1connect.AgentServiceClient
+
+	mu       sync.Mutex
+	desired  *agentv1.DesiredState
+	changed  chan struct{} // desired state changed
+	flush    chan struct{} // outbox has something new
+	lastGen  int64
+	lastSeen time.Time
+}
+
+// New opens the state dir and, on the first start, joins the hub with the join token.
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	opts.setDefaults()
+	if opts.StateDir == "" {
+		return nil, errors.New("a state dir is required")
+	}
+	if opts.RESTConfig == nil {
+		return nil, errors.New("a cluster configuration is required")
+	}
+	st, err := openState(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: opts, log: opts.Logger, st: st, changed: make(chan struct{}, 1), flush: make(chan struct{}, 1)}
+	if err := a.init(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) init(ctx context.Context) error {
+	id, err := a.st.loadIdentity()
+	if err != nil {
+		return err
+	}
+	if id == nil {
+		if a.opts.JoinToken == "" {
+			return errNotJoined
+		}
+		if a.opts.HubURL == "" {
+			return errors.New("--hub is required to join")
+		}
+		if id, err = join(ctx, a.opts.HubURL, a.opts.JoinToken, a.opts.Version); err != nil {
+			return err
+		}
+		if err := a.st.saveIdentity(id); err != nil {
+			return fmt.Errorf("save identity: %w", err)
+		}
+		a.log.Info("joined hub", "cluster", id.Cluster, "hub", id.HubURL)
+	}
+	if a.opts.HubURL != "" && a.opts.HubURL != id.HubURL {
+		a.log.Warn("hub URL differs from the one this agent joined; using the new one", "joined", id.HubURL, "now", a.opts.HubURL)
+		id.HubURL = a.opts.HubURL
+	}
+	a.id = id
+	if a.httpClient, err = mtlsClient(id, &a.cert); err != nil {
+		return err
+	}
+	a.client = agentv1connect.NewAgentServiceClient(a.httpClient, id.HubURL)
+	if a.reconciler, err = reconcile.New(a.opts.RESTConfig, reconcile.Config{}, a.log); err != nil {
+		return err
+	}
+	ds, err := a.st.loadDesired()
+	if err != nil {
+		return err
+	}
+	a.desired = ds
+	if ds != nil {
+		a.lastGen = ds.Generation
+	}
+	return nil
+}
+
+// Cluster is the name this agent joined as.
+func (a *Agent) Cluster() string { return a.id.Cluster }
+
+// Close releases the state dir.
+func (a *Agent) Close() error { return a.st.close() }
+
+// Run works until ctx ends: it watches the hub for desired state, reconciles every assignment
+// on change and on its interval, and sends reports from the outbox. Losing the hub only
+// delays reports and new desired states.
+func (a *Agent) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){a.watchLoop, a.reportLoop, a.heartbeatLoop, a.renewLoop} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+	a.reconcileLoop(ctx)
+	wg.Wait()
+	return nil
+}
+
+func (a *Agent) setDesired(ds *agentv1.DesiredState) {
+	if err := a.st.saveDesired(ds); err != nil {
+		a.log.Error("cache desired state", "error", err)
+	}
+	a.mu.Lock()
+	a.desired = ds
+	a.lastGen = ds.Generation
+	a.mu.Unlock()
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) currentDesired() *agentv1.DesiredState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.desired
+}
+
+// watchLoop keeps one Watch stream open, resuming from the last generation it saw.
+func (a *Agent) watchLoop(ctx context.Context) {
+	bo := newBackoff(a.opts.MaxBackoff)
+	for ctx.Err() == nil {
+		a.mu.Lock()
+		known := a.lastGen
+		a.mu.Unlock()
+		stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{KnownGeneration: known, AgentVersion: a.opts.Version}))
+		if err == nil {
+			for stream.Receive() {
+				bo.reset()
+				if ds := stream.Msg().GetDesired(); ds != nil {
+					a.log.Info("desired state", "generation", ds.Generation, "assignments", len(ds.Assignments))
+					a.setDesired(ds)
+				}
+			}
+			err = stream.Err()
+			stream.Close()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.log.Warn("watch interrupted; reconnecting", "error", err)
+		bo.wait(ctx)
+	}
+}
+
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(a.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		a.mu.Lock()
+		gen := a.lastGen
+		a.mu.Unlock()
+		_, err := a.client.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{
+			Generation: gen, OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version,
+		}))
+		if err != nil && ctx.Err() == nil {
+			a.log.Debug("heartbeat failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// reportLoop sends the outbox in order and forgets a report only once the hub acked it.
+func (a *Agent) reportLoop(ctx context.Context) {
+	bo := newBackoff(a.opts.MaxBackoff)
+	t := time.NewTicker(a.opts.ReportInterval)
+	defer t.Stop()
+	for {
+		for {
+			batch, err := a.st.pending(100)
+			if err != nil {
+				a.log.Error("read outbox", "error", err)
+				break
+			}
+			if len(batch) == 0 {
+				break
+			}
+			resp, err := a.client.Report(ctx, connect.NewRequest(&agentv1.ReportRequest{Reports: batch}))
+			if err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("report not delivered; kept in the outbox", "reports", len(batch), "error", err)
+					bo.wait(ctx)
+				}
+				break
+			}
+			bo.reset()
+			if err := a.st.ack(resp.Msg.GetAcked()); err != nil {
+				a.log.Error("remove acked reports from the outbox", "error", err)
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.flush:
+		}
+	}
+}
+
+// backoff is jittered exponential backoff with a cap, so that a hub restart with thousands of
+// agents is not a thundering herd.
+type backoff struct {
+	cur, max time.Duration
+}
+
+func newBackoff(max time.Duration) *backoff { return &backoff{max: max} }
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func (b *backoff) wait(ctx context.Context) {
+	if b.cur == 0 {
+		b.cur = 500 * time.Millisecond
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	// Full jitter: anywhere between half and all of the current step.
+	d := b.cur/2 + rand.N(b.cur/2+1)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flotilla/flotilla/internal/artifact"
+)
+
+// artifactRoot returns the directory holding the unpacked artifact, downloading it from the
+// hub first if the cache does not have it. The download is verified against the digest before
+// it is unpacked, so a corrupted or substituted artifact is never applied; the cache survives
+// restarts, so an agent whose hub is down keeps reconciling what it has.
+func (a *Agent) artifactRoot(ctx context.Context, digest string) (string, error) {
+	hex, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("artifact %q: not a sha256 digest", digest)
+	}
+	dir := filepath.Join(a.st.artifactDir(), hex)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+
+	tmp, err := os.CreateTemp(a.st.artifactDir(), hex+".*.download")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.id.HubURL+"/artifacts/sha256/"+hex, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := a.httpClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: download: %w", digest, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return "", fmt.Errorf("artifact %s: download: %s: %s", digest, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if _, err := io.Copy(tmp, io.LimitReader(resp.Body, artifact.DefaultLimits().MaxBytes+1)); err != nil {
+		return "", fmt.Errorf("artifact %s: download: %w", digest, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := artifact.VerifyFile(tmp.Name(), digest); err != nil {
+		return "", err
+	}
+	f, err := os.Open(tmp.Name())
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	staging := dir + ".unpacking"
+	os.RemoveAll(staging)
+	if err := artifact.Unpack(ctx, f, staging, artifact.DefaultLimits()); err != nil {
+		return "", fmt.Errorf("artifact %s: %w", digest, err)
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/version"
+)
+
+func newAgentCommand(s streams) *cobra.Command {
+	var (
+		opts       agent.Options
+		kubeconfig string
+	)
+	cmd := &cobra.Command{
+		Use:   "agent --hub URL --join-token T --state-dir D",
+		Short: "Run the agent: pull this cluster's desired state from the hub and reconcile it",
+		Long: `Run the agent for one cluster. On first start it joins the hub with the one-time join token
+(from "flotilla cluster add") and keeps its identity in --state-dir; later starts need no token.
+It watches the hub for the cluster's desired state, reconciles every assignment with server-side
+apply (prune, wait and self-heal as each release says, again every interval), and reports back.
+
+When the hub is unreachable it keeps reconciling its last desired state from --state-dir, queues
+its reports there, and reconnects with jittered backoff. With no --kubeconfig it uses the
+in-cluster configuration (the agent's service account).`,
+		Example: `  # Outside the cluster, with a kubeconfig
+  flotilla agent --hub https://hub.example.com:8443 --join-token flt1.... \
+    --kubeconfig ~/.kube/config --state-dir /var/lib/flotilla-agent
+
+  # In the cluster (deploy/agent): in-cluster config, identity already in the state dir
+  flotilla agent --hub https://hub.example.com:8443 --state-dir /data`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if opts.StateDir == "" {
+				return usageError{fmt.Errorf("--state-dir is required")}
+			}
+			var err error
+			if kubeconfig != "" {
+				opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			} else {
+				opts.RESTConfig, err = rest.InClusterConfig()
+				if err != nil {
+					err = fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			opts.Logger = loggerFrom(ctx)
+			opts.Version = version.Get().Version
+			a, err := agent.New(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			fmt.Fprintf(s.errOut, "Agent for cluster %q running; state in %s\n", a.Cluster(), opts.StateDir)
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.HubURL, "hub", "", "the hub's agent endpoint, https://HOST:PORT (required to join)")
+	f.StringVar(&opts.JoinToken, "join-token", "", "one-time join token from `flotilla cluster add` (first start only)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to reconcile (default: in-cluster config)")
+	f.StringVar(&opts.StateDir, "state-dir", "", "directory for identity, desired state, outbox and artifacts (required)")
+	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "time between heartbeats (default 30s)")
+	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "time between outbox flushes when idle (default 5s)")
+	return cmd
+}

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+func slicesSort(s []string) { slices.Sort(s) }
+
+func newClusterCommand(s streams) *cobra.Command {
+	var hf hubFlags
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Register, label and remove clusters",
+		Example: `  flotilla cluster add eu-prod-1 -l env=prod -l region=eu
+  flotilla cluster label eu-prod-1 tier=gold region-
+  flotilla cluster show eu-prod-1
+  flotilla cluster remove eu-prod-1`,
+	}
+	hf.bind(cmd)
+	cmd.AddCommand(newClusterAddCommand(s, &hf), newClusterTokenCommand(s, &hf), newClusterLabelCommand(s, &hf),
+		newClusterRemoveCommand(s, &hf), newClusterShowCommand(s, &hf))
+	return cmd
+}
+
+func parseLabels(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: want key=value", p)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func printJoin(s streams, format string, j hubapi.JoinView) error {
+	return printOut(s.out, format, j, func(w io.Writer) {
+		fmt.Fprintf(w, "Cluster %s (labels %s).\nJoin token (one use, expires %s):\n  %s\n\nRun the agent with:\n  %s\n",
+			j.Name, labelString(j.Labels), j.ExpiresAt.Local().Format(time.RFC3339), j.JoinToken, j.AgentCommand)
+	})
+}
+
+func newClusterAddCommand(s streams, hf *hubFlags) *cobra.Command {
+	var labels []string
+	format := newChoice("text", "json", "yaml")
+	cmd := &cobra.Command{
+		Use:   "add NAME [-l key=value ...]",
+		Short: "Register a cluster and print its one-time join token and agent command",
+		Long: `Register a cluster. The join token it prints works once, expires (24h by default), is bound
+to this cluster name and pins the hub's CA, so an agent using it cannot be tricked into
+joining another hub.`,
+		Example: `  flotilla cluster add eu-prod-1 -l env=prod -l region=eu
+  flotilla cluster add lab -o json | jq -r .joinToken`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := parseLabels(labels)
+			if err != nil {
+				return usageError{err}
+			}
+			c, err := hf.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.AddCluster(cmd.Context(), args[0], l)
+			if err != nil {
+				return err
+			}
+			return printJoin(s, format.value, j)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "label key=value (repeatable)")
+	cmd.Flags().VarP(format, "output", "o", "output format")
+	return cmd
+}
+
+func newClusterTokenCommand(s streams, hf *hubFlags) *cobra.Command {
+	format := newChoice("text", "json", "yaml")
+	cmd := &cobra.Command{
+		Use:     "token NAME",
+		Short:   "Issue a new join token for a registered cluster (an agent that lost its state dir re-joins with it)",
+		Example: `  flotilla cluster token eu-prod-1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := hf.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.NewJoinToken(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJoin(s, format.value, j)
+		},
+	}
+	cmd.Flags().VarP(format, "output", "o", "output format")
+	return cmd
+}
+
+func newClusterLabelCommand(s streams, hf *hubFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "label NAME key=value... key-...",
+		Short: "Set or remove labels; releases move onto or off the cluster accordingly",
+		Example: `  flotilla cluster label eu-prod-1 env=staging
+  flotilla cluster label eu-prod-1 tier-`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			changes := map[string]*string{}
+			for _, a := range args[1:] {
+				if k, ok := strings.CutSuffix(a, "-"); ok && !strings.Contains(a, "=") {
+					changes[k] = nil
+					continue
+				}
+				k, v, ok := strings.Cut(a, "=")
+				if !ok || k == "" {
+					return usageError{fmt.Errorf("label %q: want key=value, or key- to remove", a)}
+				}
+				changes[k] = &v
+			}
+			c, err := hf.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.LabelCluster(cmd.Context(), args[0], changes)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "cluster/%s labelled: %s\n", v.Name, labelString(v.Labels))
+			return nil
+		},
+	}
+	return cmd
+}
+
+func newClusterRemoveCommand(s streams, hf *hubFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a cluster; its agent certificate is revoked at once",
+		Long: `Remove a cluster from the hub. Its certificates are revoked and its open connections closed
+at once. Objects already applied in the cluster are left in place.`,
+		Example: `  flotilla cluster remove eu-prod-1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := hf.client()
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveCluster(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "cluster/%s removed\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newClusterShowCommand(s streams, hf *hubFlags) *cobra.Command {
+	format := newChoice("table", "json", "yaml")
+	cmd := &cobra.Command{
+		Use:     "show NAME",
+		Short:   "Show one cluster: labels, last seen, agent version, assignments",
+		Example: `  flotilla cluster show eu-prod-1 -o json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := hf.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.Cluster(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printOut(s.out, format.value, v, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nGeneration:\t%d\nAssignments:\t%s\n",
+					v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, v.AgentVersion, v.Generation, strings.Join(v.Assignments, ", "))
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().VarP(format, "output", "o", "output format")
+	return cmd
+}
+
+func ago(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return time.Since(*t).Round(time.Second).String() + " ago"
+}

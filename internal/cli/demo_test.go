@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo runs `flotilla demo` as the README tells a new user to, with one cluster, then uses
+// the demo.env it writes to run `flotilla status -o json`, as a script would.
+func TestDemo(t *testing.T) {
+	dataDir := t.TempDir()
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, []string{"demo", "--clusters", "1", "--data-dir", dataDir}, &out, &errOut) }()
+
+	deadline := time.After(4 * time.Minute)
+	for !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited early with %d:\n%s\n%s", code, out.String(), errOut.String())
+		case <-deadline:
+			t.Fatalf("demo did not converge within 4 minutes:\n%s\n%s", out.String(), errOut.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	env := readEnvFile(t, filepath.Join(dataDir, "demo.env"))
+	for _, k := range []string{"FLOTILLA_HUB", "FLOTILLA_TOKEN", "FLOTILLA_CA", "FLEET_REPO", "KUBECONFIG_CLUSTER_1"} {
+		if env[k] == "" {
+			t.Errorf("demo.env has no %s: %v", k, env)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(env["FLEET_REPO"], ".git")); err != nil {
+		t.Errorf("FLEET_REPO is not a Git work tree: %v", err)
+	}
+
+	var st bytes.Buffer
+	if code := Run(t.Context(), []string{"status", "-o", "json", "--hub", env["FLOTILLA_HUB"], "--token", env["FLOTILLA_TOKEN"], "--ca", env["FLOTILLA_CA"]}, &st, &st); code != 0 {
+		t.Fatalf("status exit %d: %s", code, st.String())
+	}
+	var status struct {
+		Assignments []struct {
+			Release, Cluster, DesiredRevision, AppliedRevision, Phase string
+			Drifted                                                   bool
+			LastSeen                                                  *time.Time
+		}
+	}
+	if err := json.Unmarshal(st.Bytes(), &status); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, st.String())
+	}
+	releases := map[string]bool{}
+	for _, a := range status.Assignments {
+		releases[a.Release] = true
+		if a.Cluster != "cluster-1" || a.Phase != "Ready" || a.AppliedRevision != a.DesiredRevision || a.DesiredRevision == "" || a.LastSeen == nil {
+			t.Errorf("assignment not converged: %+v", a)
+		}
+	}
+	// cluster-1 is env=prod region=eu: baseline and greeter, not staging-tools.
+	if !releases["baseline"] || !releases["greeter"] || releases["staging-tools"] {
+		t.Errorf("releases on cluster-1 = %v, want baseline and greeter", releases)
+	}
+
+	interrupt()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("demo exit code after Ctrl-C = %d\n%s", code, errOut.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("demo did not stop within a minute of Ctrl-C")
+	}
+}
+
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "export") {
+			env[k] = v
+		}
+	}
+	return env
+}

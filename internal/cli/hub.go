@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/version"
+)
+
+func newHubCommand(s streams) *cobra.Command {
+	var opts hub.Options
+	cmd := &cobra.Command{
+		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
+		Short: "Run the hub: fleet configuration, sources, scheduling, agent and user endpoints",
+		Long: `Run the hub. It reads the fleet configuration (Source and Release objects) from a directory
+or a Git repository, resolves every source once per poll into a content-addressed artifact,
+schedules releases onto the clusters their selectors match, and serves:
+
+  --agent-addr  the agent endpoint (HTTPS, mTLS): join, watch, report, heartbeat, artifacts
+  --api-addr    the user API (HTTPS, bearer token) for the CLI
+
+On first start it writes to --data-dir: admin.token (the user API token), ca.crt (the CA that
+signs its serving certificate and every agent certificate), hub.db (SQLite), artifacts/ and git/.
+Everything survives a restart.`,
+		Example: `  # A fleet in a local directory
+  flotilla hub --data-dir ./hub-data --fleet ./fleet
+
+  # A fleet in a Git repository, listening on all interfaces
+  flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
+    --fleet-branch main --agent-addr 0.0.0.0:8443 --api-addr 0.0.0.0:8444 --host hub.example.com`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			opts.Logger = loggerFrom(ctx)
+			opts.Version = version.Get().Version
+			if opts.DataDir == "" || opts.Fleet == "" {
+				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
+			}
+			st, err := openStore(cmd, opts.DataDir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			h, err := hub.New(ctx, opts, st)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.errOut, "Hub agent endpoint: %s\nHub API:            %s\nAdmin token:        %s\nCA:                 %s\n",
+				h.AgentURL(), h.APIURL(), filepath.Join(opts.DataDir, hub.AdminTokenFile), h.CAPath())
+			return h.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
+	f.StringVar(&opts.Fleet, "fleet", "", "fleet configuration: a directory or a Git URL (required)")
+	f.StringVar(&opts.FleetBranch, "fleet-branch", "", "branch of a Git fleet repository (default: its HEAD)")
+	f.StringVar(&opts.FleetPath, "fleet-path", "", "directory inside a Git fleet repository (default: its root)")
+	f.StringVar(&opts.AgentAddr, "agent-addr", "127.0.0.1:8443", "listen address of the agent endpoint")
+	f.StringVar(&opts.APIAddr, "api-addr", "127.0.0.1:8444", "listen address of the user API")
+	f.StringSliceVar(&opts.Hosts, "host", nil, "extra DNS name or IP for the serving certificate (repeatable)")
+	f.DurationVar(&opts.FleetInterval, "fleet-interval", 0, "how often the fleet configuration is re-read (default 10s)")
+	return cmd
+}
+
+func openStore(cmd *cobra.Command, dataDir string) (store.Store, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	return store.OpenSQLite(cmd.Context(), filepath.Join(dataDir, "hub.db"))
+}

@@ -1,0 +1,314 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// controller keeps desired state up to date: it re-reads the fleet configuration, polls each
+// source on its interval (once per poll, however many clusters use it), packs new revisions
+// into artifacts, and reschedules when anything changed.
+type controller struct {
+	h       *Hub
+	trigger chan struct{}
+
+	mu        sync.Mutex
+	fleet     *v1alpha1.Fleet // last valid configuration; nil until one loaded
+	fleetRev  string
+	artifacts map[string]schedule.Artifact // by source name
+	polled    map[string]time.Time         // by source name
+	problems  []schedule.Problem
+}
+
+func newController(h *Hub) *controller {
+	return &controller{h: h, trigger: make(chan struct{}, 1), artifacts: map[string]schedule.Artifact{}, polled: map[string]time.Time{}}
+}
+
+// kick asks for a reschedule soon (a cluster was added, relabelled or removed).
+func (c *controller) kick() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+func (c *controller) run(ctx context.Context) {
+	var lastFleetCheck time.Time
+	for {
+		changed := false
+		if time.Since(lastFleetCheck) >= c.h.opts.FleetInterval {
+			changed = c.loadFleet(ctx) || changed
+			lastFleetCheck = time.Now()
+		}
+		changed = c.pollSources(ctx) || changed
+		select {
+		case <-c.trigger:
+			changed = true
+		default:
+		}
+		if changed {
+			c.reschedule(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.trigger:
+			c.kick() // handled at the top of the next round
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// loadFleet reads the fleet configuration; an invalid one is reported and the last valid one
+// stays in force. It reports whether the configuration in force changed.
+func (c *controller) loadFleet(ctx context.Context) bool {
+	fleet, rev, err := c.readFleet(ctx)
+	st := store.FleetStatus{UpdatedAt: c.h.now()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		st.Revision, st.Error = c.fleetRev, err.Error()
+		c.h.log.Warn("fleet configuration rejected; the last valid one stays in force", "error", err)
+		_ = c.h.store.PutFleetStatus(ctx, st)
+		return false
+	}
+	st.Revision = rev
+	_ = c.h.store.PutFleetStatus(ctx, st)
+	if rev == c.fleetRev {
+		return false
+	}
+	c.h.log.Info("fleet configuration loaded", "revision", rev, "sources", len(fleet.Sources), "releases", len(fleet.Releases))
+	c.fleet, c.fleetRev = fleet, rev
+	return true
+}
+
+func (c *controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, error) {
+	o := c.h.opts
+	if st, err := os.Stat(o.Fleet); err == nil && st.IsDir() {
+		rev, err := dirHash(o.Fleet)
+		if err != nil {
+			return nil, "", err
+		}
+		if rev == c.currentFleetRev() {
+			return nil, rev, nil // unchanged: not re-parsed
+		}
+		f, err := v1alpha1.LoadDir(o.Fleet)
+		return f, rev, err
+	}
+	g := source.Git{Name: "fleet", URL: o.Fleet, Branch: o.FleetBranch}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := c.h.poller.Resolve(ctx, g)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Commit == c.currentFleetRev() {
+		return nil, res.Commit, nil
+	}
+	dir, err := os.MkdirTemp(c.h.opts.DataDir, "fleet-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := c.h.poller.Checkout(ctx, g, res.Commit, dir); err != nil {
+		return nil, "", err
+	}
+	f, err := v1alpha1.LoadDir(filepath.Join(dir, filepath.FromSlash(o.FleetPath)))
+	return f, res.Commit, err
+}
+
+func (c *controller) currentFleetRev() string {
+	// Called with c.mu held by loadFleet's caller chain only through readFleet, which runs
+	// before loadFleet takes the lock.
+	return c.fleetRev
+}
+
+// pollSources resolves the sources that are due; a new revision is packed into an artifact.
+// A failing source keeps its last artifact, so nothing is pruned because a source failed.
+func (c *controller) pollSources(ctx context.Context) bool {
+	c.mu.Lock()
+	fleet := c.fleet
+	c.mu.Unlock()
+	if fleet == nil {
+		return false
+	}
+	changed := false
+	for _, s := range fleet.Sources {
+		name := s.Metadata.Name
+		if s.Spec.Git == nil || time.Since(c.polled[name]) < s.Spec.IntervalOrDefault() {
+			continue
+		}
+		c.polled[name] = time.Now()
+		art, err := c.pollSource(ctx, s)
+		st := store.SourceStatus{Name: name, URL: s.Spec.Git.URL, CheckedAt: c.h.now()}
+		c.mu.Lock()
+		prev, had := c.artifacts[name]
+		if err != nil {
+			st.Revision, st.Digest, st.Error = prev.Revision, prev.Digest, err.Error()
+			c.h.log.Warn("source poll failed; clusters keep their state", "source", name, "error", err)
+		} else {
+			st.Revision, st.Digest = art.Revision, art.Digest
+			if !had || prev != art {
+				c.artifacts[name] = art
+				changed = true
+				c.h.log.Info("source revision", "source", name, "revision", art.Revision, "digest", art.Digest)
+			}
+		}
+		c.mu.Unlock()
+		_ = c.h.store.PutSourceStatus(ctx, st)
+	}
+	return changed
+}
+
+func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (schedule.Artifact, error) {
+	git := s.Spec.Git
+	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit}
+	if git.CredentialsFile != "" {
+		creds, err := source.LoadCredentials(git.CredentialsFile)
+		if err != nil {
+			return schedule.Artifact{}, fmt.Errorf("source '%s': %w", s.Metadata.Name, err)
+		}
+		g.Auth = creds
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := c.h.poller.Resolve(ctx, g)
+	if err != nil {
+		return schedule.Artifact{}, err
+	}
+	c.mu.Lock()
+	prev := c.artifacts[s.Metadata.Name]
+	c.mu.Unlock()
+	if prev.Revision == res.Revision && prev.URL == git.URL && c.h.artifacts.Has(prev.Digest) {
+		return prev, nil
+	}
+	dir, err := os.MkdirTemp(c.h.opts.DataDir, "checkout-")
+	if err != nil {
+		return schedule.Artifact{}, err
+	}
+	defer os.RemoveAll(dir)
+	if err := c.h.poller.Checkout(ctx, g, res.Commit, dir); err != nil {
+		return schedule.Artifact{}, err
+	}
+	digest, _, err := c.h.artifacts.PutDir(ctx, dir)
+	if err != nil {
+		return schedule.Artifact{}, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, res.Revision, err)
+	}
+	return schedule.Artifact{Source: s.Metadata.Name, URL: git.URL, Revision: res.Revision, Digest: digest}, nil
+}
+
+// reschedule computes every cluster's assignments and stores each cluster's desired state;
+// the store raises the generation only where the document changed, and only those clusters'
+// agents are woken. Artifacts no desired state refers to any more are deleted.
+func (c *controller) reschedule(ctx context.Context) {
+	c.mu.Lock()
+	fleet := c.fleet
+	arts := make(map[string]schedule.Artifact, len(c.artifacts))
+	for k, v := range c.artifacts {
+		arts[k] = v
+	}
+	c.mu.Unlock()
+	if fleet == nil {
+		return // never schedule from "no configuration": that would remove everything
+	}
+	clusters, err := c.h.store.ListClusters(ctx)
+	if err != nil {
+		c.h.log.Error("list clusters", "error", err)
+		return
+	}
+	in := make([]schedule.Cluster, len(clusters))
+	previous := map[string][]schedule.Assignment{}
+	for i, cl := range clusters {
+		in[i] = schedule.Cluster{Name: cl.Name, Labels: cl.Labels}
+		if ds, err := c.h.store.GetDesiredState(ctx, cl.Name); err == nil {
+			if prev, err := schedule.Decode(ds.Document); err == nil {
+				previous[cl.Name] = prev
+			}
+		}
+	}
+	plan := schedule.Schedule(fleet, in, arts, previous)
+	keep := map[string]bool{}
+	for _, a := range arts {
+		keep[a.Digest] = true
+	}
+	for _, cl := range clusters {
+		assignments := plan.Assignments[cl.Name]
+		for _, a := range assignments {
+			keep[a.Digest] = true
+		}
+		doc, err := schedule.Encode(assignments)
+		if err != nil {
+			c.h.log.Error("encode desired state", "cluster", cl.Name, "error", err)
+			continue
+		}
+		gen, changed, err := c.h.store.PutDesiredState(ctx, cl.Name, doc)
+		if err != nil {
+			c.h.log.Error("store desired state", "cluster", cl.Name, "error", err)
+			continue
+		}
+		if changed {
+			c.h.log.Info("desired state changed", "cluster", cl.Name, "generation", gen, "assignments", len(assignments))
+			c.h.watchers.notify(cl.Name)
+		}
+	}
+	for _, p := range plan.Problems {
+		c.h.log.Warn("scheduling problem", "release", p.Release, "cluster", p.Cluster, "problem", p.Message)
+	}
+	c.mu.Lock()
+	c.problems = plan.Problems
+	c.mu.Unlock()
+	if removed, err := c.h.artifacts.GC(keep); err != nil {
+		c.h.log.Warn("artifact garbage collection", "error", err)
+	} else if len(removed) > 0 {
+		c.h.log.Info("artifacts garbage-collected", "removed", len(removed))
+	}
+}
+
+// dirHash identifies a fleet directory's content, so an unchanged directory is not re-parsed.
+func dirHash(dir string) (string, error) {
+	h := sha256.New()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && p != dir {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("fleet directory %s: %w", dir, err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(dir, f)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
+		h.Write(data)
+	}
+	return "dir:" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}

@@ -1,0 +1,7 @@
+// Package hub is Flotilla's control plane. It reads the fleet configuration, resolves each
+// source once per poll and packs it into a content-addressed artifact, turns releases x
+// matching clusters into per-cluster desired state with a rising generation, and serves two
+// HTTPS endpoints: the agent endpoint (join, watch, report, heartbeat, artifacts; mTLS with a
+// per-cluster certificate, authorised per request) and the user API (bearer token) that the
+// CLI and dashboard use. It never connects to a cluster and holds no cluster credentials.
+package hub

@@ -1,0 +1,93 @@
+package hub
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// lastSeen keeps when each agent was last heard from in memory and writes the changes to the
+// store every few seconds: a heartbeat then costs a map write, not a database transaction,
+// which is what keeps thousands of idle agents cheap. Views read the memory first, so they are
+// never behind by the flush interval.
+type lastSeen struct {
+	st    store.Store
+	log   *slog.Logger
+	mu    sync.Mutex
+	seen  map[string]seenAt
+	dirty map[string]bool
+}
+
+type seenAt struct {
+	t       time.Time
+	version string
+}
+
+func newLastSeen(st store.Store, log *slog.Logger) *lastSeen {
+	return &lastSeen{st: st, log: log, seen: map[string]seenAt{}, dirty: map[string]bool{}}
+}
+
+func (l *lastSeen) touch(cluster, version string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.seen[cluster]
+	s.t = time.Now()
+	if version != "" {
+		s.version = version
+	}
+	l.seen[cluster] = s
+	l.dirty[cluster] = true
+}
+
+// get returns the later of what memory and the store know.
+func (l *lastSeen) get(c store.Cluster) (time.Time, string) {
+	l.mu.Lock()
+	s, ok := l.seen[c.Name]
+	l.mu.Unlock()
+	if !ok || s.t.Before(c.LastSeen) {
+		return c.LastSeen, c.AgentVersion
+	}
+	if s.version == "" {
+		s.version = c.AgentVersion
+	}
+	return s.t, s.version
+}
+
+func (l *lastSeen) forget(cluster string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.seen, cluster)
+	delete(l.dirty, cluster)
+}
+
+func (l *lastSeen) run(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.flush(context.Background())
+			return
+		case <-t.C:
+			l.flush(ctx)
+		}
+	}
+}
+
+func (l *lastSeen) flush(ctx context.Context) {
+	l.mu.Lock()
+	batch := make(map[string]seenAt, len(l.dirty))
+	for c := range l.dirty {
+		batch[c] = l.seen[c]
+	}
+	l.dirty = map[string]bool{}
+	l.mu.Unlock()
+	for cluster, s := range batch {
+		if err := l.st.TouchCluster(ctx, cluster, s.t, s.version); err != nil {
+			l.log.Debug("record last seen", "cluster", cluster, "error", err)
+		}
+	}
+}

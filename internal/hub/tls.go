@@ -1,0 +1,74 @@
+package hub
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"strings"
+)
+
+func serverTLS(cert tls.Certificate) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+}
+
+// agentTLS asks for a client certificate but does not require one, because Join is made
+// before the agent has one; every other route requires it (requireAgent).
+func (h *Hub) agentTLS(cert tls.Certificate) *tls.Config {
+	cfg := serverTLS(cert)
+	cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	cfg.ClientCAs = h.ca.Pool()
+	return cfg
+}
+
+type clusterKey struct{}
+
+// clusterFrom returns the cluster identity requireAgent established for this request.
+func clusterFrom(ctx context.Context) string {
+	c, _ := ctx.Value(clusterKey{}).(string)
+	return c
+}
+
+// requireAgent authorises each request from the client certificate: signed by the hub's CA,
+// naming a cluster, and not revoked (checked in the store on every request, so a removed
+// cluster is locked out at once, not when its certificate expires).
+func (h *Hub) requireAgent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			writeConnectError(w, http.StatusUnauthorized, "unauthenticated", "a client certificate is required: join first")
+			return
+		}
+		raw := make([][]byte, len(r.TLS.PeerCertificates))
+		for i, c := range r.TLS.PeerCertificates {
+			raw[i] = c.Raw
+		}
+		cluster, serial, err := h.ca.VerifyAgent(raw, h.now())
+		if err != nil {
+			writeConnectError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+			return
+		}
+		ok, err := h.store.CertificateValid(r.Context(), serial, cluster)
+		if err != nil {
+			writeConnectError(w, http.StatusServiceUnavailable, "unavailable", "check certificate: "+err.Error())
+			return
+		}
+		if !ok {
+			writeConnectError(w, http.StatusForbidden, "permission_denied", "cluster "+cluster+": certificate revoked or cluster removed")
+			return
+		}
+		h.seen.touch(cluster, "")
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clusterKey{}, cluster)))
+	})
+}
+
+// writeConnectError answers in the Connect protocol's error shape, which connect clients
+// decode into a *connect.Error with the right code, and plain HTTP clients read as JSON.
+func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(`{"code":"` + code + `","message":` + quoteJSON(msg) + `}`))
+}
+
+func quoteJSON(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`)
+	return `"` + r.Replace(s) + `"`
+}

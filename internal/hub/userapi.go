@@ -1,0 +1,349 @@
+package hub
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/pki"
+)
+
+// UnreachableAfter: a cluster whose agent has not been heard from for this long is shown as
+// unreachable, never as Ready.
+const UnreachableAfter = 2 * time.Minute
+
+func (h *Hub) apiHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/clusters", h.addCluster)
+	mux.HandleFunc("GET /api/v1/clusters", h.listClusters)
+	mux.HandleFunc("GET /api/v1/clusters/{name}", h.getCluster)
+	mux.HandleFunc("PATCH /api/v1/clusters/{name}/labels", h.labelCluster)
+	mux.HandleFunc("DELETE /api/v1/clusters/{name}", h.removeCluster)
+	mux.HandleFunc("POST /api/v1/clusters/{name}/token", h.newToken)
+	mux.HandleFunc("GET /api/v1/releases", h.listReleases)
+	mux.HandleFunc("GET /api/v1/sources", h.listSources)
+	mux.HandleFunc("GET /api/v1/status", h.status)
+	return h.requireAdmin(mux)
+}
+
+func (h *Hub) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.adminToken)) != 1 {
+			writeError(w, http.StatusUnauthorized, errors.New("a valid bearer token is required (see admin.token in the hub's data dir)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Hub) addCluster(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		return
+	}
+	if errs := validation.IsDNS1123Label(req.Name); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("cluster name %q: %s", req.Name, strings.Join(errs, "; ")))
+		return
+	}
+	if err := validateLabels(req.Labels); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	err := h.store.AddCluster(r.Context(), store.Cluster{Name: req.Name, Labels: req.Labels, CreatedAt: h.now()})
+	if errors.Is(err, store.ErrExists) {
+		writeError(w, http.StatusConflict, fmt.Errorf("cluster %q already exists", req.Name))
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	h.log.Info("cluster added", "cluster", req.Name, "labels", req.Labels)
+	h.ctrl.kick()
+	h.issueToken(w, r, req.Name, req.Labels, http.StatusCreated)
+}
+
+func (h *Hub) newToken(w http.ResponseWriter, r *http.Request) {
+	c, err := h.store.GetCluster(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeStoreError(w, err, r.PathValue("name"))
+		return
+	}
+	h.issueToken(w, r, c.Name, c.Labels, http.StatusOK)
+}
+
+func (h *Hub) issueToken(w http.ResponseWriter, r *http.Request, cluster string, labels map[string]string, status int) {
+	tok, err := pki.NewJoinToken(cluster, h.ca.Fingerprint())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	expires := h.now().Add(h.opts.TokenTTL)
+	if err := h.store.CreateJoinToken(r.Context(), store.JoinToken{ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Cluster: cluster, ExpiresAt: expires}); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	h.log.Info("join token issued", "cluster", cluster, "token", tok.ID, "expires", expires)
+	enc := tok.Encode()
+	writeJSON(w, status, hubapi.JoinView{
+		Name: cluster, Labels: labels, JoinToken: enc, ExpiresAt: expires,
+		AgentCommand: fmt.Sprintf("flotilla agent --hub %s --join-token %s --kubeconfig KUBECONFIG --state-dir STATE_DIR", h.AgentURL(), enc),
+	})
+}
+
+func (h *Hub) listClusters(w http.ResponseWriter, r *http.Request) {
+	clusters, err := h.store.ListClusters(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]hubapi.ClusterView, 0, len(clusters))
+	for _, c := range clusters {
+		out = append(out, h.clusterView(r, c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Hub) getCluster(w http.ResponseWriter, r *http.Request) {
+	c, err := h.store.GetCluster(r.Context(), r.PathValue("name"))
+	if err != nil {
+		writeStoreError(w, err, r.PathValue("name"))
+		return
+	}
+	writeJSON(w, http.StatusOK, h.clusterView(r, c))
+}
+
+func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
+	c.LastSeen, c.AgentVersion = h.seen.get(c)
+	v := hubapi.ClusterView{Name: c.Name, Labels: c.Labels, CreatedAt: c.CreatedAt, AgentVersion: c.AgentVersion, Assignments: []string{}}
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
+	}
+	if !c.LastSeen.IsZero() {
+		t := c.LastSeen
+		v.LastSeen = &t
+		v.Reachable = h.now().Sub(t) < UnreachableAfter
+	}
+	if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
+		v.Generation = ds.Generation
+		if as, err := schedule.Decode(ds.Document); err == nil {
+			for _, a := range as {
+				v.Assignments = append(v.Assignments, a.Release)
+			}
+		}
+	}
+	return v
+}
+
+func (h *Hub) labelCluster(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var req struct {
+		// Labels to set; a null value removes the label.
+		Labels map[string]*string `json:"labels"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		return
+	}
+	c, err := h.store.GetCluster(r.Context(), name)
+	if err != nil {
+		writeStoreError(w, err, name)
+		return
+	}
+	labels := map[string]string{}
+	for k, v := range c.Labels {
+		labels[k] = v
+	}
+	for k, v := range req.Labels {
+		if v == nil {
+			delete(labels, k)
+		} else {
+			labels[k] = *v
+		}
+	}
+	if err := validateLabels(labels); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := h.store.SetClusterLabels(r.Context(), name, labels); err != nil {
+		writeStoreError(w, err, name)
+		return
+	}
+	h.log.Info("cluster relabelled", "cluster", name, "labels", labels)
+	h.ctrl.kick()
+	c.Labels = labels
+	writeJSON(w, http.StatusOK, h.clusterView(r, c))
+}
+
+func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := h.store.RemoveCluster(r.Context(), name); err != nil {
+		writeStoreError(w, err, name)
+		return
+	}
+	// Its certificates are revoked in the store; end its open streams now.
+	h.watchers.closeCluster(name)
+	h.seen.forget(name)
+	h.log.Info("cluster removed; its certificates are revoked", "cluster", name)
+	h.ctrl.kick()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Hub) listReleases(w http.ResponseWriter, r *http.Request) {
+	h.ctrl.mu.Lock()
+	fleet := h.ctrl.fleet
+	h.ctrl.mu.Unlock()
+	assigned := h.assignedClusters(r)
+	out := []hubapi.ReleaseView{}
+	if fleet != nil {
+		for _, rel := range fleet.Releases {
+			cl := assigned[rel.Metadata.Name]
+			if cl == nil {
+				cl = []string{}
+			}
+			out = append(out, hubapi.ReleaseView{Name: rel.Metadata.Name, Source: rel.Spec.Source, Path: rel.Spec.Path, Namespace: rel.Spec.Namespace, Clusters: cl})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Hub) assignedClusters(r *http.Request) map[string][]string {
+	out := map[string][]string{}
+	clusters, _ := h.store.ListClusters(r.Context())
+	for _, c := range clusters {
+		if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
+			as, _ := schedule.Decode(ds.Document)
+			for _, a := range as {
+				out[a.Release] = append(out[a.Release], c.Name)
+			}
+		}
+	}
+	return out
+}
+
+func (h *Hub) listSources(w http.ResponseWriter, r *http.Request) {
+	sts, err := h.store.ListSourceStatuses(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]hubapi.SourceView, 0, len(sts))
+	for _, s := range sts {
+		out = append(out, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Hub) status(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	clusters, err := h.store.ListClusters(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	statuses, err := h.store.ListStatuses(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	reported := map[[2]string]store.AssignmentStatus{}
+	for _, s := range statuses {
+		reported[[2]string{s.Cluster, s.Release}] = s
+	}
+	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: []hubapi.AssignmentView{}}
+	if fs, err := h.store.GetFleetStatus(ctx); err == nil {
+		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
+	}
+	srcs, _ := h.store.ListSourceStatuses(ctx)
+	for _, s := range srcs {
+		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
+	}
+	h.ctrl.mu.Lock()
+	for _, p := range h.ctrl.problems {
+		out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
+	}
+	h.ctrl.mu.Unlock()
+	for _, c := range clusters {
+		c.LastSeen, c.AgentVersion = h.seen.get(c)
+		ds, err := h.store.GetDesiredState(ctx, c.Name)
+		if err != nil {
+			continue
+		}
+		as, err := schedule.Decode(ds.Document)
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			v := hubapi.AssignmentView{Release: a.Release, Cluster: c.Name, DesiredRevision: a.Revision, Phase: "Pending"}
+			if !c.LastSeen.IsZero() {
+				t := c.LastSeen
+				v.LastSeen = &t
+				v.Reachable = h.now().Sub(t) < UnreachableAfter
+			}
+			if s, ok := reported[[2]string{c.Name, a.Release}]; ok {
+				v.AppliedRevision, v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Revision, s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
+				v.Phase = s.Phase
+				if s.Digest != a.Digest || s.Revision != a.Revision {
+					// The agent has not acted on the desired revision yet.
+					v.Phase = "Progressing"
+				}
+			}
+			out.Assignments = append(out.Assignments, v)
+		}
+	}
+	sort.Slice(out.Assignments, func(i, j int) bool {
+		a, b := out.Assignments[i], out.Assignments[j]
+		if a.Release != b.Release {
+			return a.Release < b.Release
+		}
+		return a.Cluster < b.Cluster
+	})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func validateLabels(labels map[string]string) error {
+	for k, v := range labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("label %s=%q: %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, hubapi.APIError{Error: err.Error()})
+}
+
+func writeStoreError(w http.ResponseWriter, err error, name string) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", name))
+		return
+	}
+	writeError(w, http.StatusInternalServerError, err)
+}

@@ -1,0 +1,171 @@
+package hubapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+)
+
+// Client talks to a hub's user API.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// Config says where the hub is and how to authenticate.
+type Config struct {
+	// Hub is the API's URL, https://HOST:PORT.
+	Hub string
+	// Token is the admin bearer token.
+	Token string
+	// CAFile is the hub's CA certificate (ca.crt in its data dir).
+	CAFile string
+}
+
+// NewClient checks cfg and returns a client; errors name what is missing and where it can
+// come from.
+func NewClient(cfg Config) (*Client, error) {
+	if cfg.Hub == "" {
+		return nil, errors.New("no hub address: give --hub or set FLOTILLA_HUB")
+	}
+	if _, err := url.Parse(cfg.Hub); err != nil {
+		return nil, fmt.Errorf("hub address %q: %w", cfg.Hub, err)
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("no API token: give --token or set FLOTILLA_TOKEN (the hub writes it to admin.token in its data dir)")
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("hub CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("hub CA %s: no PEM certificate in it", cfg.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	return &Client{base: cfg.Hub, token: cfg.Token, http: &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true},
+	}}, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("hub %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var apiErr APIError
+		if json.Unmarshal(data, &apiErr) == nil && apiErr.Error != "" {
+			return &StatusError{Code: resp.StatusCode, Message: apiErr.Error}
+		}
+		return &StatusError{Code: resp.StatusCode, Message: resp.Status}
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// StatusError is an error answer from the hub.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return e.Message }
+
+// AddCluster registers a cluster and returns its first join token.
+func (c *Client) AddCluster(ctx context.Context, name string, labels map[string]string) (JoinView, error) {
+	var out JoinView
+	err := c.do(ctx, http.MethodPost, "/api/v1/clusters", map[string]any{"name": name, "labels": labels}, &out)
+	return out, err
+}
+
+// NewJoinToken issues another join token for a cluster (to re-join after losing the state dir).
+func (c *Client) NewJoinToken(ctx context.Context, name string) (JoinView, error) {
+	var out JoinView
+	err := c.do(ctx, http.MethodPost, "/api/v1/clusters/"+url.PathEscape(name)+"/token", nil, &out)
+	return out, err
+}
+
+// Clusters lists the clusters.
+func (c *Client) Clusters(ctx context.Context) ([]ClusterView, error) {
+	var out []ClusterView
+	err := c.do(ctx, http.MethodGet, "/api/v1/clusters", nil, &out)
+	return out, err
+}
+
+// Cluster returns one cluster.
+func (c *Client) Cluster(ctx context.Context, name string) (ClusterView, error) {
+	var out ClusterView
+	err := c.do(ctx, http.MethodGet, "/api/v1/clusters/"+url.PathEscape(name), nil, &out)
+	return out, err
+}
+
+// LabelCluster sets labels; a nil value removes that label.
+func (c *Client) LabelCluster(ctx context.Context, name string, labels map[string]*string) (ClusterView, error) {
+	var out ClusterView
+	err := c.do(ctx, http.MethodPatch, "/api/v1/clusters/"+url.PathEscape(name)+"/labels", map[string]any{"labels": labels}, &out)
+	return out, err
+}
+
+// RemoveCluster removes a cluster and revokes its certificates.
+func (c *Client) RemoveCluster(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/clusters/"+url.PathEscape(name), nil, nil)
+}
+
+// Releases lists the releases of the fleet configuration in force.
+func (c *Client) Releases(ctx context.Context) ([]ReleaseView, error) {
+	var out []ReleaseView
+	err := c.do(ctx, http.MethodGet, "/api/v1/releases", nil, &out)
+	return out, err
+}
+
+// Sources lists the sources' last polls.
+func (c *Client) Sources(ctx context.Context) ([]SourceView, error) {
+	var out []SourceView
+	err := c.do(ctx, http.MethodGet, "/api/v1/sources", nil, &out)
+	return out, err
+}
+
+// Status returns the whole fleet's status.
+func (c *Client) Status(ctx context.Context) (StatusView, error) {
+	var out StatusView
+	err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &out)
+	return out, err
+}

@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/pki"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
+)
+
+func containsCommit(rev, commit string) bool { return commit != "" && strings.Contains(rev, commit) }
+func sortStrings(s []string)                 { slices.Sort(s) }
+
+func fleetFiles(repoURL string) map[string]string {
+	return map[string]string{
+		"fleet/sources.yaml": fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec:
+  git: {url: %s, branch: main}
+  interval: 2s
+`, repoURL),
+		"fleet/releases.yaml": `apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: baseline}
+spec:
+  source: platform
+  path: "apps/baseline/{{ .Cluster.Labels.region }}"
+  targets: [{selector: {}}]
+  namespace: platform-system
+  createNamespace: true
+  prune: true
+  interval: 30s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: greeter}
+spec:
+  source: platform
+  path: apps/greeter
+  targets: [{selector: {matchLabels: {env: prod}}}]
+  namespace: greeter
+  createNamespace: true
+  prune: true
+  variables: {greeting: Hello}
+  interval: 30s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: staging-tools}
+spec:
+  source: platform
+  path: apps/staging-tools
+  targets: [{selector: {matchLabels: {env: staging}}}]
+  namespace: staging-tools
+  createNamespace: true
+  prune: true
+  interval: 30s
+`,
+		"apps/baseline/eu/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {region: eu, residency: eu-only}\n",
+		"apps/baseline/us/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {region: us, residency: none}\n",
+		"apps/greeter/greeter.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeter}\ndata: {message: \"${greeting}, ${cluster_name}\"}\n",
+		"apps/staging-tools/debug.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: debug-settings}\ndata: {logLevel: debug}\n",
+	}
+}
+
+// TestFleet is the whole delivery loop on three real clusters: first convergence with a
+// templated path, a commit, a relabel, an agent restart and a hub restart.
+func TestFleet(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	rp := newRepo(t, repoDir, fleetFiles(repoURL))
+	head := rp.commit("nothing", map[string]string{"README.md": "demo fleet\n"})
+	f := newFleet(t, repoURL, map[string]map[string]string{
+		"eu-prod":    {"env": "prod", "region": "eu"},
+		"us-prod":    {"env": "prod", "region": "us"},
+		"eu-staging": {"env": "staging", "region": "eu"},
+	})
+
+	want := map[string][]string{
+		"eu-prod":    {"baseline", "greeter"},
+		"us-prod":    {"baseline", "greeter"},
+		"eu-staging": {"baseline", "staging-tools"},
+	}
+	start := time.Now()
+	f.waitStatus("first convergence", 2*time.Minute, converged(head, want))
+	t.Logf("first convergence after %s", time.Since(start).Round(10*time.Millisecond))
+
+	t.Run("templated path resolves per cluster", func(t *testing.T) {
+		for name, region := range map[string]string{"eu-prod": "eu", "us-prod": "us", "eu-staging": "eu"} {
+			if got, _ := configMapData(t, f.clusters[name], "platform-system", "platform-settings", "region"); got != region {
+				t.Errorf("%s: platform-settings region = %q, want %q", name, got, region)
+			}
+		}
+		if got, _ := configMapData(t, f.clusters["us-prod"], "greeter", "greeter", "message"); got != "Hello, us-prod" {
+			t.Errorf("us-prod greeter message = %q, want substituted per cluster", got)
+		}
+	})
+
+	t.Run("a commit converges everywhere", func(t *testing.T) {
+		commit := rp.commit("tighten EU residency", map[string]string{
+			"apps/baseline/eu/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {region: eu, residency: eu-strict}\n",
+		})
+		start := time.Now()
+		st := f.waitStatus("convergence on the new commit", 2*time.Minute, converged(commit, want))
+		t.Logf("commit to all three clusters converged: %s (fleet repo polled every 300ms, source every 2s)", time.Since(start).Round(10*time.Millisecond))
+		for _, a := range st.Assignments {
+			if a.Drifted || a.LastSeen == nil {
+				t.Errorf("%s on %s: drifted=%v lastSeen=%v", a.Release, a.Cluster, a.Drifted, a.LastSeen)
+			}
+		}
+		for _, name := range []string{"eu-prod", "eu-staging"} {
+			if got, _ := configMapData(t, f.clusters[name], "platform-system", "platform-settings", "residency"); got != "eu-strict" {
+				t.Errorf("%s: residency = %q after the commit", name, got)
+			}
+		}
+		head = commit
+	})
+
+	t.Run("relabel moves releases on and off a cluster", func(t *testing.T) {
+		v := "staging"
+		if _, err := f.client.LabelCluster(t.Context(), "us-prod", map[string]*string{"env": &v}); err != nil {
+			t.Fatal(err)
+		}
+		want["us-prod"] = []string{"baseline", "staging-tools"}
+		f.waitStatus("releases moved after relabel", 2*time.Minute, converged(head, want))
+		waitFor(t, "greeter pruned from us-prod", time.Minute, func() bool {
+			_, exists := configMapData(t, f.clusters["us-prod"], "greeter", "greeter", "message")
+			return !exists
+		})
+		if _, ok := configMapData(t, f.clusters["us-prod"], "staging-tools", "debug-settings", "logLevel"); !ok {
+			t.Error("staging-tools not applied on us-prod after relabel")
+		}
+	})
+
+	t.Run("an agent restart loses nothing", func(t *testing.T) {
+		f.stopAgent("eu-prod")
+		commit := rp.commit("greet warmly", map[string]string{
+			"apps/greeter/greeter.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeter}\ndata: {message: \"${greeting}, ${cluster_name}!\"}\n",
+		})
+		f.startAgent("eu-prod", "") // identity from its state dir: no token
+		f.waitStatus("convergence after agent restart", 2*time.Minute, converged(commit, want))
+		if got, _ := configMapData(t, f.clusters["eu-prod"], "greeter", "greeter", "message"); got != "Hello, eu-prod!" {
+			t.Errorf("eu-prod greeter = %q after restart", got)
+		}
+		head = commit
+	})
+
+	t.Run("a hub restart loses nothing", func(t *testing.T) {
+		f.hubStop()
+		f.startHub()
+		st := f.waitStatus("status after hub restart", time.Minute, converged(head, want))
+		if len(st.Assignments) != 6 {
+			t.Errorf("%d assignments after restart, want 6", len(st.Assignments))
+		}
+		commit := rp.commit("after restart", map[string]string{"apps/staging-tools/debug.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: debug-settings}\ndata: {logLevel: info}\n"})
+		f.waitStatus("convergence after hub restart", 2*time.Minute, converged(commit, want))
+	})
+}
+
+// TestSecurity checks the hub's authorisation with real certificates and tokens.
+func TestSecurity(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	newRepo(t, repoDir, fleetFiles(repoURL))
+	f := newFleet(t, repoURL, map[string]map[string]string{"eu-prod": {"env": "prod", "region": "eu"}})
+	f.waitStatus("convergence", 2*time.Minute, func(st hubapi.StatusView) bool {
+		return len(st.Assignments) == 2 && st.Assignments[0].Phase == "Ready" && st.Assignments[1].Phase == "Ready"
+	})
+	ctx := t.Context()
+	caPEM, err := os.ReadFile(f.hub.CAPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// An "intruder" cluster that no release targets: registered, so it can join.
+	j, err := f.client.AddCluster(ctx, "intruder", map[string]string{"env": "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tryJoin(ctx, f.hub.AgentURL(), j.JoinToken)
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	client := mtls(t, caPEM, cert)
+
+	t.Run("a join token works once", func(t *testing.T) {
+		_, err := tryJoin(ctx, f.hub.AgentURL(), j.JoinToken)
+		if connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), "used") {
+			t.Errorf("reused token: err = %v, want permission denied naming the reuse", err)
+		}
+	})
+	t.Run("a token altered to name another cluster is refused", func(t *testing.T) {
+		j2, err := f.client.NewJoinToken(ctx, "intruder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := pki.ParseJoinToken(j2.JoinToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.Cluster = "eu-prod"
+		if _, err := tryJoin(ctx, f.hub.AgentURL(), tok.Encode()); connect.CodeOf(err) != connect.CodePermissionDenied {
+			t.Errorf("wrong-cluster token: err = %v, want permission denied", err)
+		}
+	})
+	t.Run("an expired token is refused", func(t *testing.T) {
+		j3, err := f.client.NewJoinToken(ctx, "intruder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(f.hubOpts.TokenTTL + time.Second)
+		if _, err := tryJoin(ctx, f.hub.AgentURL(), j3.JoinToken); connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), "expired") {
+			t.Errorf("expired token: err = %v, want permission denied naming the expiry", err)
+		}
+	})
+	t.Run("a certificate reads only its own desired state", func(t *testing.T) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		stream, err := agentv1connect.NewAgentServiceClient(client, f.hub.AgentURL()).Watch(wctx, connect.NewRequest(&agentv1.WatchRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stream.Receive() {
+			t.Fatalf("no desired state: %v", stream.Err())
+		}
+		ds := stream.Msg().GetDesired()
+		if ds.GetCluster() != "intruder" || len(ds.GetAssignments()) != 0 {
+			t.Errorf("intruder's watch returned cluster %q with %d assignments, want its own, empty", ds.GetCluster(), len(ds.GetAssignments()))
+		}
+	})
+	t.Run("an artifact not assigned to the cluster is refused", func(t *testing.T) {
+		st, err := f.client.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs, _ := f.client.Sources(ctx)
+		if len(srcs) == 0 || srcs[0].Digest == "" {
+			t.Fatalf("no source artifact: %+v (%+v)", srcs, st)
+		}
+		hex := strings.TrimPrefix(srcs[0].Digest, "sha256:")
+		resp, err := client.Get(f.hub.AgentURL() + "/artifacts/sha256/" + hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET of another cluster's artifact: %s, want 403", resp.Status)
+		}
+	})
+	t.Run("a removed cluster is locked out at once", func(t *testing.T) {
+		svc := agentv1connect.NewAgentServiceClient(client, f.hub.AgentURL())
+		if _, err := svc.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{})); err != nil {
+			t.Fatalf("heartbeat before removal: %v", err)
+		}
+		if err := f.client.RemoveCluster(ctx, "intruder"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := svc.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{}))
+		if connect.CodeOf(err) != connect.CodePermissionDenied {
+			t.Errorf("heartbeat after removal: err = %v, want permission denied", err)
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tryJoin joins as an agent would: a fresh key, a CSR, the token, the pinned CA. It returns
+// the certificate and key on success.
+func tryJoin(ctx context.Context, hubURL, token string) (tls.Certificate, error) {
+	tok, err := pki.ParseJoinToken(token)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := pki.NewAgentKey()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	csr, err := pki.CreateCSR(key, tok.Cluster)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, VerifyPeerCertificate: pki.PinnedVerifier(tok.CAFingerprint), //nolint:gosec // pinned CA
+	}}}
+	resp, err := agentv1connect.NewJoinServiceClient(hc, hubURL).Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: token, CsrPem: csr}))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(resp.Msg.GetCertificatePem(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+}
+
+func mtls(t *testing.T, caPEM []byte, cert tls.Certificate) *http.Client {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
+}

@@ -1,0 +1,278 @@
+// Package e2e tests whole fleets: a hub, agents and real clusters (kube-apiserver + etcd),
+// a real Git repository, real TLS.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
+)
+
+// repo is a Git work tree the test commits to, as a platform engineer would.
+type repo struct {
+	t   *testing.T
+	dir string
+	r   *git.Repository
+}
+
+func newRepo(t *testing.T, dir string, files map[string]string) *repo {
+	t.Helper()
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &repo{t: t, dir: dir, r: r}
+	rp.commit("initial", files)
+	return rp
+}
+
+// commit writes files (an empty content deletes the file) and commits; it returns the hash.
+func (rp *repo) commit(msg string, files map[string]string) string {
+	rp.t.Helper()
+	wt, err := rp.r.Worktree()
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	for name, content := range files {
+		p := filepath.Join(rp.dir, filepath.FromSlash(name))
+		if content == "" {
+			if _, err := wt.Remove(name); err != nil {
+				rp.t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			rp.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			rp.t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			rp.t.Fatal(err)
+		}
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "Platform Engineer", Email: "pe@example.com", When: time.Now()}})
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	return h.String()
+}
+
+// fleet is a hub with its agents and clusters, all in this test process.
+type fleet struct {
+	t        *testing.T
+	dir      string
+	hubOpts  hub.Options
+	hub      *hub.Hub
+	hubStop  func()
+	client   *hubapi.Client
+	clusters map[string]*localcluster.Cluster
+	agents   map[string]func() // stop functions
+	mu       sync.Mutex
+}
+
+func (f *fleet) logger(component string) *slog.Logger {
+	if os.Getenv("E2E_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+}
+
+// startHub starts (or restarts, on the same addresses and data dir) the hub.
+func (f *fleet) startHub() {
+	f.t.Helper()
+	if err := os.MkdirAll(f.hubOpts.DataDir, 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	st, err := store.OpenSQLite(f.t.Context(), filepath.Join(f.hubOpts.DataDir, "hub.db"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	opts := f.hubOpts
+	opts.Logger = f.logger("hub")
+	h, err := hub.New(f.t.Context(), opts, st)
+	if err != nil {
+		st.Close()
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.Run(ctx); err != nil {
+			f.t.Errorf("hub: %v", err)
+		}
+	}()
+	f.hub = h
+	// Restarts must come back on the same addresses: agents know only those.
+	f.hubOpts.AgentAddr = trimScheme(h.AgentURL())
+	f.hubOpts.APIAddr = trimScheme(h.APIURL())
+	f.hubStop = func() {
+		cancel()
+		<-done
+		st.Close()
+	}
+	if f.client, err = hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func trimScheme(u string) string { return u[len("https://"):] }
+
+// startAgent starts the agent of a cluster; token is needed only the first time.
+func (f *fleet) startAgent(name, token string) {
+	f.t.Helper()
+	c := f.clusters[name]
+	a, err := agent.New(f.t.Context(), agent.Options{
+		HubURL: f.hub.AgentURL(), JoinToken: token, RESTConfig: c.RESTConfig(),
+		StateDir: filepath.Join(f.dir, "agents", name), Logger: f.logger("agent-" + name),
+		HeartbeatInterval: time.Second, ReportInterval: 200 * time.Millisecond, MaxBackoff: time.Second,
+	})
+	if err != nil {
+		f.t.Fatalf("agent %s: %v", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx)
+		a.Close()
+	}()
+	f.mu.Lock()
+	f.agents[name] = func() { cancel(); <-done }
+	f.mu.Unlock()
+}
+
+func (f *fleet) stopAgent(name string) {
+	f.mu.Lock()
+	stop := f.agents[name]
+	delete(f.agents, name)
+	f.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// newFleet starts clusters with the given labels, the hub on the fleet repository, and an
+// agent per cluster joined through the user API.
+func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string) *fleet {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}}
+	var names []string
+	for name := range labels {
+		names = append(names, name)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clustertest.Start(t, localcluster.Options{Name: name})
+			mu.Lock()
+			f.clusters[name] = c
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	f.hubOpts = hub.Options{
+		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
+		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
+	}
+	f.startHub()
+	t.Cleanup(func() {
+		for _, name := range names {
+			f.stopAgent(name)
+		}
+		f.hubStop()
+	})
+	for _, name := range names {
+		j, err := f.client.AddCluster(t.Context(), name, labels[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.startAgent(name, j.JoinToken)
+	}
+	return f
+}
+
+// waitStatus polls `status` until cond holds, failing the test with the last status after
+// the timeout.
+func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubapi.StatusView) bool) hubapi.StatusView {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last hubapi.StatusView
+	var lastErr error
+	for time.Now().Before(deadline) {
+		last, lastErr = f.client.Status(f.t.Context())
+		if lastErr == nil && cond(last) {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.t.Fatalf("%s: not reached within %s; last status (err %v):\n%s", what, timeout, lastErr, dump(last))
+	return last
+}
+
+func dump(st hubapi.StatusView) string {
+	s := fmt.Sprintf("fleet %+v\nsources %+v\nproblems %v\n", st.Fleet, st.Sources, st.Problems)
+	for _, a := range st.Assignments {
+		s += fmt.Sprintf("  %s on %s: desired %s applied %s phase %s err %q\n", a.Release, a.Cluster, a.DesiredRevision, a.AppliedRevision, a.Phase, a.Error)
+	}
+	return s
+}
+
+// converged: every expected release/cluster pair is Ready at a desired revision that contains
+// commit, and nothing else is assigned.
+func converged(commit string, want map[string][]string) func(hubapi.StatusView) bool {
+	return func(st hubapi.StatusView) bool {
+		got := map[string][]string{}
+		for _, a := range st.Assignments {
+			if a.Phase != "Ready" || a.AppliedRevision != a.DesiredRevision || !containsCommit(a.DesiredRevision, commit) {
+				return false
+			}
+			got[a.Cluster] = append(got[a.Cluster], a.Release)
+		}
+		return fmt.Sprint(normalize(got)) == fmt.Sprint(normalize(want))
+	}
+}
+
+func normalize(m map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range m {
+		c := append([]string(nil), v...)
+		sortStrings(c)
+		out[k] = c
+	}
+	return out
+}
+
+func configMapData(t *testing.T, c *localcluster.Cluster, ns, name, key string) (string, bool) {
+	t.Helper()
+	cm, err := kubernetes.NewForConfigOrDie(c.RESTConfig()).CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", false
+	}
+	return cm.Data[key], true
+}
