@@ -65,7 +65,11 @@ type Agent struct {
 	reconciler *reconcile.Reconciler
 	httpClient *http.Client
 	cert       clientCert
-	client     agentv1connect.AgentServiceClient
+	transport  *swappableTransport
+	// renewedCertPEM is the certificate renewLoop last obtained (only that goroutine uses it);
+	// id stays as loaded, so other goroutines read it without locks.
+	renewedCertPEM []byte
+	client         agentv1connect.AgentServiceClient
 
 	mu       sync.Mutex
 	desired  *agentv1.DesiredState
@@ -121,7 +125,7 @@ func (a *Agent) init(ctx context.Context) error {
 		id.HubURL = a.opts.HubURL
 	}
 	a.id = id
-	if a.httpClient, err = mtlsClient(id, &a.cert); err != nil {
+	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert); err != nil {
 		return err
 	}
 	a.client = agentv1connect.NewAgentServiceClient(a.httpClient, id.HubURL)

@@ -90,79 +90,126 @@ func (c *clientCert) set(id *identity) error {
 
 // mtlsClient is the agent's HTTP client: its certificate, and only the hub's CA as root. One
 // HTTP/2 connection carries the watch stream, reports, heartbeats and artifact downloads.
-func mtlsClient(id *identity, cert *clientCert) (*http.Client, error) {
+func mtlsClient(id *identity, cert *clientCert) (*http.Client, *swappableTransport, error) {
 	if err := cert.set(id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(id.CAPEM) {
-		return nil, fmt.Errorf("cluster %q: hub CA in the state dir is not valid PEM", id.Cluster)
+		return nil, nil, fmt.Errorf("cluster %q: hub CA in the state dir is not valid PEM", id.Cluster)
 	}
-	return &http.Client{Transport: &http.Transport{
-		ForceAttemptHTTP2: true,
-		TLSClientConfig: &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			RootCAs:    pool,
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				return cert.p.Load(), nil
+	st := &swappableTransport{newTransport: func() *http.Transport {
+		return &http.Transport{
+			ForceAttemptHTTP2: true,
+			TLSClientConfig: &tls.Config{
+				MinVersion: tls.VersionTLS12,
+				RootCAs:    pool,
+				GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+					return cert.p.Load(), nil
+				},
 			},
-		},
-		IdleConnTimeout: 90 * time.Second,
-	}}, nil
+			IdleConnTimeout: 90 * time.Second,
+		}
+	}}
+	st.renew()
+	return &http.Client{Transport: st}, st, nil
 }
 
-// renewLoop replaces the certificate once two thirds of its lifetime have passed.
+// swappableTransport lets a renewed certificate take effect at once: the hub checks the
+// certificate on every request, and requests on a connection opened with the old one would
+// fail once it expires. After renew, new requests use fresh connections; streams already
+// open finish on the old ones.
+type swappableTransport struct {
+	newTransport func() *http.Transport
+	cur          atomic.Pointer[http.Transport]
+}
+
+func (s *swappableTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return s.cur.Load().RoundTrip(r)
+}
+
+func (s *swappableTransport) renew() {
+	if old := s.cur.Swap(s.newTransport()); old != nil {
+		old.CloseIdleConnections()
+	}
+}
+
+// renewLoop replaces the certificate once two thirds of its lifetime have passed, checking
+// again at that point (within a second to an hour) rather than on a fixed period, so short
+// certificate lifetimes work too.
 func (a *Agent) renewLoop(ctx context.Context) {
 	for {
-		if err := a.renewIfDue(ctx); err != nil && ctx.Err() == nil {
+		next, err := a.renewIfDue(ctx)
+		if err != nil && ctx.Err() == nil {
 			a.log.Warn("certificate renewal failed; will retry", "error", err)
+			next = time.Minute
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(10 * time.Minute):
+		case <-time.After(min(max(next, time.Second), time.Hour)):
 		}
 	}
 }
 
-func (a *Agent) renewIfDue(ctx context.Context) error {
-	block, _ := pem.Decode(a.id.CertPEM)
-	if block == nil {
-		return fmt.Errorf("cluster %q: agent certificate is not PEM", a.id.Cluster)
+// renewIfDue renews the certificate if it is due and says when to look again.
+func (a *Agent) renewIfDue(ctx context.Context) (time.Duration, error) {
+	current := a.id.CertPEM
+	if a.renewedCertPEM != nil {
+		current = a.renewedCertPEM
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := parseCert(current)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("cluster %q: agent certificate: %w", a.id.Cluster, err)
 	}
 	if !pki.NeedsRenewal(cert, time.Now()) {
-		return nil
+		return renewalPoint(cert), nil
 	}
 	key, err := pki.NewAgentKey()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	csr, err := pki.CreateCSR(key, a.id.Cluster)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := a.client.Renew(ctx, connect.NewRequest(&agentv1.RenewRequest{CsrPem: csr}))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	keyPEM, err := encodeKey(key)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	id := *a.id
 	id.KeyPEM, id.CertPEM = keyPEM, resp.Msg.GetCertificatePem()
 	if err := a.st.saveIdentity(&id); err != nil {
-		return err
+		return 0, err
 	}
 	// New connections present the new certificate; the old one stays valid until it expires.
 	if err := a.cert.set(&id); err != nil {
-		return err
+		return 0, err
 	}
-	a.id = &id
+	a.renewedCertPEM = id.CertPEM
+	a.transport.renew()
 	a.log.Info("renewed agent certificate")
-	return nil
+	newCert, err := parseCert(id.CertPEM)
+	if err != nil {
+		return 0, err
+	}
+	return renewalPoint(newCert), nil
+}
+
+func parseCert(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, fmt.Errorf("not PEM")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// renewalPoint is how long until two thirds of cert's lifetime have passed.
+func renewalPoint(cert *x509.Certificate) time.Duration {
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	return time.Until(cert.NotBefore.Add(life * 2 / 3))
 }

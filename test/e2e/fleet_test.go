@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -321,4 +322,20 @@ func mtls(t *testing.T, caPEM []byte, cert tls.Certificate) *http.Client {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
+}
+
+// TestCertificateRenewal gives agents certificates that expire within seconds: the fleet keeps
+// converging past their expiry only if agents renew them in time.
+func TestCertificateRenewal(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	rp := newRepo(t, repoDir, fleetFiles(repoURL))
+	const ttl = 8 * time.Second
+	f := newFleet(t, repoURL, map[string]map[string]string{"eu-prod": {"env": "prod", "region": "eu"}},
+		func(o *hub.Options) { o.CertTTL = ttl })
+	want := map[string][]string{"eu-prod": {"baseline", "greeter"}}
+	f.waitStatus("first convergence", time.Minute, converged(rp.commit("start", map[string]string{"README.md": "x\n"}), want))
+	time.Sleep(ttl + 2*time.Second) // the first certificate has expired by now
+	commit := rp.commit("after expiry", map[string]string{"apps/greeter/greeter.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeter}\ndata: {message: renewed}\n"})
+	f.waitStatus("convergence after the first certificate expired", time.Minute, converged(commit, want))
 }

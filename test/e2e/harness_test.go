@@ -172,7 +172,7 @@ func (f *fleet) stopAgent(name string) {
 
 // newFleet starts clusters with the given labels, the hub on the fleet repository, and an
 // agent per cluster joined through the user API.
-func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string) *fleet {
+func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string, tweak ...func(*hub.Options)) *fleet {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}}
@@ -199,6 +199,9 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	f.hubOpts = hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
+	}
+	for _, tw := range tweak {
+		tw(&f.hubOpts)
 	}
 	f.startHub()
 	t.Cleanup(func() {
