@@ -22,7 +22,8 @@ import (
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
-func containsCommit(rev, commit string) bool { return commit != "" && strings.Contains(rev, commit) }
+// containsCommit: the revision names commit; an empty commit accepts any revision.
+func containsCommit(rev, commit string) bool { return commit == "" || strings.Contains(rev, commit) }
 func sortStrings(s []string)                 { slices.Sort(s) }
 
 func fleetFiles(repoURL string) map[string]string {
@@ -145,6 +146,28 @@ func TestFleet(t *testing.T) {
 		if _, ok := configMapData(t, f.clusters["us-prod"], "staging-tools", "debug-settings", "logLevel"); !ok {
 			t.Error("staging-tools not applied on us-prod after relabel")
 		}
+	})
+
+	t.Run("an invalid fleet configuration is rejected and the last valid one stays", func(t *testing.T) {
+		good := fleetFiles(repoURL)["fleet/releases.yaml"]
+		rp.commit("typo in a release", map[string]string{"fleet/releases.yaml": strings.Replace(good, "source: platform\n  path: apps/greeter", "sorce: platform\n  path: apps/greeter", 1)})
+		st := f.waitStatus("fleet error visible in status", time.Minute, func(st hubapi.StatusView) bool { return st.Fleet.Error != "" })
+		for _, w := range []string{"fleet/releases.yaml", "Release/greeter", `unknown field "sorce"`} {
+			if !strings.Contains(st.Fleet.Error, w) {
+				t.Errorf("fleet error %q does not name %q", st.Fleet.Error, w)
+			}
+		}
+		// The releases stay where they were (the source itself may move on meanwhile: it is
+		// the same repository).
+		got := map[string][]string{}
+		for _, a := range st.Assignments {
+			got[a.Cluster] = append(got[a.Cluster], a.Release)
+		}
+		if fmt.Sprint(normalize(got)) != fmt.Sprint(normalize(want)) {
+			t.Errorf("assignments changed under an invalid configuration:\n%s", dump(st))
+		}
+		head = rp.commit("fix the typo", map[string]string{"fleet/releases.yaml": good})
+		f.waitStatus("fleet error cleared", time.Minute, func(st hubapi.StatusView) bool { return st.Fleet.Error == "" && converged(head, want)(st) })
 	})
 
 	t.Run("an agent restart loses nothing", func(t *testing.T) {
