@@ -68,6 +68,41 @@ func TestDemo(t *testing.T) {
 		t.Errorf("releases on cluster-1 = %v, want baseline and greeter", releases)
 	}
 
+	t.Run("client verbs against the demo hub", func(t *testing.T) {
+		conn := []string{"--hub", env["FLOTILLA_HUB"], "--token", env["FLOTILLA_TOKEN"], "--ca", env["FLOTILLA_CA"]}
+		run := func(args ...string) string {
+			t.Helper()
+			var out, errOut bytes.Buffer
+			if code := Run(t.Context(), append(args, conn...), &out, &errOut); code != 0 {
+				t.Fatalf("flotilla %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+			}
+			return out.String()
+		}
+		var added struct{ Name, JoinToken string }
+		if err := json.Unmarshal([]byte(run("cluster", "add", "extra", "-l", "env=test", "-l", "region=us", "-o", "json")), &added); err != nil {
+			t.Fatal(err)
+		}
+		if added.Name != "extra" || !strings.HasPrefix(added.JoinToken, "flt1.") {
+			t.Errorf("cluster add -o json = %+v", added)
+		}
+		if out := run("get", "clusters"); !strings.Contains(out, "extra") || !strings.Contains(out, "env=test,region=us") {
+			t.Errorf("get clusters:\n%s", out)
+		}
+		run("cluster", "label", "extra", "env=prod")
+		// extra has no agent: the greeter is assigned but Pending.
+		waitOutput(t, func() string { return run("status", "greeter") }, "extra", "Pending")
+		if out := run("cluster", "show", "extra", "-o", "yaml"); !strings.Contains(out, "name: extra") || !strings.Contains(out, "greeter") {
+			t.Errorf("cluster show -o yaml:\n%s", out)
+		}
+		if out := run("get", "releases", "-o", "json"); !strings.Contains(out, `"greeter"`) || !strings.Contains(out, `"extra"`) {
+			t.Errorf("get releases -o json:\n%s", out)
+		}
+		run("cluster", "remove", "extra")
+		if out := run("get", "clusters", "-o", "json"); strings.Contains(out, `"extra"`) {
+			t.Errorf("extra still listed after remove:\n%s", out)
+		}
+	})
+
 	interrupt()
 	select {
 	case code := <-done:
@@ -94,4 +129,22 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 		}
 	}
 	return env
+}
+
+// waitOutput re-runs cmd until its output contains every want, for a few seconds.
+func waitOutput(t *testing.T, cmd func() string, want ...string) {
+	t.Helper()
+	var out string
+	for range 50 {
+		out = cmd()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(out, w)
+		}
+		if ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("output lacks %q:\n%s", want, out)
 }
