@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,10 +50,21 @@ kube-apiserver and etcd come from "make kube-binaries" (bin/ at the repository r
 				defer os.RemoveAll(tmp)
 				dataDir = tmp
 			}
+			// The hub's and agents' logs go to a file: the terminal is for the instructions.
+			if err := os.MkdirAll(dataDir, 0o755); err != nil {
+				return err
+			}
+			logPath := filepath.Join(dataDir, "demo.log")
+			logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			defer logFile.Close()
+			fmt.Fprintf(s.errOut, "Hub and agent logs: %s\n", logPath)
 			start := time.Now()
 			fleet, err := demo.Start(ctx, demo.Options{
 				DataDir: dataDir, Clusters: clusters, BinDir: binDir, Out: s.errOut,
-				Logger: loggerFrom(ctx), Version: version.Get().Version,
+				Logger: slog.New(slog.NewTextHandler(logFile, nil)), Version: version.Get().Version,
 			})
 			if err != nil {
 				return err
