@@ -97,6 +97,17 @@ func TestDemo(t *testing.T) {
 		if out := run("get", "releases", "-o", "json"); !strings.Contains(out, `"greeter"`) || !strings.Contains(out, `"extra"`) {
 			t.Errorf("get releases -o json:\n%s", out)
 		}
+		// The same connection from a config file, as a user's ~/.config/flotilla/config.yaml.
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		content := "hub: " + env["FLOTILLA_HUB"] + "\ntoken: " + env["FLOTILLA_TOKEN"] + "\nca: " + env["FLOTILLA_CA"] + "\n"
+		if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("FLOTILLA_CONFIG", cfg)
+		var fromFile bytes.Buffer
+		if code := Run(t.Context(), []string{"get", "clusters"}, &fromFile, &fromFile); code != 0 || !strings.Contains(fromFile.String(), "extra") {
+			t.Errorf("get clusters with the config file: exit %d\n%s", code, fromFile.String())
+		}
 		run("cluster", "remove", "extra")
 		if out := run("get", "clusters", "-o", "json"); strings.Contains(out, `"extra"`) {
 			t.Errorf("extra still listed after remove:\n%s", out)

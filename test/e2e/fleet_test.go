@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -283,6 +284,51 @@ func TestSecurity(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("GET of another cluster's artifact: %s, want 403", resp.Status)
+		}
+	})
+	t.Run("an assigned artifact is served with ETag and Range", func(t *testing.T) {
+		jv, err := f.client.AddCluster(ctx, "viewer", map[string]string{"env": "prod", "region": "eu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vcert, err := tryJoin(ctx, f.hub.AgentURL(), jv.JoinToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewer := mtls(t, caPEM, vcert)
+		srcs, _ := f.client.Sources(ctx)
+		url := f.hub.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(srcs[0].Digest, "sha256:")
+		var resp *http.Response
+		waitFor(t, "viewer scheduled", 30*time.Second, func() bool {
+			resp, err = viewer.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		etag := resp.Header.Get("ETag")
+		if etag != `"`+srcs[0].Digest+`"` {
+			t.Errorf("ETag = %q, want the digest", etag)
+		}
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Range", "bytes=0-9")
+		if resp, err = viewer.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPartialContent || len(body) != 10 {
+			t.Errorf("Range request: %s with %d bytes, want 206 with 10", resp.Status, len(body))
+		}
+		req.Header.Del("Range")
+		req.Header.Set("If-None-Match", etag)
+		if resp, err = viewer.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			t.Errorf("conditional GET with the ETag: %s, want 304", resp.Status)
 		}
 	})
 	t.Run("a removed cluster is locked out at once", func(t *testing.T) {
