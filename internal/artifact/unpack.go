@@ -83,7 +83,7 @@ func (e *LimitError) Error() string {
 // Unpack does not verify a digest; check the stream with a Verifier first.
 func Unpack(ctx context.Context, r io.Reader, dst string, lim Limits) (err error) {
 	lim = lim.withDefaults()
-	created, err := prepareDst(dst)
+	created, err := PrepareEmptyDir(dst)
 	if err != nil {
 		return fmt.Errorf("unpack into %s: %w", dst, err)
 	}
@@ -103,7 +103,10 @@ func Unpack(ctx context.Context, r io.Reader, dst string, lim Limits) (err error
 	return nil
 }
 
-func prepareDst(dst string) (created bool, err error) {
+// PrepareEmptyDir makes sure dst is an empty directory, creating it if absent, and says
+// whether it created it (so a failed write can remove it again). Unpack and the hub's Git
+// checkout both write only into empty directories: nothing already there can be a trap.
+func PrepareEmptyDir(dst string) (created bool, err error) {
 	fi, err := os.Lstat(dst)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dst, 0o755); err != nil {

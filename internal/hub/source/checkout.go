@@ -70,7 +70,7 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 		return g.errorf("checkout %s: %w", commit, err)
 	}
 
-	created, err := prepareDst(dst)
+	created, err := artifact.PrepareEmptyDir(dst)
 	if err != nil {
 		return g.errorf("checkout %s into %s: %w", commit, dst, err)
 	}
@@ -202,27 +202,6 @@ func checkEntryName(name string) error {
 		return errors.New(".git inside the tree")
 	}
 	return nil
-}
-
-func prepareDst(dst string) (created bool, err error) {
-	fi, err := os.Lstat(dst)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, os.MkdirAll(dst, 0o755)
-	}
-	if err != nil {
-		return false, err
-	}
-	if !fi.IsDir() {
-		return false, errors.New("not a directory")
-	}
-	entries, err := os.ReadDir(dst)
-	if err != nil {
-		return false, err
-	}
-	if len(entries) > 0 {
-		return false, errors.New("not empty")
-	}
-	return false, nil
 }
 
 func cleanDst(dst string, created bool) error {
