@@ -38,6 +38,10 @@ type Options struct {
 	ReportInterval time.Duration
 	// MaxBackoff caps the jittered exponential backoff between reconnects. Default 30s.
 	MaxBackoff time.Duration
+	// MaxOutbox bounds the reports kept while the hub is unreachable; beyond it older reports
+	// superseded by a newer one of the same release are compacted away (and counted). Default
+	// 10,000.
+	MaxOutbox int
 }
 
 func (o *Options) setDefaults() {
@@ -49,6 +53,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
+	}
+	if o.MaxOutbox <= 0 {
+		o.MaxOutbox = 10000
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -117,6 +124,9 @@ func (a *Agent) init(ctx context.Context) error {
 		}
 		if err := a.st.saveIdentity(id); err != nil {
 			return fmt.Errorf("save identity: %w", err)
+		}
+		if err := a.st.setNextSeq(id.NextReportSeq); err != nil {
+			return fmt.Errorf("save report seq: %w", err)
 		}
 		a.log.Info("joined hub", "cluster", id.Cluster, "hub", id.HubURL)
 	}

@@ -57,11 +57,12 @@ func join(ctx context.Context, hubURL, rawToken, version string) (*identity, err
 		return nil, err
 	}
 	return &identity{
-		Cluster: resp.Msg.GetCluster(),
-		HubURL:  hubURL,
-		KeyPEM:  keyPEM,
-		CertPEM: resp.Msg.GetCertificatePem(),
-		CAPEM:   resp.Msg.GetCaPem(),
+		NextReportSeq: resp.Msg.GetNextReportSeq(),
+		Cluster:       resp.Msg.GetCluster(),
+		HubURL:        hubURL,
+		KeyPEM:        keyPEM,
+		CertPEM:       resp.Msg.GetCertificatePem(),
+		CAPEM:         resp.Msg.GetCaPem(),
 	}, nil
 }
 

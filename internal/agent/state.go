@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,11 +34,13 @@ var (
 
 // identity is what joining produced.
 type identity struct {
-	Cluster string
-	HubURL  string
-	KeyPEM  []byte
-	CertPEM []byte
-	CAPEM   []byte
+	// NextReportSeq is what the hub said at join; not part of the stored identity.
+	NextReportSeq uint64
+	Cluster       string
+	HubURL        string
+	KeyPEM        []byte
+	CertPEM       []byte
+	CAPEM         []byte
 }
 
 func openState(dir string) (*state, error) {
@@ -130,8 +133,8 @@ func (s *state) saveDesired(ds *agentv1.DesiredState) error {
 }
 
 // enqueue writes a report to the outbox, giving it the next sequence number, before anything
-// tries to send it.
-func (s *state) enqueue(r *agentv1.Report) error {
+// tries to send it. When the outbox holds more than max reports it is compacted (see compact).
+func (s *state) enqueue(r *agentv1.Report, max int) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOutbox)
 		seq := uint64(1)
@@ -146,8 +149,122 @@ func (s *state) enqueue(r *agentv1.Report) error {
 		if err := b.Put(seqKey(seq), data); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketIdentity).Put(keyNextSeq, seqKey(seq+1))
+		if err := tx.Bucket(bucketIdentity).Put(keyNextSeq, seqKey(seq+1)); err != nil {
+			return err
+		}
+		if max > 0 && b.Stats().KeyN > max {
+			return compact(b)
+		}
+		return nil
 	})
+}
+
+// compact bounds the outbox while the hub is away: going from the newest report to the oldest,
+// it drops every status that a newer report supersedes (same release), so the newest status of
+// each assignment always survives, and deletes the reports left empty. The number of reports
+// deleted (with any count they carried) is added to the newest report's Compacted, which the
+// hub records: reports are lost to the bound, never silently.
+func compact(b *bolt.Bucket) error {
+	seen := map[string]bool{}
+	var drop [][]byte
+	rewrite := map[string][]byte{}
+	var carried uint64
+	c := b.Cursor()
+	newestKey, _ := c.Last()
+	newestKey = clone(newestKey)
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		r := &agentv1.Report{}
+		if err := proto.Unmarshal(v, r); err != nil {
+			return fmt.Errorf("outbox entry %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		kept := r.Statuses[:0]
+		for _, st := range r.Statuses {
+			if !seen[st.Release] {
+				kept = append(kept, st)
+			}
+		}
+		for _, st := range r.Statuses {
+			seen[st.Release] = true
+		}
+		switch {
+		case len(kept) == 0 && !bytes.Equal(k, newestKey):
+			drop = append(drop, clone(k))
+			carried += 1 + r.Compacted
+		case len(kept) < len(r.Statuses):
+			r.Statuses = kept
+			data, err := proto.Marshal(r)
+			if err != nil {
+				return err
+			}
+			rewrite[string(k)] = data
+		}
+	}
+	for k, data := range rewrite {
+		if err := b.Put([]byte(k), data); err != nil {
+			return err
+		}
+	}
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	if carried == 0 {
+		return nil
+	}
+	newest := &agentv1.Report{}
+	if err := proto.Unmarshal(b.Get(newestKey), newest); err != nil {
+		return err
+	}
+	newest.Compacted += carried
+	data, err := proto.Marshal(newest)
+	if err != nil {
+		return err
+	}
+	return b.Put(newestKey, data)
+}
+
+// setNextSeq makes the next report use seq at least (the hub says where a re-joined agent's
+// reports continue).
+func (s *state) setNextSeq(seq uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketIdentity)
+		if v := b.Get(keyNextSeq); v != nil && binary.BigEndian.Uint64(v) >= seq {
+			return nil
+		}
+		return b.Put(keyNextSeq, seqKey(seq))
+	})
+}
+
+// Stats describes an agent's state dir, for operators and tests.
+type Stats struct {
+	// NextSeq is the seq the next report will get: the reports produced since the agent
+	// joined are NextSeq minus the first seq the hub gave it at join.
+	NextSeq uint64
+	// Outbox is the number of reports not yet acknowledged by the hub.
+	Outbox int
+}
+
+// ReadStats reads the stats of a state dir whose agent is not running.
+func ReadStats(dir string) (Stats, error) {
+	db, err := bolt.Open(filepath.Join(dir, "agent.db"), 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return Stats{}, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	defer db.Close()
+	var st Stats
+	err = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketIdentity); b != nil {
+			if v := b.Get(keyNextSeq); v != nil {
+				st.NextSeq = binary.BigEndian.Uint64(v)
+			}
+		}
+		if b := tx.Bucket(bucketOutbox); b != nil {
+			st.Outbox = b.Stats().KeyN
+		}
+		return nil
+	})
+	return st, err
 }
 
 // pending returns up to max reports in sequence order.

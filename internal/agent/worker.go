@@ -83,7 +83,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	fillStatus(st, res, err)
 	st.DurationSeconds = time.Since(start).Seconds()
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
-	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}); err != nil {
+	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
 		return
 	}

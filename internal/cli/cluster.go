@@ -181,8 +181,8 @@ func newClusterShowCommand(s streams, hf *hubFlags) *cobra.Command {
 			}
 			return printOut(s.out, format.value, v, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nGeneration:\t%d\nAssignments:\t%s\n",
-					v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, v.AgentVersion, v.Generation, strings.Join(v.Assignments, ", "))
+				fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nGeneration:\t%d\nAssignments:\t%s\nReports:\t%d ingested, %d compacted by the agent's outbox\n",
+					v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, v.AgentVersion, v.Generation, strings.Join(v.Assignments, ", "), v.ReportsIngested, v.ReportsCompacted)
 				tw.Flush()
 			})
 		},

@@ -24,13 +24,14 @@ const maxMessageBytes = 4 << 20
 
 func (h *Hub) agentHandler() http.Handler {
 	mux := http.NewServeMux()
+	lim := newLimiter(h.opts, h.now)
 	limits := []connect.HandlerOption{connect.WithReadMaxBytes(maxMessageBytes)}
 	path, handler := agentv1connect.NewJoinServiceHandler(&joinServer{h: h}, limits...)
 	mux.Handle(path, handler)
 	path, handler = agentv1connect.NewAgentServiceHandler(&agentServer{h: h}, limits...)
-	mux.Handle(path, h.requireAgent(handler))
-	mux.Handle("GET /artifacts/sha256/{hex}", h.requireAgent(http.HandlerFunc(h.serveArtifact)))
-	return mux
+	mux.Handle(path, h.requireAgent(lim.limitAgent(lim.limitReports(handler))))
+	mux.Handle("GET /artifacts/sha256/{hex}", h.requireAgent(lim.limitAgent(lim.limitArtifacts(http.HandlerFunc(h.serveArtifact)))))
+	return lim.limitGlobal(mux)
 }
 
 type joinServer struct{ h *Hub }
@@ -56,9 +57,15 @@ func (s *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.Join
 	if err := h.store.AddCertificate(ctx, store.Certificate{Serial: serial, Cluster: tok.Cluster, NotAfter: notAfter}); err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
+	stats, err := h.store.ReportStats(ctx, tok.Cluster)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
 	h.seen.touch(tok.Cluster, req.Msg.GetAgentVersion())
-	h.log.Info("agent joined", "cluster", tok.Cluster, "token", tok.ID)
-	return connect.NewResponse(&agentv1.JoinResponse{Cluster: tok.Cluster, CertificatePem: certPEM, CaPem: h.ca.CertPEM()}), nil
+	h.log.Info("agent joined", "cluster", tok.Cluster, "token", tok.ID, "nextReportSeq", stats.LastSeq+1)
+	return connect.NewResponse(&agentv1.JoinResponse{
+		Cluster: tok.Cluster, CertificatePem: certPEM, CaPem: h.ca.CertPEM(), NextReportSeq: stats.LastSeq + 1,
+	}), nil
 }
 
 type agentServer struct{ h *Hub }
@@ -133,10 +140,18 @@ func desiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 // maxReportsPerRequest bounds one Report call; agents send batches of at most 100.
 const maxReportsPerRequest = 500
 
+// maxStatusesPerReport bounds one report; agents put one status in each.
+const maxStatusesPerReport = 1000
+
 func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.ReportRequest]) (*connect.Response[agentv1.ReportResponse], error) {
 	h, cluster := s.h, clusterFrom(ctx)
 	if n := len(req.Msg.GetReports()); n > maxReportsPerRequest {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%d reports in one request; at most %d", n, maxReportsPerRequest))
+	}
+	for _, r := range req.Msg.GetReports() {
+		if n := len(r.GetStatuses()); n > maxStatusesPerReport {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: %d statuses; at most %d", r.GetSeq(), n, maxStatusesPerReport))
+		}
 	}
 	resp := &agentv1.ReportResponse{}
 	for _, r := range req.Msg.GetReports() {
@@ -144,13 +159,19 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 		for _, st := range r.GetStatuses() {
 			statuses = append(statuses, statusFromProto(cluster, r, st))
 		}
+		if n := r.GetCompacted(); n > 0 {
+			// Counted, never silent: the cluster view shows how many reports were lost to the
+			// agent's bounded outbox.
+			if err := h.store.RecordCompacted(ctx, cluster, r.GetSeq(), n); err != nil {
+				h.log.Warn("record compacted reports", "cluster", cluster, "seq", r.GetSeq(), "error", err)
+				break
+			}
+			h.log.Warn("agent's outbox compacted reports before they could be sent", "cluster", cluster, "compacted", n)
+		}
 		if _, err := h.store.IngestReport(ctx, cluster, r.GetSeq(), statuses); err != nil {
 			// Ack what was stored so far; the agent resends the rest.
 			h.log.Warn("ingest report", "cluster", cluster, "seq", r.GetSeq(), "error", err)
 			break
-		}
-		if r.GetCompacted() > 0 {
-			h.log.Warn("agent compacted reports before they could be sent", "cluster", cluster, "compacted", r.GetCompacted())
 		}
 		resp.Acked = append(resp.Acked, r.GetSeq())
 	}

@@ -139,6 +139,9 @@ func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
 		v.LastSeen = &t
 		v.Reachable = h.now().Sub(t) < UnreachableAfter
 	}
+	if st, err := h.store.ReportStats(r.Context(), c.Name); err == nil {
+		v.ReportsIngested, v.ReportsCompacted = st.Ingested, st.Compacted
+	}
 	if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
 		v.Generation = ds.Generation
 		if as, err := schedule.Decode(ds.Document); err == nil {

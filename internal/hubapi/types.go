@@ -13,6 +13,10 @@ type ClusterView struct {
 	Reachable    bool              `json:"reachable"`
 	Generation   int64             `json:"generation"`
 	Assignments  []string          `json:"assignments"`
+	// ReportsIngested counts the distinct reports the hub stored from this cluster's agent;
+	// ReportsCompacted those its bounded outbox dropped before sending (it says so).
+	ReportsIngested  int64 `json:"reportsIngested"`
+	ReportsCompacted int64 `json:"reportsCompacted"`
 }
 
 // JoinView is what adding a cluster returns.

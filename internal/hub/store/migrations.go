@@ -105,6 +105,16 @@ CREATE TABLE fleet_status (
 	updated_at INTEGER NOT NULL
 ) STRICT;
 `},
+	{name: "compacted reports", sql: `
+-- Reports an agent's bounded outbox dropped before it could send them, as the agent said with
+-- the report seq that carried the count: keyed by (cluster, seq) so a resent report counts once.
+CREATE TABLE compactions (
+	cluster TEXT NOT NULL REFERENCES clusters (name),
+	seq     INTEGER NOT NULL,
+	reports INTEGER NOT NULL CHECK (reports > 0),
+	PRIMARY KEY (cluster, seq)
+) STRICT, WITHOUT ROWID;
+`},
 }
 
 // migrate brings the schema of db up to migs, all steps in one transaction: a step that fails

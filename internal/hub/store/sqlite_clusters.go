@@ -128,6 +128,7 @@ func (s *SQLite) RemoveCluster(ctx context.Context, name string) error {
 			`DELETE FROM desired_states WHERE cluster = ?`,
 			`DELETE FROM statuses WHERE cluster = ?`,
 			`DELETE FROM reports WHERE cluster = ?`,
+			`DELETE FROM compactions WHERE cluster = ?`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, name); err != nil {
 				return err

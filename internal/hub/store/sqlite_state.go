@@ -130,6 +130,41 @@ func (s *SQLite) ReportsIngested(ctx context.Context, cluster string) (int64, er
 	return n, nil
 }
 
+// RecordCompacted records n reports dropped by the agent's outbox, once per (cluster, seq).
+func (s *SQLite) RecordCompacted(ctx context.Context, cluster string, seq, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := requireCluster(ctx, tx, cluster); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO compactions (cluster, seq, reports) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+			cluster, int64(seq), int64(n))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("compaction count in report %d of cluster %q: %w", seq, cluster, err)
+	}
+	return nil
+}
+
+// ReportStats returns the reports ingested, the highest seq and the reports compacted away.
+func (s *SQLite) ReportStats(ctx context.Context, cluster string) (ReportStats, error) {
+	var st ReportStats
+	var last int64
+	err := s.r.QueryRowContext(ctx, `
+SELECT (SELECT count(*) FROM reports WHERE cluster = ?1),
+	(SELECT coalesce(max(seq), 0) FROM reports WHERE cluster = ?1),
+	(SELECT coalesce(sum(reports), 0) FROM compactions WHERE cluster = ?1)`, cluster).Scan(&st.Ingested, &last, &st.Compacted)
+	if err != nil {
+		return st, fmt.Errorf("report stats of cluster %q: %w", cluster, err)
+	}
+	st.LastSeq = uint64(last)
+	return st, nil
+}
+
 // ListStatuses returns every stored assignment status, ordered by release then cluster.
 func (s *SQLite) ListStatuses(ctx context.Context) ([]AssignmentStatus, error) {
 	rows, err := s.r.QueryContext(ctx, `

@@ -74,6 +74,13 @@ type AssignmentStatus struct {
 	UpdatedAt  time.Time // when the hub ingested it
 }
 
+// ReportStats describes one cluster's report stream.
+type ReportStats struct {
+	Ingested  int64
+	LastSeq   uint64
+	Compacted int64
+}
+
 // SourceStatus is the last poll of one source.
 type SourceStatus struct {
 	Name      string
@@ -133,6 +140,13 @@ type Store interface {
 	IngestReport(ctx context.Context, cluster string, seq uint64, statuses []AssignmentStatus) (duplicate bool, err error)
 	// ReportsIngested counts the distinct reports ingested for cluster (for exactly-once checks).
 	ReportsIngested(ctx context.Context, cluster string) (int64, error)
+	// RecordCompacted records that the agent's outbox dropped n reports, as told by the report
+	// (cluster, seq), at most once per (cluster, seq). ErrNotFound for an unknown cluster.
+	RecordCompacted(ctx context.Context, cluster string, seq, n uint64) error
+	// ReportStats returns what the hub knows of a cluster's report stream: reports ingested,
+	// the highest seq ingested (0 if none), and reports compacted away by the agent. A
+	// re-joining agent continues after LastSeq, so a wiped state dir never reuses a seq.
+	ReportStats(ctx context.Context, cluster string) (ReportStats, error)
 	// ListStatuses returns every stored assignment status, ordered by release then cluster.
 	ListStatuses(ctx context.Context) ([]AssignmentStatus, error)
 

@@ -413,3 +413,39 @@ func wantOthers(t *testing.T, ctx context.Context, s store.Store) {
 	}
 	must(t, s.ConsumeJoinToken(ctx, "spare-edge-2", hash("edge-2"), "edge-2", at(0)))
 }
+
+func (o opener) testReportStats(t *testing.T) {
+	ctx, s := t.Context(), o.new(t)
+	addCluster(t, ctx, s, "edge-1")
+	st, err := s.ReportStats(ctx, "edge-1")
+	if err != nil || st != (store.ReportStats{}) {
+		t.Fatalf("stats of a silent cluster = %+v, %v; want zero", st, err)
+	}
+	for _, seq := range []uint64{3, 1, 7} {
+		if _, err := s.IngestReport(ctx, "edge-1", seq, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same compaction told twice (a resent report) counts once.
+	for range 2 {
+		if err := s.RecordCompacted(ctx, "edge-1", 7, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordCompacted(ctx, "edge-1", 9, 2); err != nil {
+		t.Fatal(err)
+	}
+	st, err = s.ReportStats(ctx, "edge-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.ReportStats{Ingested: 3, LastSeq: 7, Compacted: 7}); st != want {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	if err := s.RecordCompacted(ctx, "nope", 1, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("compaction of an unknown cluster: err = %v, want ErrNotFound", err)
+	}
+	if err := s.RemoveCluster(ctx, "edge-1"); err != nil {
+		t.Fatalf("remove a cluster with compactions: %v", err)
+	}
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("certificates", o.testCertificates)
 	t.Run("desired state", o.testDesiredState)
 	t.Run("reports", o.testReports)
+	t.Run("report stats and compaction", o.testReportStats)
 	t.Run("sources and fleet", o.testSourcesAndFleet)
 	t.Run("times", o.testTimes)
 }

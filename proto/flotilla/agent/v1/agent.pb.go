@@ -93,7 +93,11 @@ type JoinResponse struct {
 	Cluster        string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	CertificatePem []byte                 `protobuf:"bytes,2,opt,name=certificate_pem,json=certificatePem,proto3" json:"certificate_pem,omitempty"`
 	// The hub's CA: the agent trusts only it from now on.
-	CaPem         []byte `protobuf:"bytes,3,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
+	CaPem []byte `protobuf:"bytes,3,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
+	// The first report seq to use: after every seq the hub has ingested for this cluster, so an
+	// agent that lost its state dir and re-joins never reuses one (its reports would be taken
+	// for duplicates and lost).
+	NextReportSeq uint64 `protobuf:"varint,4,opt,name=next_report_seq,json=nextReportSeq,proto3" json:"next_report_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -147,6 +151,13 @@ func (x *JoinResponse) GetCaPem() []byte {
 		return x.CaPem
 	}
 	return nil
+}
+
+func (x *JoinResponse) GetNextReportSeq() uint64 {
+	if x != nil {
+		return x.NextReportSeq
+	}
+	return 0
 }
 
 type RenewRequest struct {
@@ -1033,11 +1044,12 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\vJoinRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\acsr_pem\x18\x02 \x01(\fR\x06csrPem\x12#\n" +
-	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\"h\n" +
+	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\"\x90\x01\n" +
 	"\fJoinResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12'\n" +
 	"\x0fcertificate_pem\x18\x02 \x01(\fR\x0ecertificatePem\x12\x15\n" +
-	"\x06ca_pem\x18\x03 \x01(\fR\x05caPem\"'\n" +
+	"\x06ca_pem\x18\x03 \x01(\fR\x05caPem\x12&\n" +
+	"\x0fnext_report_seq\x18\x04 \x01(\x04R\rnextReportSeq\"'\n" +
 	"\fRenewRequest\x12\x17\n" +
 	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\"8\n" +
 	"\rRenewResponse\x12'\n" +

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"testing"
+
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+func report(releases ...string) *agentv1.Report {
+	r := &agentv1.Report{}
+	for _, rel := range releases {
+		r.Statuses = append(r.Statuses, &agentv1.AssignmentStatus{Release: rel, Phase: "Ready"})
+	}
+	return r
+}
+
+func TestOutbox(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.setNextSeq(100); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 4
+	// The hub is away: 10 reconciles of "web" and "db", alternating, then "api" once.
+	for i := range 10 {
+		rel := []string{"web", "db"}[i%2]
+		if err := st.enqueue(report(rel), bound); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.enqueue(report("api"), bound); err != nil {
+		t.Fatal(err)
+	}
+	// The outbox survives a restart of the agent.
+	st.close()
+	if st, err = openState(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+
+	pending, err := st.pending(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) > bound {
+		t.Errorf("outbox holds %d reports, bound is %d", len(pending), bound)
+	}
+	newest := map[string]uint64{}
+	var compacted uint64
+	for _, r := range pending {
+		compacted += r.Compacted
+		for _, s := range r.Statuses {
+			newest[s.Release] = max(newest[s.Release], r.Seq)
+		}
+	}
+	// The newest status of every release survives: web's last was seq 108, db's 109, api's 110.
+	want := map[string]uint64{"web": 108, "db": 109, "api": 110}
+	for rel, seq := range want {
+		if newest[rel] != seq {
+			t.Errorf("release %s: newest surviving report seq %d, want %d", rel, newest[rel], seq)
+		}
+	}
+	// Nothing lost silently: what is pending plus what was compacted is everything produced.
+	if got := uint64(len(pending)) + compacted; got != 11 {
+		t.Errorf("pending %d + compacted %d = %d, want the 11 reports produced", len(pending), compacted, got)
+	}
+	if pending[0].Seq < 100 {
+		t.Errorf("first seq %d: the seq the hub gave at join (100) was not used", pending[0].Seq)
+	}
+
+	var seqs []uint64
+	for _, r := range pending {
+		seqs = append(seqs, r.Seq)
+	}
+	if err := st.ack(seqs); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.outboxDepth(); n != 0 {
+		t.Errorf("outbox depth after acking everything = %d", n)
+	}
+	st.close()
+	stats, err := ReadStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.NextSeq != 111 || stats.Outbox != 0 {
+		t.Errorf("ReadStats = %+v, want next seq 111 and an empty outbox", stats)
+	}
+	if st, err = openState(dir); err != nil { // for the deferred close
+		t.Fatal(err)
+	}
+}
