@@ -30,12 +30,17 @@ type controller struct {
 	fleet     *v1alpha1.Fleet // last valid configuration; nil until one loaded
 	fleetRev  string
 	artifacts map[string]schedule.Artifact // by source name
-	polled    map[string]time.Time         // by source name
+	polled    map[string]time.Time         // by source name; only the run goroutine uses it
+	inflight  map[string]bool              // sources being polled; only the run goroutine
+	results   chan pollResult
 	problems  []schedule.Problem
 }
 
 func newController(h *Hub) *controller {
-	return &controller{h: h, trigger: make(chan struct{}, 1), artifacts: map[string]schedule.Artifact{}, polled: map[string]time.Time{}}
+	return &controller{
+		h: h, trigger: make(chan struct{}, 1), artifacts: map[string]schedule.Artifact{},
+		polled: map[string]time.Time{}, inflight: map[string]bool{}, results: make(chan pollResult, 16),
+	}
 }
 
 // kick asks for a reschedule soon (a cluster was added, relabelled or removed).
@@ -68,6 +73,12 @@ func (c *controller) run(ctx context.Context) {
 			return
 		case <-c.trigger:
 			c.kick() // handled at the top of the next round
+		case r := <-c.results:
+			// A poll finished: apply it now rather than at the next tick.
+			delete(c.inflight, r.source.Metadata.Name)
+			if c.applyPoll(ctx, r) {
+				c.kick()
+			}
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -137,39 +148,70 @@ func (c *controller) currentFleetRev() string {
 	return c.fleetRev
 }
 
-// pollSources resolves the sources that are due; a new revision is packed into an artifact.
-// A failing source keeps its last artifact, so nothing is pruned because a source failed.
+// pollSources starts a poll of every source that is due and has none in flight, each in its
+// own goroutine, and applies the results of the polls that finished. A source whose Git server
+// hangs stalls only itself: the others keep polling. A new revision is packed into an
+// artifact; a failing source keeps its last artifact, so nothing is pruned because a source
+// failed. It reports whether any source's artifact changed.
 func (c *controller) pollSources(ctx context.Context) bool {
 	c.mu.Lock()
 	fleet := c.fleet
 	c.mu.Unlock()
-	if fleet == nil {
-		return false
+	if fleet != nil {
+		for _, s := range fleet.Sources {
+			name := s.Metadata.Name
+			if s.Spec.Git == nil || c.inflight[name] || time.Since(c.polled[name]) < s.Spec.IntervalOrDefault() {
+				continue
+			}
+			c.polled[name] = time.Now()
+			c.inflight[name] = true
+			go func() {
+				art, err := c.pollSource(ctx, s)
+				select {
+				case c.results <- pollResult{source: s, art: art, err: err}:
+				case <-ctx.Done():
+				}
+			}()
+		}
 	}
 	changed := false
-	for _, s := range fleet.Sources {
-		name := s.Metadata.Name
-		if s.Spec.Git == nil || time.Since(c.polled[name]) < s.Spec.IntervalOrDefault() {
-			continue
+	for {
+		select {
+		case r := <-c.results:
+			delete(c.inflight, r.source.Metadata.Name)
+			changed = c.applyPoll(ctx, r) || changed
+		default:
+			return changed
 		}
-		c.polled[name] = time.Now()
-		art, err := c.pollSource(ctx, s)
-		st := store.SourceStatus{Name: name, URL: s.Spec.Git.URL, CheckedAt: c.h.now()}
-		c.mu.Lock()
-		prev, had := c.artifacts[name]
-		if err != nil {
-			st.Revision, st.Digest, st.Error = prev.Revision, prev.Digest, err.Error()
-			c.h.log.Warn("source poll failed; clusters keep their state", "source", name, "error", err)
-		} else {
-			st.Revision, st.Digest = art.Revision, art.Digest
-			if !had || prev != art {
-				c.artifacts[name] = art
-				changed = true
-				c.h.log.Info("source revision", "source", name, "revision", art.Revision, "digest", art.Digest)
-			}
+	}
+}
+
+type pollResult struct {
+	source v1alpha1.Source
+	art    schedule.Artifact
+	err    error
+}
+
+func (c *controller) applyPoll(ctx context.Context, r pollResult) bool {
+	name := r.source.Metadata.Name
+	st := store.SourceStatus{Name: name, URL: r.source.Spec.Git.URL, CheckedAt: c.h.now()}
+	changed := false
+	c.mu.Lock()
+	prev, had := c.artifacts[name]
+	if r.err != nil {
+		st.Revision, st.Digest, st.Error = prev.Revision, prev.Digest, r.err.Error()
+		c.h.log.Warn("source poll failed; clusters keep their state", "source", name, "error", r.err)
+	} else {
+		st.Revision, st.Digest = r.art.Revision, r.art.Digest
+		if !had || prev != r.art {
+			c.artifacts[name] = r.art
+			changed = true
+			c.h.log.Info("source revision", "source", name, "revision", r.art.Revision, "digest", r.art.Digest)
 		}
-		c.mu.Unlock()
-		_ = c.h.store.PutSourceStatus(ctx, st)
+	}
+	c.mu.Unlock()
+	if err := c.h.store.PutSourceStatus(ctx, st); err != nil {
+		c.h.log.Warn("store source status", "source", name, "error", err)
 	}
 	return changed
 }
