@@ -140,7 +140,7 @@ func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
 		v.Reachable = h.now().Sub(t) < UnreachableAfter
 	}
 	if st, err := h.store.ReportStats(r.Context(), c.Name); err == nil {
-		v.ReportsIngested, v.ReportsCompacted = st.Ingested, st.Compacted
+		v.ReportsIngested, v.ReportsCompacted, v.LastReportSeq = st.Ingested, st.Compacted, st.LastSeq
 	}
 	if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
 		v.Generation = ds.Generation

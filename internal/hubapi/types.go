@@ -15,8 +15,9 @@ type ClusterView struct {
 	Assignments  []string          `json:"assignments"`
 	// ReportsIngested counts the distinct reports the hub stored from this cluster's agent;
 	// ReportsCompacted those its bounded outbox dropped before sending (it says so).
-	ReportsIngested  int64 `json:"reportsIngested"`
-	ReportsCompacted int64 `json:"reportsCompacted"`
+	ReportsIngested  int64  `json:"reportsIngested"`
+	ReportsCompacted int64  `json:"reportsCompacted"`
+	LastReportSeq    uint64 `json:"lastReportSeq"`
 }
 
 // JoinView is what adding a cluster returns.

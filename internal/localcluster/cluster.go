@@ -72,6 +72,10 @@ type Cluster struct {
 	apiserver  *Process
 	readyzHTTP *http.Client
 	kubectl    string // path, "" if not built
+	// apiserverBin and apiserverArgs restart the API server as it was (RestartAPIServer).
+	apiserverBin  string
+	apiserverArgs []string
+	mu            sync.Mutex // guards apiserver across restarts
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -201,6 +205,7 @@ func (c *Cluster) startProcesses(ctx context.Context, bins binaries, pki pkiFile
 		"--disable-admission-plugins=ServiceAccount",
 	}
 	args = append(args, c.opts.ExtraAPIServerArgs...)
+	c.apiserverBin, c.apiserverArgs = bins.apiserver, args
 	c.apiserver, err = startProcess("kube-apiserver", bins.apiserver, args, filepath.Join(c.dir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -239,7 +244,7 @@ func (c *Cluster) waitFor(ctx context.Context, p *Process, check func(context.Co
 // Ready reports whether the API server answers /readyz with ok. It fails fast when etcd or
 // kube-apiserver has exited, and otherwise within a few seconds even if the API server hangs.
 func (c *Cluster) Ready(ctx context.Context) error {
-	for _, p := range []*Process{c.etcd, c.apiserver} {
+	for _, p := range []*Process{c.etcd, c.APIServer()} {
 		if p == nil {
 			return errors.New("not started")
 		}
@@ -318,7 +323,35 @@ func (c *Cluster) Ports() []int { return append([]int(nil), c.ports...) }
 func (c *Cluster) Etcd() *Process { return c.etcd }
 
 // APIServer is the kube-apiserver process, for fault tests that kill it.
-func (c *Cluster) APIServer() *Process { return c.apiserver }
+func (c *Cluster) APIServer() *Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apiserver
+}
+
+// RestartAPIServer starts kube-apiserver again, on the same port with the same data, after a
+// fault test stopped or killed it, and waits until it is ready.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	old := c.apiserver
+	c.mu.Unlock()
+	if exited, _ := old.Exited(); !exited {
+		return fmt.Errorf("cluster %q: kube-apiserver is still running", c.opts.Name)
+	}
+	p, err := startProcess("kube-apiserver", c.apiserverBin, c.apiserverArgs, filepath.Join(c.dir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.apiserver = p
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	if err := c.waitFor(ctx, p, c.Ready); err != nil {
+		return fmt.Errorf("cluster %q: restarted kube-apiserver did not become ready: %w", c.opts.Name, err)
+	}
+	return nil
+}
 
 // RESTConfig returns a new client configuration for the cluster's admin. Callers may change it.
 func (c *Cluster) RESTConfig() *rest.Config {
@@ -347,7 +380,7 @@ func (c *Cluster) Kubectl(ctx context.Context, stdin io.Reader, args ...string) 
 // ResidentBytes is the resident memory of etcd and kube-apiserver together, read from /proc.
 func (c *Cluster) ResidentBytes() (int64, error) {
 	var total int64
-	for _, p := range []*Process{c.etcd, c.apiserver} {
+	for _, p := range []*Process{c.etcd, c.APIServer()} {
 		n, err := residentBytes(p.PID())
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", p.name, err)
@@ -373,7 +406,7 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stopProcesses() {
 	// The API server first: stopping etcd under it would only make it log errors while it
 	// shuts down.
-	for _, p := range []*Process{c.apiserver, c.etcd} {
+	for _, p := range []*Process{c.APIServer(), c.etcd} {
 		if p != nil {
 			p.Stop(c.opts.StopGrace)
 		}

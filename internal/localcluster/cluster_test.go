@@ -179,3 +179,26 @@ func TestNotReadyWhenEtcdFails(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartAPIServer(t *testing.T) {
+	c := clustertest.Start(t, localcluster.Options{Name: "restart"})
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	cm := corev1ac.ConfigMap("kept", "default").WithData(map[string]string{"k": "v"})
+	if _, err := cs.CoreV1().ConfigMaps("default").Apply(t.Context(), cm, metav1.ApplyOptions{FieldManager: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestartAPIServer(t.Context()); err == nil {
+		t.Fatal("restarting a running API server succeeded")
+	}
+	c.APIServer().Kill()
+	if err := c.Ready(t.Context()); err == nil {
+		t.Fatal("ready with the API server killed")
+	}
+	if err := c.RestartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().ConfigMaps("default").Get(t.Context(), "kept", metav1.GetOptions{})
+	if err != nil || got.Data["k"] != "v" {
+		t.Errorf("after restart: %v, %v; want the object applied before", got, err)
+	}
+}
