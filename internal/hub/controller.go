@@ -33,13 +33,18 @@ type controller struct {
 	polled    map[string]time.Time         // by source name; only the run goroutine uses it
 	inflight  map[string]bool              // sources being polled; only the run goroutine
 	results   chan pollResult
-	problems  []schedule.Problem
+	// fresh are artifacts packed by a poll whose result is not applied yet: garbage
+	// collection must not take them in between.
+	fresh        map[string]bool
+	freshPending int // PutDir calls under way: GC waits for the next round
+	problems     []schedule.Problem
 }
 
 func newController(h *Hub) *controller {
 	return &controller{
 		h: h, trigger: make(chan struct{}, 1), artifacts: map[string]schedule.Artifact{},
 		polled: map[string]time.Time{}, inflight: map[string]bool{}, results: make(chan pollResult, 16),
+		fresh: map[string]bool{},
 	}
 }
 
@@ -203,6 +208,7 @@ func (c *controller) applyPoll(ctx context.Context, r pollResult) bool {
 		c.h.log.Warn("source poll failed; clusters keep their state", "source", name, "error", r.err)
 	} else {
 		st.Revision, st.Digest = r.art.Revision, r.art.Digest
+		delete(c.fresh, r.art.Digest)
 		if !had || prev != r.art {
 			c.artifacts[name] = r.art
 			changed = true
@@ -246,7 +252,18 @@ func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (schedul
 	if err := c.h.poller.Checkout(ctx, g, res.Commit, dir); err != nil {
 		return schedule.Artifact{}, err
 	}
+	// Protect the artifact from garbage collection from before it exists until applyPoll has
+	// made it part of the state that scheduling and GC see.
+	c.mu.Lock()
+	c.freshPending++
+	c.mu.Unlock()
 	digest, _, err := c.h.artifacts.PutDir(ctx, dir)
+	c.mu.Lock()
+	c.freshPending--
+	if err == nil {
+		c.fresh[digest] = true
+	}
+	c.mu.Unlock()
 	if err != nil {
 		return schedule.Artifact{}, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, res.Revision, err)
 	}
@@ -263,6 +280,11 @@ func (c *controller) reschedule(ctx context.Context) {
 	for k, v := range c.artifacts {
 		arts[k] = v
 	}
+	keep := map[string]bool{}
+	for d := range c.fresh {
+		keep[d] = true
+	}
+	gcAllowed := c.freshPending == 0
 	c.mu.Unlock()
 	if fleet == nil {
 		return // never schedule from "no configuration": that would remove everything
@@ -283,7 +305,6 @@ func (c *controller) reschedule(ctx context.Context) {
 		}
 	}
 	plan := schedule.Schedule(fleet, in, arts, previous)
-	keep := map[string]bool{}
 	for _, a := range arts {
 		keep[a.Digest] = true
 	}
@@ -313,6 +334,9 @@ func (c *controller) reschedule(ctx context.Context) {
 	c.mu.Lock()
 	c.problems = plan.Problems
 	c.mu.Unlock()
+	if !gcAllowed {
+		return // a source is being packed right now; collect at the next reschedule
+	}
 	if removed, err := c.h.artifacts.GC(keep); err != nil {
 		c.h.log.Warn("artifact garbage collection", "error", err)
 	} else if len(removed) > 0 {
