@@ -8,7 +8,7 @@ GOFLAGS ?=
 # Bounds for one `go test` run; the suites start real API servers, so give them room.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kube-binaries demo test verify vet bench clean help
+.PHONY: all build kube-binaries demo test verify vet fuzz bench clean help
 
 all: build
 
@@ -24,8 +24,9 @@ kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or th
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries verify vet ## everything CI runs: format, tidiness, vet, and all tests with the race detector
+test: kube-binaries verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) fuzz
 
 verify: ## fail when gofmt or go mod tidy would change the tree
 	@unformatted=$$(gofmt -l .); \
@@ -35,6 +36,13 @@ verify: ## fail when gofmt or go mod tidy would change the tree
 
 vet: ## go vet on the main module
 	$(GO) vet ./...
+
+fuzz: ## run each fuzz target for 5s (its committed seeds first); a failing input lands in testdata/fuzz
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/artifact
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/agent/render
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 5s -fuzzminimizetime 1s ./api/v1alpha1
+	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
+	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
 
 bench: kube-binaries ## benchmarks with real API servers (figures for issue notes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster

@@ -1,0 +1,227 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// faultFleet is a fleet repository with one release "web" on every cluster: n ConfigMaps and a
+// Deployment, self-healing, checked for drift every interval.
+func faultFleet(repoURL string, n int, interval string) map[string]string {
+	files := map[string]string{
+		"fleet/fleet.yaml": fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: apps}
+spec:
+  git: {url: %s, branch: main}
+  interval: 2s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: web}
+spec:
+  source: apps
+  path: apps/web
+  targets: [{selector: {}}]
+  namespace: web
+  createNamespace: true
+  prune: true
+  selfHeal: true
+  interval: %s
+`, repoURL, interval),
+		"apps/web/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.27"}]}
+`,
+	}
+	files["apps/web/configs.yaml"] = configMaps(n, "v1")
+	return files
+}
+
+func configMaps(n int, version string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg-%04d}\ndata: {version: %s}\n", i, version)
+	}
+	return b.String()
+}
+
+// everyWebReady: the web release is Ready at commit on every cluster.
+func everyWebReady(commit string, clusters int) func(hubapi.StatusView) bool {
+	return func(st hubapi.StatusView) bool {
+		n := 0
+		for _, a := range st.Assignments {
+			if a.Release == "web" && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && containsCommit(a.DesiredRevision, commit) {
+				n++
+			}
+		}
+		return n == clusters
+	}
+}
+
+func countConfigMaps(t *testing.T, f *procFleet, cluster string) int {
+	t.Helper()
+	out, err := f.clusters[cluster].Kubectl(t.Context(), nil, "-n", "web", "get", "configmaps", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(out), "configmap/cfg-")
+}
+
+func TestFaultHubKilledMidRollout(t *testing.T) {
+	repoDir := t.TempDir()
+	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 200, "10m"))
+	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 2))
+
+	commit := rp.commit("v2 of every config", map[string]string{"apps/web/configs.yaml": configMaps(200, "v2")})
+	// Kill the hub as soon as it has handed out the new desired state.
+	f.waitStatus("rollout started", time.Minute, func(st hubapi.StatusView) bool {
+		for _, a := range st.Assignments {
+			if containsCommit(a.DesiredRevision, commit) {
+				return true
+			}
+		}
+		return false
+	})
+	f.hub.kill()
+	time.Sleep(3 * time.Second) // agents finish applying and queue their reports
+	f.startHub()
+	start := time.Now()
+	f.waitStatus("convergence after the hub came back", 2*time.Minute, everyWebReady(commit, 2))
+	t.Logf("converged %s after the hub restarted", time.Since(start).Round(10*time.Millisecond))
+	f.checkReports()
+}
+
+func TestFaultPartitionWithDriftHealed(t *testing.T) {
+	repoDir := t.TempDir()
+	newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "6s"))
+	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 2))
+
+	// Cut agent a off the hub for longer than many report intervals (200ms) and heartbeats (1s).
+	f.proxies["a"].Blackhole(true)
+	f.proxies["a"].Cut()
+	if _, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "scale", "deployment/web", "--replicas=7"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "drift healed while partitioned", time.Minute, func() bool {
+		out, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "get", "deployment/web", "-o", "jsonpath={.spec.replicas}")
+		return err == nil && string(out) == "2"
+	})
+	time.Sleep(5 * time.Second)
+	f.proxies["a"].Blackhole(false)
+	f.proxies["a"].Cut() // drop the stalled connections so the agent reconnects at once
+	f.waitStatus("reconverged after the partition", 2*time.Minute, everyWebReady("", 2))
+	f.checkReports()
+}
+
+func TestFaultClusterAPIServerDown(t *testing.T) {
+	repoDir := t.TempDir()
+	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "3s"))
+	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 2))
+
+	f.clusters["b"].APIServer().Kill()
+	commit := rp.commit("v2", map[string]string{"apps/web/configs.yaml": configMaps(5, "v2")})
+	st := f.waitStatus("a converged, b failing", 2*time.Minute, func(st hubapi.StatusView) bool {
+		var aReady, bFailed bool
+		for _, as := range st.Assignments {
+			aReady = aReady || (as.Cluster == "a" && as.Phase == "Ready" && containsCommit(as.AppliedRevision, commit))
+			bFailed = bFailed || (as.Cluster == "b" && as.Phase == "Failed" && containsCommit(as.AppliedRevision, commit))
+		}
+		return aReady && bFailed
+	})
+	for _, as := range st.Assignments {
+		if as.Cluster == "b" && !strings.Contains(as.Error, "connect") {
+			t.Errorf("b's error does not say the API server is unreachable: %q", as.Error)
+		}
+	}
+	if err := f.clusters["b"].RestartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitStatus("b converged after its API server came back", 2*time.Minute, everyWebReady(commit, 2))
+	f.checkReports()
+}
+
+func TestFaultAgentKilledMidApply(t *testing.T) {
+	repoDir := t.TempDir()
+	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
+	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 1))
+
+	const n = 1500
+	commit := rp.commit("many more configs", map[string]string{"apps/web/configs.yaml": configMaps(n, "v2")})
+	waitFor(t, "apply under way", time.Minute, func() bool { return countConfigMaps(t, f, "a") > 100 })
+	f.agents["a"].kill()
+	half := countConfigMaps(t, f, "a")
+	t.Logf("agent killed with %d of %d ConfigMaps applied", half, n)
+	f.startAgent("a", "")
+	f.waitStatus("converged after the agent restarted", 2*time.Minute, everyWebReady(commit, 1))
+	if got := countConfigMaps(t, f, "a"); got != n {
+		t.Errorf("%d ConfigMaps after convergence, want %d", got, n)
+	}
+	// Nothing orphaned: drop all but 10 from the release and everything else is pruned.
+	commit = rp.commit("back to ten", map[string]string{"apps/web/configs.yaml": configMaps(10, "v3")})
+	f.waitStatus("converged on ten", 2*time.Minute, everyWebReady(commit, 1))
+	if got := countConfigMaps(t, f, "a"); got != 10 {
+		t.Errorf("%d ConfigMaps after pruning to 10: the killed apply left orphans", got)
+	}
+	f.checkReports()
+}
+
+func TestFaultAgentStateDirWiped(t *testing.T) {
+	repoDir := t.TempDir()
+	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
+	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 1))
+	uid := func() string {
+		out, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "get", "configmap/cfg-0000", "-o", "jsonpath={.metadata.uid}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	before := uid()
+
+	f.stopAgent("a")
+	st, err := readAgentStats(f, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.produced["a"] += int64(st.NextSeq - f.firstSeq["a"])
+	f.lost["a"] += int64(st.Outbox)
+	if err := os.RemoveAll(f.stateDir("a")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.client.Cluster(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.firstSeq["a"] = v.LastReportSeq + 1
+	j, err := f.client.NewJoinToken(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := rp.commit("v2 after the disk loss", map[string]string{"apps/web/configs.yaml": configMaps(6, "v2")})
+	f.startAgent("a", j.JoinToken)
+	f.waitStatus("converged after re-joining", 2*time.Minute, everyWebReady(commit, 1))
+	if after := uid(); after != before {
+		t.Errorf("cfg-0000 was re-created (uid %s -> %s): the new agent did not take over the inventory", before, after)
+	}
+	if got := countConfigMaps(t, f, "a"); got != 6 {
+		t.Errorf("%d ConfigMaps, want 6", got)
+	}
+	f.checkReports()
+}

@@ -1,0 +1,294 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/faultproxy"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
+)
+
+// The fault tests run the real flotilla binary: a hub process and one agent process per
+// cluster, each agent reaching the hub through its own fault proxy, so that processes can be
+// killed and connections cut, delayed or black-holed over real TCP.
+
+var (
+	buildOnce     sync.Once
+	flotillaBin   string
+	flotillaBuild error
+)
+
+func flotilla(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "flotilla-e2e-bin-")
+		if err != nil {
+			flotillaBuild = err
+			return
+		}
+		flotillaBin = filepath.Join(dir, "flotilla")
+		out, err := exec.Command("go", "build", "-race", "-o", flotillaBin, "github.com/flotilla/flotilla/cmd/flotilla").CombinedOutput()
+		if err != nil {
+			flotillaBuild = fmt.Errorf("build flotilla: %v\n%s", err, out)
+		}
+	})
+	if flotillaBuild != nil {
+		t.Fatal(flotillaBuild)
+	}
+	return flotillaBin
+}
+
+// proc is a running flotilla process whose output goes to a log file.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+func startProc(t *testing.T, log string, args ...string) *proc {
+	t.Helper()
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(flotilla(t), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: log}
+	go func() { cmd.Wait(); f.Close(); close(p.done) }()
+	return p
+}
+
+// kill ends the process at once, as a crash or an OOM kill would.
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks the process to end and waits (SIGKILL after 20s).
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.kill()
+	}
+}
+
+// procFleet is a hub process, clusters, and agent processes behind fault proxies.
+type procFleet struct {
+	t         *testing.T
+	dir       string
+	fleetURL  string
+	agentAddr string
+	apiAddr   string
+	hub       *proc
+	client    *hubapi.Client
+	clusters  map[string]*localcluster.Cluster
+	proxies   map[string]*faultproxy.Proxy
+	agents    map[string]*proc
+	// produced counts, per cluster, the reports of agent incarnations whose state dir is gone
+	// (read before wiping); lost counts those that died unsent with the disk.
+	produced map[string]int64
+	lost     map[string]int64
+	firstSeq map[string]uint64
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newProcFleet(t *testing.T, fleetURL string, labels map[string]map[string]string) *procFleet {
+	t.Helper()
+	f := &procFleet{
+		t: t, dir: t.TempDir(), fleetURL: fleetURL, agentAddr: freeAddr(t), apiAddr: freeAddr(t),
+		clusters: map[string]*localcluster.Cluster{}, proxies: map[string]*faultproxy.Proxy{}, agents: map[string]*proc{},
+		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{},
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name := range labels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clustertest.Start(t, localcluster.Options{Name: name})
+			mu.Lock()
+			f.clusters[name] = c
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	f.startHub()
+	t.Cleanup(func() {
+		for _, a := range f.agents {
+			a.stop()
+		}
+		if f.hub != nil {
+			f.hub.stop()
+		}
+		for _, p := range f.proxies {
+			p.Close()
+		}
+	})
+	for name, l := range labels {
+		j, err := f.client.AddCluster(t.Context(), name, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := faultproxy.Start(f.agentAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.proxies[name] = p
+		f.firstSeq[name] = 1
+		f.startAgent(name, j.JoinToken)
+	}
+	return f
+}
+
+func (f *procFleet) startHub() {
+	f.t.Helper()
+	hubDir := filepath.Join(f.dir, "hub")
+	f.hub = startProc(f.t, filepath.Join(f.dir, "hub.log"), "hub", "--data-dir", hubDir, "--fleet", f.fleetURL,
+		"--fleet-branch", "main", "--fleet-path", "fleet", "--agent-addr", f.agentAddr, "--api-addr", f.apiAddr,
+		"--fleet-interval", "300ms", "--log-level", "debug")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		token, err := os.ReadFile(filepath.Join(hubDir, "admin.token"))
+		if err == nil {
+			f.client, err = hubapi.NewClient(hubapi.Config{Hub: "https://" + f.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
+			if err == nil {
+				if _, err = f.client.Clusters(f.t.Context()); err == nil {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("hub did not come up: %v\n%s", err, tail(f.hub.log))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (f *procFleet) stateDir(name string) string { return filepath.Join(f.dir, "agents", name) }
+
+func (f *procFleet) startAgent(name, token string) {
+	f.t.Helper()
+	args := []string{"agent", "--hub", "https://" + f.proxies[name].Addr(), "--kubeconfig", f.clusters[name].KubeconfigPath(),
+		"--state-dir", f.stateDir(name), "--heartbeat-interval", "1s", "--report-interval", "200ms", "--log-level", "debug"}
+	if token != "" {
+		args = append(args, "--join-token", token)
+	}
+	f.agents[name] = startProc(f.t, filepath.Join(f.dir, "agent-"+name+".log"), args...)
+}
+
+func (f *procFleet) stopAgent(name string) {
+	if a := f.agents[name]; a != nil {
+		a.stop()
+		delete(f.agents, name)
+	}
+}
+
+// checkReports stops every agent and checks, per cluster, that every report the agents
+// produced was ingested exactly once (or counted as compacted): the hub's count of distinct
+// reports equals the number of sequence numbers the agents used.
+func (f *procFleet) checkReports() {
+	f.t.Helper()
+	ctx := f.t.Context()
+	// Let the outboxes drain (the hub's last seq per cluster stops moving), then stop the
+	// agents so their state dirs can be read.
+	last := map[string]uint64{}
+	stableSince := time.Now()
+	waitFor(f.t, "outboxes drained", time.Minute, func() bool {
+		for name := range f.agents {
+			v, err := f.client.Cluster(ctx, name)
+			if err != nil {
+				return false
+			}
+			if v.LastReportSeq != last[name] {
+				last[name], stableSince = v.LastReportSeq, time.Now()
+			}
+		}
+		return time.Since(stableSince) > 2*time.Second
+	})
+	for name := range f.clusters {
+		f.stopAgent(name)
+	}
+	var total, ingestedTotal int64
+	for name := range f.clusters {
+		st, err := agent.ReadStats(f.stateDir(name))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		produced := f.produced[name] + int64(st.NextSeq-f.firstSeq[name])
+		v, err := f.client.Cluster(ctx, name)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		got := v.ReportsIngested + v.ReportsCompacted + f.lost[name]
+		f.t.Logf("cluster %s: %d reports produced, %d ingested, %d compacted by the outbox, %d lost with a wiped disk, %d still in the outbox",
+			name, produced, v.ReportsIngested, v.ReportsCompacted, f.lost[name], st.Outbox)
+		if got+int64(st.Outbox) != produced || st.Outbox != 0 {
+			f.t.Errorf("cluster %s: produced %d reports, but ingested %d + compacted %d + lost with disk %d + unsent %d",
+				name, produced, v.ReportsIngested, v.ReportsCompacted, f.lost[name], st.Outbox)
+		}
+		total += produced
+		ingestedTotal += v.ReportsIngested
+	}
+	f.t.Logf("reports: %d produced, %d ingested", total, ingestedTotal)
+}
+
+func tail(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (f *procFleet) waitStatus(what string, timeout time.Duration, cond func(hubapi.StatusView) bool) hubapi.StatusView {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last hubapi.StatusView
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(f.t.Context(), 5*time.Second)
+		last, lastErr = f.client.Status(ctx)
+		cancel()
+		if lastErr == nil && cond(last) {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.t.Fatalf("%s: not reached within %s; last status (err %v):\n%s\nhub log:\n%s", what, timeout, lastErr, dump(last), tail(f.hub.log))
+	return last
+}
+
+func readAgentStats(f *procFleet, name string) (agent.Stats, error) {
+	return agent.ReadStats(f.stateDir(name))
+}
