@@ -219,7 +219,9 @@ func (a *Agent) watchLoop(ctx context.Context) {
 			return
 		}
 		a.log.Warn("watch interrupted; reconnecting", "error", err)
-		bo.wait(ctx)
+		if !a.holdOff(ctx, "watch", err) {
+			bo.wait(ctx)
+		}
 	}
 }
 
@@ -235,6 +237,12 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		}))
 		if err != nil && ctx.Err() == nil {
 			a.log.Debug("heartbeat failed", "error", err)
+			if d, ok := retryAfter(err); ok && d > a.opts.HeartbeatInterval {
+				// The next tick would come too soon for the hub.
+				a.holdOff(ctx, "heartbeat", err)
+				t.Reset(a.opts.HeartbeatInterval)
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -263,7 +271,9 @@ func (a *Agent) reportLoop(ctx context.Context) {
 			if err != nil {
 				if ctx.Err() == nil {
 					a.log.Warn("report not delivered; kept in the outbox", "reports", len(batch), "error", err)
-					bo.wait(ctx)
+					if !a.holdOff(ctx, "report", err) {
+						bo.wait(ctx)
+					}
 				}
 				break
 			}

@@ -41,6 +41,9 @@ func (a *Agent) artifactRoot(ctx context.Context, digest string) (string, error)
 		return "", fmt.Errorf("artifact %s: download: %w", digest, err)
 	}
 	defer resp.Body.Close()
+	if d, busy := retryAfterResponse(resp); busy {
+		return "", &hubBusyError{Digest: digest, RetryIn: withJitter(d)}
+	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		return "", fmt.Errorf("artifact %s: download: %s: %s", digest, resp.Status, strings.TrimSpace(string(msg)))

@@ -37,7 +37,10 @@ func retryAfterResponse(resp *http.Response) (time.Duration, bool) {
 	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		return d, true
 	}
-	return time.Second, resp.StatusCode == http.StatusTooManyRequests
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return time.Second, true
+	}
+	return 0, false
 }
 
 // parseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date (RFC 9110
@@ -51,7 +54,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		if secs < 0 {
 			return 0, false
 		}
-		return min(time.Duration(min(secs, int64(maxRetryAfter/time.Second)))*time.Second, maxRetryAfter), true
+		return time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return min(max(t.Sub(now), 0), maxRetryAfter), true
@@ -94,5 +97,11 @@ type hubBusyError struct {
 }
 
 func (e *hubBusyError) Error() string {
-	return fmt.Sprintf("artifact %s: hub busy, retrying in %s", e.Digest, e.RetryIn.Round(time.Second))
+	return fmt.Sprintf("artifact %s: hub busy, retrying in %s", e.Digest, e.RetryIn.Round(100*time.Millisecond))
+}
+
+func asHubBusy(err error) (*hubBusyError, bool) {
+	var busy *hubBusyError
+	ok := errors.As(err, &busy)
+	return busy, ok
 }

@@ -33,9 +33,12 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 				if done[as.Release] == key && now.Before(due[as.Release]) {
 					continue
 				}
-				a.reconcileOne(ctx, ds.Generation, as)
+				retryIn := a.reconcileOne(ctx, ds.Generation, as, done[as.Release] != key)
 				done[as.Release] = key
 				due[as.Release] = time.Now().Add(max(time.Duration(as.IntervalSeconds)*time.Second, time.Second))
+				if retryIn > 0 {
+					due[as.Release] = time.Now().Add(retryIn)
+				}
 			}
 		}
 		next := 24 * time.Hour
@@ -73,24 +76,34 @@ func (a *Agent) removeLeftovers(ctx context.Context, ds *agentv1.DesiredState) {
 	}
 }
 
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment) {
+// reconcileOne reconciles one assignment and reports the result. When the hub is too busy to
+// serve the artifact it returns how soon to try again (0 otherwise); that is reported only on
+// the assignment's first attempt, so that a busy hub does not get a report per retry.
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, first bool) (retryIn time.Duration) {
 	start := time.Now()
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: as.Revision, Digest: as.Digest}
 	res, err := a.apply(ctx, as)
 	if ctx.Err() != nil {
-		return // shutting down: this result is not the assignment's state
+		return 0 // shutting down: this result is not the assignment's state
+	}
+	if busy, ok := asHubBusy(err); ok {
+		a.log.Info("artifact download deferred", "release", as.Release, "error", err)
+		if retryIn = busy.RetryIn; !first {
+			return retryIn
+		}
 	}
 	fillStatus(st, res, err)
 	st.DurationSeconds = time.Since(start).Seconds()
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
 	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
-		return
+		return retryIn
 	}
 	select {
 	case a.flush <- struct{}{}:
 	default:
 	}
+	return retryIn
 }
 
 func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.Result, error) {
@@ -118,6 +131,9 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 	st.Phase = "Ready"
 	if err != nil {
 		st.Phase, st.Error = "Failed", err.Error()
+	}
+	if _, ok := asHubBusy(err); ok {
+		st.Phase = "Pending" // not failed: the download is retried shortly
 	}
 	if res == nil {
 		return

@@ -41,6 +41,19 @@ type Options struct {
 	FleetInterval time.Duration
 	// CertTTL is the lifetime of agent certificates. Default 30 days.
 	CertTTL time.Duration
+	// AgentQPS and AgentBurst are each cluster's token bucket on the agent endpoint: requests
+	// per second sustained, and how many may come at once. Default 20 and 40.
+	AgentQPS   float64
+	AgentBurst int
+	// GlobalQPS and GlobalBurst are the agent endpoint's token bucket for all requests,
+	// Join included. Default 2000 and 4000.
+	GlobalQPS   float64
+	GlobalBurst int
+	// MaxArtifactDownloads bounds artifact downloads served at once. Default 16.
+	MaxArtifactDownloads int
+	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
+	// memory a report storm takes. Default 64.
+	MaxInflightReports int
 	// TokenTTL is the lifetime of join tokens. Default 24h.
 	TokenTTL time.Duration
 	Logger   *slog.Logger
@@ -62,6 +75,24 @@ func (o *Options) setDefaults() {
 	}
 	if o.TokenTTL <= 0 {
 		o.TokenTTL = 24 * time.Hour
+	}
+	if o.AgentQPS <= 0 {
+		o.AgentQPS = 20
+	}
+	if o.AgentBurst <= 0 {
+		o.AgentBurst = 40
+	}
+	if o.GlobalQPS <= 0 {
+		o.GlobalQPS = 2000
+	}
+	if o.GlobalBurst <= 0 {
+		o.GlobalBurst = 4000
+	}
+	if o.MaxArtifactDownloads <= 0 {
+		o.MaxArtifactDownloads = 16
+	}
+	if o.MaxInflightReports <= 0 {
+		o.MaxInflightReports = 64
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

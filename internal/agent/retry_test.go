@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+func connectErr(code connect.Code, retryAfter ...string) error {
+	err := connect.NewError(code, errors.New("hub busy"))
+	for _, v := range retryAfter {
+		err.Meta().Add("Retry-After", v)
+	}
+	return err
+}
+
+func TestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want time.Duration
+		ok   bool
+	}{
+		{"seconds from a shedding hub", connectErr(connect.CodeResourceExhausted, "3"), 3 * time.Second, true},
+		{"wrapped", fmt.Errorf("report: %w", connectErr(connect.CodeResourceExhausted, "1")), time.Second, true},
+		{"any code that carries one", connectErr(connect.CodeUnavailable, "2"), 2 * time.Second, true},
+		{"zero", connectErr(connect.CodeResourceExhausted, "0"), 0, true},
+		{"spaces", connectErr(connect.CodeResourceExhausted, " 4 "), 4 * time.Second, true},
+		{"first of several", connectErr(connect.CodeResourceExhausted, "5", "9"), 5 * time.Second, true},
+		{"capped", connectErr(connect.CodeResourceExhausted, "86400"), maxRetryAfter, true},
+		{"huge does not overflow", connectErr(connect.CodeResourceExhausted, "9223372036854775807"), maxRetryAfter, true},
+		{"absent: message too large", connectErr(connect.CodeResourceExhausted), 0, false},
+		{"negative", connectErr(connect.CodeResourceExhausted, "-1"), 0, false},
+		{"fraction", connectErr(connect.CodeResourceExhausted, "1.5"), 0, false},
+		{"garbage", connectErr(connect.CodeResourceExhausted, "soon"), 0, false},
+		{"not a connect error", errors.New("connection refused"), 0, false},
+		{"nil", nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := retryAfter(tc.err)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("retryAfter = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestParseRetryAfterDate(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
+		{now.Add(24 * time.Hour).Format(http.TimeFormat), maxRetryAfter, true},
+		{"Mon, 30 Nov 2026 12:00", 0, false},
+	} {
+		got, ok := parseRetryAfter(tc.value, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestRetryAfterResponse(t *testing.T) {
+	resp := func(status int, retryAfter string) *http.Response {
+		r := &http.Response{StatusCode: status, Header: http.Header{}}
+		if retryAfter != "" {
+			r.Header.Set("Retry-After", retryAfter)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		resp *http.Response
+		want time.Duration
+		ok   bool
+	}{
+		{"429 with Retry-After", resp(http.StatusTooManyRequests, "7"), 7 * time.Second, true},
+		{"429 without: a second", resp(http.StatusTooManyRequests, ""), time.Second, true},
+		{"429 unreadable: a second", resp(http.StatusTooManyRequests, "later"), time.Second, true},
+		{"503 with Retry-After", resp(http.StatusServiceUnavailable, "2"), 2 * time.Second, true},
+		{"503 without: an ordinary failure", resp(http.StatusServiceUnavailable, ""), 0, false},
+		{"200", resp(http.StatusOK, "3"), 0, false},
+		{"403", resp(http.StatusForbidden, ""), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := retryAfterResponse(tc.resp)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("retryAfterResponse = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestWithJitter(t *testing.T) {
+	const d = 5 * time.Second
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		got := withJitter(d)
+		if got < d || got > d+d/5 {
+			t.Fatalf("withJitter(%v) = %v; want within [%v, %v]", d, got, d, d+d/5)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 100 {
+		t.Errorf("withJitter gave only %d distinct waits in 1000 calls", len(seen))
+	}
+	if got := withJitter(0); got != 0 {
+		t.Errorf("withJitter(0) = %v", got)
+	}
+}
+
+func TestHubBusyStatus(t *testing.T) {
+	err := fmt.Errorf("release web: %w", &hubBusyError{Digest: "sha256:abc", RetryIn: 3 * time.Second})
+	st := &agentv1.AssignmentStatus{}
+	fillStatus(st, nil, err)
+	if st.Phase != "Pending" || st.Error != "release web: artifact sha256:abc: hub busy, retrying in 3s" {
+		t.Errorf("status = %q %q; want Pending with the hub-busy message", st.Phase, st.Error)
+	}
+	fillStatus(st, nil, errors.New("artifact sha256:abc: digest mismatch"))
+	if st.Phase != "Failed" {
+		t.Errorf("phase = %q for a corrupt artifact; want Failed", st.Phase)
+	}
+}

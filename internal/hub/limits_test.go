@@ -1,0 +1,442 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/pki"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
+)
+
+// testHub is a real hub on 127.0.0.1 with real TLS, its user API client, and its CA.
+type testHub struct {
+	*Hub
+	api *hubapi.Client
+	ca  *x509.CertPool
+}
+
+// startHub starts a hub on fleet (an empty directory if ""), with tweak applied to its options.
+func startHub(t *testing.T, fleet string, tweak func(*Options)) *testHub {
+	t.Helper()
+	dir := t.TempDir()
+	if fleet == "" {
+		fleet = t.TempDir()
+	}
+	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{DataDir: filepath.Join(dir, "hub"), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 200 * time.Millisecond}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	h, err := New(t.Context(), opts, st)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.Run(ctx); err != nil {
+			t.Errorf("hub: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		st.Close()
+	})
+	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.ca.CertPEM())
+	return &testHub{Hub: h, api: api, ca: pool}
+}
+
+func (th *testHub) httpClient(certs ...tls.Certificate) *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: th.ca, Certificates: certs}}}
+}
+
+func (th *testHub) joinClient() agentv1connect.JoinServiceClient {
+	return agentv1connect.NewJoinServiceClient(th.httpClient(), th.AgentURL())
+}
+
+// testAgent is a joined cluster identity: an mTLS HTTP client and the agent service client.
+type testAgent struct {
+	http   *http.Client
+	client agentv1connect.AgentServiceClient
+}
+
+// addAgent registers a cluster through the user API and joins it with a fresh key.
+func (th *testHub) addAgent(t *testing.T, name string, labels map[string]string) *testAgent {
+	t.Helper()
+	j, err := th.api.AddCluster(t.Context(), name, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := th.join(t.Context(), j.JoinToken)
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	hc := th.httpClient(cert)
+	return &testAgent{http: hc, client: agentv1connect.NewAgentServiceClient(hc, th.AgentURL())}
+}
+
+func (th *testHub) join(ctx context.Context, token string) (tls.Certificate, error) {
+	tok, err := pki.ParseJoinToken(token)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := pki.NewAgentKey()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	csr, err := pki.CreateCSR(key, tok.Cluster)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	resp, err := th.joinClient().Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: token, CsrPem: csr}))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(resp.Msg.GetCertificatePem(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+}
+
+// wantShed checks that err is the hub shedding load: resource_exhausted with a Retry-After of
+// at least a second in the error's metadata. It returns the Retry-After.
+func wantShed(t *testing.T, what string, err error) int {
+	t.Helper()
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
+		t.Fatalf("%s: got %v; want resource_exhausted", what, err)
+	}
+	secs, perr := strconv.Atoi(ce.Meta().Get("Retry-After"))
+	if perr != nil || secs < 1 {
+		t.Fatalf("%s: Retry-After %q in the error metadata (%v); want whole seconds >= 1", what, ce.Meta().Get("Retry-After"), ce.Meta())
+	}
+	return secs
+}
+
+func TestAgentRateLimit(t *testing.T) {
+	th := startHub(t, "", func(o *Options) { o.AgentQPS, o.AgentBurst = 1, 2 })
+	a := th.addAgent(t, "alpha", nil)
+	b := th.addAgent(t, "bravo", nil)
+	heartbeat := func(ag *testAgent) error {
+		_, err := ag.client.Heartbeat(t.Context(), connect.NewRequest(&agentv1.HeartbeatRequest{}))
+		return err
+	}
+
+	t.Run("a burst beyond the agent's bucket is refused with Retry-After", func(t *testing.T) {
+		var refused error
+		for i := range 5 {
+			err := heartbeat(a)
+			if err == nil {
+				if i >= 3 { // burst 2, and at most one token refilled meanwhile
+					t.Fatalf("heartbeat %d accepted; want the bucket of 2 exhausted", i+1)
+				}
+				continue
+			}
+			refused = err
+			break
+		}
+		wantShed(t, "heartbeat beyond the burst", refused)
+		if !strings.Contains(refused.Error(), `cluster "alpha"`) {
+			t.Errorf("error %q does not name the cluster", refused)
+		}
+	})
+
+	t.Run("the Watch stream sees the Retry-After too", func(t *testing.T) {
+		stream, err := a.client.Watch(t.Context(), connect.NewRequest(&agentv1.WatchRequest{}))
+		if err == nil {
+			if stream.Receive() {
+				t.Fatal("watch was served; want it refused")
+			}
+			err = stream.Err()
+			stream.Close()
+		}
+		wantShed(t, "watch", err)
+	})
+
+	t.Run("plain HTTP sees 429 and a Retry-After header", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, th.AgentURL()+agentv1connect.AgentServiceHeartbeatProcedure, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := a.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if secs, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || secs < 1 {
+			t.Fatalf("got %s, Retry-After %q; want 429 with whole seconds >= 1", resp.Status, resp.Header.Get("Retry-After"))
+		}
+		if !strings.Contains(string(body), `"code":"resource_exhausted"`) {
+			t.Errorf("body %s; want a Connect error", body)
+		}
+	})
+
+	t.Run("another agent is not affected", func(t *testing.T) {
+		for i := range 2 {
+			if err := heartbeat(b); err != nil {
+				t.Fatalf("heartbeat %d of bravo: %v", i+1, err)
+			}
+		}
+	})
+}
+
+func TestGlobalLimitRefusesJoin(t *testing.T) {
+	th := startHub(t, "", func(o *Options) { o.GlobalQPS, o.GlobalBurst = 0.1, 3 })
+	j, err := th.api.AddCluster(t.Context(), "charlie", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := th.joinClient()
+	for i := range 3 {
+		_, err := c.Join(t.Context(), connect.NewRequest(&agentv1.JoinRequest{Token: "not-a-token"}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("join %d within the burst: got %v; want invalid_argument (the token is bad)", i+1, err)
+		}
+	}
+	// The fourth, with a good token, finds the global bucket empty.
+	_, err = th.join(t.Context(), j.JoinToken)
+	if secs := wantShed(t, "join beyond the global burst", err); secs > 15 {
+		t.Errorf("Retry-After %ds; want about 10s (one token per 10s)", secs)
+	}
+}
+
+func TestReportStatusesCapped(t *testing.T) {
+	th := startHub(t, "", nil)
+	a := th.addAgent(t, "delta", nil)
+	report := func(seq uint64, n int) (*connect.Response[agentv1.ReportResponse], error) {
+		r := &agentv1.Report{Seq: seq}
+		for i := range n {
+			r.Statuses = append(r.Statuses, &agentv1.AssignmentStatus{Release: fmt.Sprintf("release-%04d", i), Phase: "Ready"})
+		}
+		return a.client.Report(t.Context(), connect.NewRequest(&agentv1.ReportRequest{Reports: []*agentv1.Report{r}}))
+	}
+	_, err := report(1, maxStatusesPerReport+1)
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "report 1: 1001 statuses; at most 1000") {
+		t.Fatalf("got %v; want invalid_argument naming the report and the limit", err)
+	}
+	resp, err := report(2, maxStatusesPerReport)
+	if err != nil || len(resp.Msg.GetAcked()) != 1 {
+		t.Fatalf("report of %d statuses: %v; want it acked", maxStatusesPerReport, err)
+	}
+}
+
+// TestArtifactDownloadsBounded serves a real artifact (a Git source with a 12 MiB file the
+// fleet assigns to the cluster) with MaxArtifactDownloads 1: while one download is held open
+// (the client reads nothing, so HTTP/2 flow control keeps the handler writing), a second one
+// is refused with 429 and Retry-After; once the first is read, downloads are served again.
+func TestArtifactDownloadsBounded(t *testing.T) {
+	repoDir, fleetDir := t.TempDir(), t.TempDir()
+	blob := make([]byte, 12<<20)
+	rand.Read(blob)
+	commitFiles(t, repoDir, map[string][]byte{
+		"apps/big/blob.bin":       blob,
+		"apps/big/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: b}\n"),
+	})
+	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: apps}
+spec:
+  git: {url: file://%s, branch: main}
+  interval: 1m
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: big}
+spec:
+  source: apps
+  path: apps/big
+  targets: [{selector: {matchLabels: {env: test}}}]
+  namespace: big
+`, repoDir)
+	if err := os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	th := startHub(t, fleetDir, func(o *Options) { o.MaxArtifactDownloads = 1 })
+	a := th.addAgent(t, "echo", map[string]string{"env": "test"})
+	digest := waitDigest(t, a)
+	url := th.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(digest, "sha256:")
+	get := func() *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		resp, err := a.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	first := get()
+	defer first.Body.Close()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first download: %s", first.Status)
+	}
+	second := get()
+	body, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	if secs, _ := strconv.Atoi(second.Header.Get("Retry-After")); second.StatusCode != http.StatusTooManyRequests || secs < 1 {
+		t.Fatalf("second download: %s, Retry-After %q, %s; want 429 with whole seconds >= 1", second.Status, second.Header.Get("Retry-After"), body)
+	}
+
+	sum := sha256.New()
+	if _, err := io.Copy(sum, first.Body); err != nil {
+		t.Fatal(err)
+	}
+	if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != digest {
+		t.Fatalf("first download has digest %s; want %s", got, digest)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		third := get()
+		io.Copy(io.Discard, third.Body)
+		third.Body.Close()
+		if third.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("download after the first finished: %s; want the slot free again", third.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitDigest watches the agent's desired state until it has an assignment, and returns its
+// artifact digest.
+func waitDigest(t *testing.T, a *testAgent) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		for _, as := range stream.Msg().GetDesired().GetAssignments() {
+			if as.GetDigest() != "" {
+				return as.GetDigest()
+			}
+		}
+	}
+	t.Fatalf("no assignment with an artifact: %v", stream.Err())
+	return ""
+}
+
+func commitFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wt.Commit("initial", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLimiterEvictsIdleBuckets(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := Options{}
+	o.setDefaults()
+	l := newLimiter(o, func() time.Time { return now })
+	for i := range 10_000 {
+		l.bucket(fmt.Sprintf("cluster-%05d", i))
+	}
+	// Drain one bucket: it must not come back full while it is not yet refilled.
+	drained := l.bucket("cluster-00000")
+	for take(drained, now) == 0 {
+	}
+	if got := len(l.agents); got != 10_000 {
+		t.Fatalf("%d buckets; want 10000", got)
+	}
+	now = now.Add(l.idleAfter / 2)
+	if l.bucket("cluster-00000") != drained {
+		t.Fatal("a bucket in use was replaced")
+	}
+	now = now.Add(max(l.idleAfter, 10*time.Second))
+	l.bucket("cluster-00001")
+	if got := len(l.agents); got != 1 {
+		t.Errorf("%d buckets after every other cluster was idle past %v; want 1", got, l.idleAfter)
+	}
+}
+
+func TestGate(t *testing.T) {
+	g := newGate(1, 100*time.Millisecond)
+	if !g.enter(t.Context()) {
+		t.Fatal("first request refused by an empty gate")
+	}
+	start := time.Now()
+	if g.enter(t.Context()) {
+		t.Fatal("second request admitted past a full gate")
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Errorf("refused after %v; want it to wait 100ms for a slot first", waited)
+	}
+	// One may wait; a second waiter is refused at once.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	admitted := make(chan bool, 1)
+	go func() { defer wg.Done(); admitted <- g.enter(t.Context()) }()
+	for g.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start = time.Now()
+	if g.enter(t.Context()) || time.Since(start) > 50*time.Millisecond {
+		t.Error("a request beyond the waiting bound was not refused at once")
+	}
+	g.leave()
+	wg.Wait()
+	if !<-admitted {
+		t.Error("the waiting request did not get the slot that was freed")
+	}
+	if g2 := newGate(1, 0); !g2.enter(t.Context()) || g2.enter(t.Context()) {
+		t.Error("a gate without waiting must admit one and refuse the next at once")
+	}
+}
