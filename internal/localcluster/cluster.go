@@ -76,8 +76,8 @@ type Cluster struct {
 	apiserverBin  string
 	apiserverArgs []string
 	mu            sync.Mutex // guards apiserver across restarts
-	stopOnce   sync.Once
-	stopErr    error
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // startAttempts bounds the retries when a port picked as free was taken by someone else before
