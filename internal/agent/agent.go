@@ -173,6 +173,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.reconcileLoop(ctx)
 	wg.Wait()
+	flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.flushOutbox(flushCtx)
 	return nil
 }
 
@@ -257,37 +260,77 @@ func (a *Agent) reportLoop(ctx context.Context) {
 	bo := newBackoff(a.opts.MaxBackoff)
 	t := time.NewTicker(a.opts.ReportInterval)
 	defer t.Stop()
+	batchSize := maxReportBatch
 	for {
 		for {
-			batch, err := a.st.pending(100)
-			if err != nil {
-				a.log.Error("read outbox", "error", err)
-				break
-			}
-			if len(batch) == 0 {
-				break
-			}
-			resp, err := a.client.Report(ctx, connect.NewRequest(&agentv1.ReportRequest{Reports: batch}))
-			if err != nil {
-				if ctx.Err() == nil {
-					a.log.Warn("report not delivered; kept in the outbox", "reports", len(batch), "error", err)
-					if !a.holdOff(ctx, "report", err) {
-						bo.wait(ctx)
-					}
+			sent, err := a.sendBatch(ctx, batchSize)
+			if err == nil {
+				bo.reset()
+				batchSize = min(batchSize*2, maxReportBatch)
+				if sent == 0 {
+					break
 				}
+				continue
+			}
+			if ctx.Err() != nil {
 				break
 			}
-			bo.reset()
-			if err := a.st.ack(resp.Msg.GetAcked()); err != nil {
-				a.log.Error("remove acked reports from the outbox", "error", err)
+			a.log.Warn("report not delivered; kept in the outbox", "reports", sent, "error", err)
+			if a.holdOff(ctx, "report", err) {
 				break
 			}
+			if tooLarge(err) && batchSize > 1 {
+				// The hub refused the request itself, not the load: a smaller batch gets
+				// through, where resending the same one would jam the outbox forever.
+				batchSize = max(batchSize/2, 1)
+				continue
+			}
+			bo.wait(ctx)
+			break
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-a.flush:
+		}
+	}
+}
+
+// maxReportBatch is the most reports sent in one request.
+const maxReportBatch = 100
+
+// sendBatch sends up to n reports from the outbox and removes the acked ones. It returns how
+// many it tried to send (0: the outbox is empty).
+func (a *Agent) sendBatch(ctx context.Context, n int) (int, error) {
+	batch, err := a.st.pending(n)
+	if err != nil || len(batch) == 0 {
+		return 0, err
+	}
+	resp, err := a.client.Report(ctx, connect.NewRequest(&agentv1.ReportRequest{Reports: batch}))
+	if err != nil {
+		return len(batch), err
+	}
+	if err := a.st.ack(resp.Msg.GetAcked()); err != nil {
+		return len(batch), fmt.Errorf("remove acked reports from the outbox: %w", err)
+	}
+	if len(resp.Msg.GetAcked()) == 0 {
+		return len(batch), errors.New("hub acked none of the reports")
+	}
+	return len(batch), nil
+}
+
+// flushOutbox tries, once, to deliver what is left in the outbox: on shutdown, so that a
+// stopped agent leaves nothing unsent when the hub is reachable.
+func (a *Agent) flushOutbox(ctx context.Context) {
+	for ctx.Err() == nil {
+		sent, err := a.sendBatch(ctx, maxReportBatch)
+		if err != nil {
+			a.log.Warn("outbox not flushed on shutdown; it is sent at the next start", "error", err)
+			return
+		}
+		if sent == 0 {
+			return
 		}
 	}
 }

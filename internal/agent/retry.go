@@ -105,3 +105,16 @@ func asHubBusy(err error) (*hubBusyError, bool) {
 	ok := errors.As(err, &busy)
 	return busy, ok
 }
+
+// tooLarge reports whether the hub refused a request for its size or shape (read limit
+// exceeded without Retry-After, or too many statuses), rather than for load.
+func tooLarge(err error) bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	if _, busy := retryAfter(err); busy {
+		return false
+	}
+	return ce.Code() == connect.CodeResourceExhausted || ce.Code() == connect.CodeInvalidArgument
+}

@@ -20,6 +20,7 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 	done := map[string]string{}   // release -> what was last reconciled (digest, settings, generation)
 	due := map[string]time.Time{} // release -> next periodic reconcile
 	removedChecked := int64(-1)   // generation whose removed releases were pruned
+	failures := map[string]int{}  // release -> consecutive failed reconciles
 	for ctx.Err() == nil {
 		ds := a.currentDesired()
 		now := time.Now()
@@ -33,12 +34,21 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 				if done[as.Release] == key && now.Before(due[as.Release]) {
 					continue
 				}
-				retryIn := a.reconcileOne(ctx, ds.Generation, as, done[as.Release] != key)
+				retryIn, ok := a.reconcileOne(ctx, ds.Generation, as, done[as.Release] != key)
 				done[as.Release] = key
-				due[as.Release] = time.Now().Add(max(time.Duration(as.IntervalSeconds)*time.Second, time.Second))
-				if retryIn > 0 {
-					due[as.Release] = time.Now().Add(retryIn)
+				next := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
+				switch {
+				case retryIn > 0:
+					next = retryIn // the hub asked to come back later
+				case ok:
+					failures[as.Release] = 0
+				default:
+					// A failure (API server down, bad input fixed by the next commit) is retried
+					// sooner than the drift interval: 2s, 4s, 8s ... up to the interval.
+					failures[as.Release]++
+					next = min(next, retryDelay(failures[as.Release]))
 				}
+				due[as.Release] = time.Now().Add(next)
 			}
 		}
 		next := 24 * time.Hour
@@ -79,17 +89,24 @@ func (a *Agent) removeLeftovers(ctx context.Context, ds *agentv1.DesiredState) {
 // reconcileOne reconciles one assignment and reports the result. When the hub is too busy to
 // serve the artifact it returns how soon to try again (0 otherwise); that is reported only on
 // the assignment's first attempt, so that a busy hub does not get a report per retry.
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, first bool) (retryIn time.Duration) {
+// retryDelay is the wait before the n-th consecutive retry of a failed reconcile.
+func retryDelay(n int) time.Duration {
+	return min(2*time.Second<<min(n-1, 10), 5*time.Minute)
+}
+
+// reconcileOne reconciles one assignment and queues its report. retryIn > 0 means the hub
+// shed load and asked to come back then; ok says whether the assignment is Ready.
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, first bool) (retryIn time.Duration, ok bool) {
 	start := time.Now()
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: as.Revision, Digest: as.Digest}
 	res, err := a.apply(ctx, as)
 	if ctx.Err() != nil {
-		return 0 // shutting down: this result is not the assignment's state
+		return 0, false // shutting down: this result is not the assignment's state
 	}
 	if busy, ok := asHubBusy(err); ok {
 		a.log.Info("artifact download deferred", "release", as.Release, "error", err)
 		if retryIn = busy.RetryIn; !first {
-			return retryIn
+			return retryIn, false
 		}
 	}
 	fillStatus(st, res, err)
@@ -97,13 +114,13 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
 	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
-		return retryIn
+		return retryIn, st.Phase == "Ready"
 	}
 	select {
 	case a.flush <- struct{}{}:
 	default:
 	}
-	return retryIn
+	return retryIn, st.Phase == "Ready"
 }
 
 func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.Result, error) {

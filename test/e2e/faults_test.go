@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,39 @@ func TestFaultAgentStateDirWiped(t *testing.T) {
 	if got := countConfigMaps(t, f, "a"); got != 6 {
 		t.Errorf("%d ConfigMaps, want 6", got)
 	}
+	f.checkReports()
+}
+
+func TestFaultGitServerDown(t *testing.T) {
+	root := t.TempDir()
+	apps := newRepo(t, filepath.Join(root, "apps"), map[string]string{"apps/web/configs.yaml": configMaps(5, "v1")})
+	git := newGitServer(t, root)
+	fleetDir := t.TempDir()
+	files := faultFleet(git.url("apps/.git"), 0, "10m")
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": files["fleet/fleet.yaml"]})
+	f := newProcFleet(t, "file://"+fleetDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
+	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 2))
+
+	git.down()
+	apps.commit("not yet visible", map[string]string{"apps/web/configs.yaml": configMaps(5, "v2")})
+	st := f.waitStatus("source error visible", time.Minute, func(st hubapi.StatusView) bool {
+		return len(st.Sources) == 1 && st.Sources[0].Error != ""
+	})
+	if !strings.Contains(st.Sources[0].Error, "apps") {
+		t.Errorf("source error does not name the source: %q", st.Sources[0].Error)
+	}
+	time.Sleep(5 * time.Second) // several polls fail
+	st = f.waitStatus("clusters keep their state", time.Minute, everyWebReady("", 2))
+	for _, c := range []string{"a", "b"} {
+		if n := countConfigMaps(t, f, c); n != 5 {
+			t.Errorf("cluster %s has %d ConfigMaps while the Git server is down, want 5: something was pruned", c, n)
+		}
+	}
+
+	git.up()
+	head := apps.commit("v3", map[string]string{"apps/web/configs.yaml": configMaps(5, "v3")})
+	f.waitStatus("convergence once the Git server is back", 2*time.Minute, func(st hubapi.StatusView) bool {
+		return st.Sources[0].Error == "" && everyWebReady(head, 2)(st)
+	})
 	f.checkReports()
 }

@@ -4,13 +4,20 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+// quietControllerRuntime silences controller-runtime's complaint that its process-wide logger
+// was never set: this package logs through slog and never uses that logger.
+var quietControllerRuntime sync.Once
 
 // Reconciler reconciles assignments into one cluster. It is safe for concurrent use by
 // different assignments.
@@ -28,6 +35,7 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	rc := counted(restCfg)
 	rc.QPS = -1 // no client-side token bucket
 	httpClient, err := rest.HTTPClientFor(rc)
