@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -329,6 +330,33 @@ func TestSecurity(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotModified {
 			t.Errorf("conditional GET with the ETag: %s, want 304", resp.Status)
+		}
+	})
+	t.Run("malformed and oversized protocol messages are refused", func(t *testing.T) {
+		url := f.hub.AgentURL() + agentv1connect.AgentServiceReportProcedure
+		for _, tc := range []struct {
+			name string
+			body []byte
+			want connect.Code
+		}{
+			{"malformed", []byte("\xff\xff\xff not protobuf"), connect.CodeInvalidArgument},
+			{"oversized", make([]byte, 5<<20), connect.CodeResourceExhausted},
+		} {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/proto")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), tc.want.String()) || resp.StatusCode < 400 {
+				t.Errorf("%s report: %s %s, want %s", tc.name, resp.Status, body, tc.want)
+			}
+		}
+		// The hub still works for this agent afterwards.
+		if _, err := agentv1connect.NewAgentServiceClient(client, f.hub.AgentURL()).Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{})); err != nil {
+			t.Errorf("heartbeat after bad messages: %v", err)
 		}
 	})
 	t.Run("a removed cluster is locked out at once", func(t *testing.T) {
