@@ -18,6 +18,7 @@ type Proxy struct {
 
 	// Upstream counts bytes client -> target, Downstream target -> client.
 	upstream, downstream atomic.Int64
+	accepted             atomic.Int64
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{}
@@ -45,6 +46,16 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Bytes returns the bytes forwarded so far: client to target, and target to client.
 func (p *Proxy) Bytes() (up, down int64) { return p.upstream.Load(), p.downstream.Load() }
+
+// Accepted is the number of connections accepted so far.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
+
+// Active is the number of client connections being forwarded now.
+func (p *Proxy) Active() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2 // each forwarded connection tracks its client and server side
+}
 
 // Cut closes every open connection (both sides see a reset or EOF).
 func (p *Proxy) Cut() {
@@ -103,6 +114,7 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
+		p.accepted.Add(1)
 		p.wg.Add(1)
 		go p.serve(c)
 	}

@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/faultproxy"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/localcluster"
+)
+
+var (
+	restartAgents = flag.Int("restart-agents", 500, "agents in BenchmarkHubRestartStorm")
+	outage        = flag.Duration("outage", 2*time.Minute, "hub outage in BenchmarkHubOutage")
+)
+
+// hubProc runs `flotilla hub` as a subprocess on fixed addresses, so it can be killed and
+// started again where agents expect it.
+type hubProc struct {
+	b         *testing.B
+	bin, dir  string
+	fleet     string
+	agentAddr string
+	apiAddr   string
+	cmd       *exec.Cmd
+}
+
+func (h *hubProc) start() {
+	h.b.Helper()
+	h.cmd = exec.Command(h.bin, "hub", "--data-dir", h.dir, "--fleet", h.fleet, "--fleet-path", "fleet",
+		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--fleet-interval", "1s", "--log-level", "warn",
+		"--agent-qps", "50", "--agent-burst", "100", "--global-qps", "5000", "--global-burst", "10000")
+	stderr, err := h.cmd.StderrPipe()
+	if err != nil {
+		h.b.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		h.b.Fatal(err)
+	}
+	readHubAddresses(h.b, stderr)
+}
+
+func (h *hubProc) kill() {
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+}
+
+func (h *hubProc) client() *hubapi.Client {
+	token, err := os.ReadFile(filepath.Join(h.dir, "admin.token"))
+	if err != nil {
+		h.b.Fatal(err)
+	}
+	c, err := hubapi.NewClient(hubapi.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dir, "ca.crt")})
+	if err != nil {
+		h.b.Fatal(err)
+	}
+	return c
+}
+
+func newHubProc(b *testing.B, fleet string) *hubProc {
+	h := &hubProc{b: b, bin: buildFlotilla(b), dir: filepath.Join(b.TempDir(), "hub"), fleet: fleet,
+		agentAddr: freeLoopback(b), apiAddr: freeLoopback(b)}
+	h.start()
+	b.Cleanup(h.kill)
+	return h
+}
+
+// BenchmarkHubRestartStorm connects many agents (real agents, in this process; their clusters
+// are unreachable, which does not matter for reconnecting) to a hub process through a
+// counting proxy, kills the hub, keeps it down 10s, starts it again, and reports how the
+// agents came back: the time until every agent had reconnected, the most connections the
+// hub accepted in any one second (a thundering herd would put them all in the first), and
+// the restarted hub's peak memory.
+//
+//	go test -run '^$' -bench HubRestartStorm -benchtime 1x ./bench [-restart-agents 500]
+func BenchmarkHubRestartStorm(b *testing.B) {
+	for b.Loop() {
+		fleetDir := b.TempDir()
+		newFleetRepo(b, fleetDir)
+		h := newHubProc(b, "file://"+fleetDir)
+		proxy, err := faultproxy.Start(h.agentAddr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer proxy.Close()
+		client := h.client()
+		ctx, stop := context.WithCancel(b.Context())
+		defer stop()
+		n := *restartAgents
+		unreachable := &rest.Config{Host: "https://" + freeLoopback(b)}
+		for i := range n {
+			j, err := client.AddCluster(ctx, fmt.Sprintf("c%04d", i), map[string]string{"env": "none"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := agent.New(ctx, agent.Options{HubURL: "https://" + proxy.Addr(), JoinToken: j.JoinToken, RESTConfig: unreachable,
+				StateDir: filepath.Join(b.TempDir(), "a"), HeartbeatInterval: 30 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() { a.Run(ctx); a.Close() }()
+		}
+		waitFor(b, "all agents connected", 2*time.Minute, func() bool { return proxy.Active() >= n })
+
+		h.kill()
+		time.Sleep(10 * time.Second)
+		before := proxy.Accepted()
+		h.start()
+		restarted := time.Now()
+		perSecond := map[int]int64{}
+		last := before
+		for proxy.Active() < n && time.Since(restarted) < 3*time.Minute {
+			time.Sleep(100 * time.Millisecond)
+			now := proxy.Accepted()
+			perSecond[int(time.Since(restarted).Seconds())] += now - last
+			last = now
+		}
+		back := time.Since(restarted)
+		var peak int64
+		for _, v := range perSecond {
+			peak = max(peak, v)
+		}
+		hwm, err := processHWM(h.cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(back.Seconds(), "all-reconnected-s")
+		b.ReportMetric(float64(peak), "peak-accepts/s")
+		b.ReportMetric(float64(last-before), "accepts")
+		b.ReportMetric(float64(hwm)/(1<<20), "hub-peak-MiB")
+		b.Logf("%d agents; reconnects per second after the restart: %v", n, perSecond)
+		stop()
+	}
+}
+
+// BenchmarkHubOutage takes the hub down for -outage (2 minutes by default) while three real
+// clusters keep running, commits a change during the outage, and reports the time from the
+// hub's restart until every cluster runs the new commit.
+//
+//	go test -run '^$' -bench HubOutage -benchtime 1x -timeout 20m ./bench
+func BenchmarkHubOutage(b *testing.B) {
+	for b.Loop() {
+		dir := b.TempDir()
+		repo := newFleetRepo(b, filepath.Join(dir, "fleet"))
+		h := newHubProc(b, "file://"+repo.dir)
+		client := h.client()
+		clusters, err := localcluster.StartAll(b.Context(), []localcluster.Options{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer localcluster.StopAll(clusters)
+		ctx, stop := context.WithCancel(b.Context())
+		defer stop()
+		for _, c := range clusters {
+			j, err := client.AddCluster(ctx, c.Name(), map[string]string{"env": "prod"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := agent.New(ctx, agent.Options{HubURL: "https://" + h.agentAddr, JoinToken: j.JoinToken, RESTConfig: c.RESTConfig(), StateDir: filepath.Join(dir, c.Name())})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() { a.Run(ctx); a.Close() }()
+		}
+		waitAllReady(b, client, "")
+
+		h.kill()
+		commit := repo.commit(b, map[string]string{"apps/web/config.yaml": configYAML("during-outage")})
+		time.Sleep(*outage)
+		h.start()
+		restarted := time.Now()
+		waitAllReady(b, client, commit)
+		b.ReportMetric(time.Since(restarted).Seconds(), "converged-after-restart-s")
+		b.ReportMetric(outage.Seconds(), "outage-s")
+		stop()
+	}
+}
+
+func freeLoopback(b *testing.B) string {
+	b.Helper()
+	p, err := faultproxy.Start("127.0.0.1:1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := p.Addr()
+	p.Close()
+	return addr
+}
+
+func processHWM(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			_, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+}
+
+func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
