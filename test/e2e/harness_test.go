@@ -180,22 +180,7 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	for name := range labels {
 		names = append(names, name)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := clustertest.Start(t, localcluster.Options{Name: name})
-			mu.Lock()
-			f.clusters[name] = c
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	f.clusters = clustertest.StartAll(t, names...)
 	f.hubOpts = hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,

@@ -126,22 +126,11 @@ func newProcFleet(t *testing.T, fleetURL string, labels map[string]map[string]st
 		clusters: map[string]*localcluster.Cluster{}, proxies: map[string]*faultproxy.Proxy{}, agents: map[string]*proc{},
 		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{},
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var names []string
 	for name := range labels {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := clustertest.Start(t, localcluster.Options{Name: name})
-			mu.Lock()
-			f.clusters[name] = c
-			mu.Unlock()
-		}()
+		names = append(names, name)
 	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	f.clusters = clustertest.StartAll(t, names...)
 	f.startHub()
 	t.Cleanup(func() {
 		for _, a := range f.agents {

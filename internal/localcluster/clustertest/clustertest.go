@@ -25,3 +25,27 @@ func Start(tb testing.TB, opts localcluster.Options) *localcluster.Cluster {
 	})
 	return c
 }
+
+// StartAll starts one cluster per name in parallel, stopped when the test ends, and returns
+// them by name.
+func StartAll(tb testing.TB, names ...string) map[string]*localcluster.Cluster {
+	tb.Helper()
+	opts := make([]localcluster.Options, len(names))
+	for i, n := range names {
+		opts[i].Name = n
+	}
+	clusters, err := localcluster.StartAll(context.Background(), opts)
+	if err != nil {
+		tb.Fatalf("start local clusters: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := localcluster.StopAll(clusters); err != nil {
+			tb.Errorf("stop local clusters: %v", err)
+		}
+	})
+	out := make(map[string]*localcluster.Cluster, len(clusters))
+	for _, c := range clusters {
+		out[c.Name()] = c
+	}
+	return out
+}
