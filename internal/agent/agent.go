@@ -38,6 +38,8 @@ type Options struct {
 	ReportInterval time.Duration
 	// MaxBackoff caps the jittered exponential backoff between reconnects. Default 30s.
 	MaxBackoff time.Duration
+	// Metrics, when set, receives the agent's Prometheus metrics.
+	Metrics *Metrics
 	// MaxOutbox bounds the reports kept while the hub is unreachable; beyond it older reports
 	// superseded by a newer one of the same release are compacted away (and counted). Default
 	// 10,000.
@@ -187,6 +189,7 @@ func (a *Agent) setDesired(ds *agentv1.DesiredState) {
 	a.desired = ds
 	a.lastGen = ds.Generation
 	a.mu.Unlock()
+	a.opts.Metrics.setGeneration(ds.Generation)
 	select {
 	case a.changed <- struct{}{}:
 	default:
@@ -208,6 +211,7 @@ func (a *Agent) watchLoop(ctx context.Context) {
 		a.mu.Unlock()
 		stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{KnownGeneration: known, AgentVersion: a.opts.Version}))
 		if err == nil {
+			a.opts.Metrics.setConnected(true)
 			for stream.Receive() {
 				bo.reset()
 				if ds := stream.Msg().GetDesired(); ds != nil {
@@ -217,6 +221,7 @@ func (a *Agent) watchLoop(ctx context.Context) {
 			}
 			err = stream.Err()
 			stream.Close()
+			a.opts.Metrics.setConnected(false)
 		}
 		if ctx.Err() != nil {
 			return
@@ -314,6 +319,7 @@ func (a *Agent) sendBatch(ctx context.Context, n int) (int, error) {
 	if err := a.st.ack(resp.Msg.GetAcked()); err != nil {
 		return len(batch), fmt.Errorf("remove acked reports from the outbox: %w", err)
 	}
+	a.opts.Metrics.setOutbox(a.st.outboxDepth())
 	if len(resp.Msg.GetAcked()) == 0 {
 		return len(batch), errors.New("hub acked none of the reports")
 	}

@@ -83,6 +83,7 @@ func (a *Agent) removeLeftovers(ctx context.Context, ds *agentv1.DesiredState) {
 			continue
 		}
 		a.log.Info("removed release that left the cluster", "release", name, "pruned", res.Count(reconcile.Pruned))
+		a.opts.Metrics.forget(name)
 	}
 }
 
@@ -111,11 +112,13 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	}
 	fillStatus(st, res, err)
 	st.DurationSeconds = time.Since(start).Seconds()
+	a.opts.Metrics.observeStatus(st)
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
 	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
 		return retryIn, st.Phase == "Ready"
 	}
+	a.opts.Metrics.setOutbox(a.st.outboxDepth())
 	select {
 	case a.flush <- struct{}{}:
 	default:

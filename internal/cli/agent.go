@@ -13,8 +13,9 @@ import (
 
 func newAgentCommand(s streams) *cobra.Command {
 	var (
-		opts       agent.Options
-		kubeconfig string
+		opts        agent.Options
+		kubeconfig  string
+		metricsAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --hub URL --join-token T --state-dir D",
@@ -53,6 +54,15 @@ in-cluster configuration (the agent's service account).`,
 			}
 			opts.Logger = loggerFrom(ctx)
 			opts.Version = version.Get().Version
+			if metricsAddr != "" {
+				opts.Metrics = agent.NewMetrics()
+				srv, err := serveMetrics(ctx, metricsAddr, opts.Metrics.Handler())
+				if err != nil {
+					return err
+				}
+				defer srv.Close()
+				fmt.Fprintf(s.errOut, "Metrics on http://%s/metrics\n", srv.Addr)
+			}
 			a, err := agent.New(ctx, opts)
 			if err != nil {
 				return err
@@ -69,5 +79,6 @@ in-cluster configuration (the agent's service account).`,
 	f.StringVar(&opts.StateDir, "state-dir", "", "directory for identity, desired state, outbox and artifacts (required)")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "time between heartbeats (default 30s)")
 	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "time between outbox flushes when idle (default 5s)")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	return cmd
 }

@@ -179,6 +179,11 @@ func TestFaultAgentKilledMidApply(t *testing.T) {
 	if got := countConfigMaps(t, f, "a"); got != 10 {
 		t.Errorf("%d ConfigMaps after pruning to 10: the killed apply left orphans", got)
 	}
+	waitFor(t, "agent metrics reflect the last reconcile", 30*time.Second, func() bool {
+		m := f.scrapeAgent("a")
+		return strings.Contains(m, `flotilla_agent_objects{release="web"} 12`) && strings.Contains(m, "flotilla_agent_hub_connected 1") &&
+			strings.Contains(m, "flotilla_agent_outbox_depth 0")
+	})
 	f.checkReports()
 }
 

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +109,7 @@ type procFleet struct {
 	produced map[string]int64
 	lost     map[string]int64
 	firstSeq map[string]uint64
+	metrics  map[string]string // agent metrics address by cluster
 }
 
 func freeAddr(t *testing.T) string {
@@ -124,7 +127,7 @@ func newProcFleet(t *testing.T, fleetURL string, labels map[string]map[string]st
 	f := &procFleet{
 		t: t, dir: t.TempDir(), fleetURL: fleetURL, agentAddr: freeAddr(t), apiAddr: freeAddr(t),
 		clusters: map[string]*localcluster.Cluster{}, proxies: map[string]*faultproxy.Proxy{}, agents: map[string]*proc{},
-		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{},
+		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{}, metrics: map[string]string{},
 	}
 	var names []string
 	for name := range labels {
@@ -187,8 +190,12 @@ func (f *procFleet) stateDir(name string) string { return filepath.Join(f.dir, "
 
 func (f *procFleet) startAgent(name, token string) {
 	f.t.Helper()
+	if f.metrics[name] == "" {
+		f.metrics[name] = freeAddr(f.t)
+	}
 	args := []string{"agent", "--hub", "https://" + f.proxies[name].Addr(), "--kubeconfig", f.clusters[name].KubeconfigPath(),
-		"--state-dir", f.stateDir(name), "--heartbeat-interval", "1s", "--report-interval", "200ms", "--log-level", "debug"}
+		"--state-dir", f.stateDir(name), "--heartbeat-interval", "1s", "--report-interval", "200ms", "--log-level", "debug",
+		"--metrics-addr", f.metrics[name]}
 	if token != "" {
 		args = append(args, "--join-token", token)
 	}
@@ -266,4 +273,16 @@ func (f *procFleet) waitStatus(what string, timeout time.Duration, cond func(hub
 
 func readAgentStats(f *procFleet, name string) (agent.Stats, error) {
 	return agent.ReadStats(f.stateDir(name))
+}
+
+// scrapeAgent returns the Prometheus metrics of a cluster's running agent.
+func (f *procFleet) scrapeAgent(name string) string {
+	f.t.Helper()
+	resp, err := http.Get("http://" + f.metrics[name] + "/metrics")
+	if err != nil {
+		f.t.Fatalf("scrape agent %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
