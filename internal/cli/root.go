@@ -83,6 +83,7 @@ the hub or the network is gone, and reports back.`,
 		newClusterCommand(s),
 		newGetCommand(s),
 		newStatusCommand(s),
+		newAuditCommand(s),
 	)
 	return root
 }

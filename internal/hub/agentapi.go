@@ -12,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -63,6 +64,9 @@ func (s *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.Join
 	}
 	h.seen.touch(tok.Cluster, req.Msg.GetAgentVersion())
 	h.log.Info("agent joined", "cluster", tok.Cluster, "token", tok.ID, "nextReportSeq", stats.LastSeq+1)
+	h.record(ctx, audit.Event{Actor: "agent:" + tok.Cluster, Action: "token.used", Cluster: tok.Cluster, Detail: map[string]any{
+		"token": tok.ID, "certificateSerial": serial, "certificateNotAfter": notAfter.UTC(), "agentVersion": req.Msg.GetAgentVersion(), "peer": req.Peer().Addr,
+	}})
 	return connect.NewResponse(&agentv1.JoinResponse{
 		Cluster: tok.Cluster, CertificatePem: certPEM, CaPem: h.ca.CertPEM(), NextReportSeq: stats.LastSeq + 1,
 	}), nil
@@ -154,6 +158,7 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 		}
 	}
 	resp := &agentv1.ReportResponse{}
+	urls := &sourceURLs{h: h, cluster: cluster}
 	for _, r := range req.Msg.GetReports() {
 		statuses := make([]store.AssignmentStatus, 0, len(r.GetStatuses()))
 		for _, st := range r.GetStatuses() {
@@ -168,10 +173,14 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 			}
 			h.log.Warn("agent's outbox compacted reports before they could be sent", "cluster", cluster, "compacted", n)
 		}
-		if _, err := h.store.IngestReport(ctx, cluster, r.GetSeq(), statuses); err != nil {
+		duplicate, err := h.store.IngestReport(ctx, cluster, r.GetSeq(), statuses)
+		if err != nil {
 			// Ack what was stored so far; the agent resends the rest.
 			h.log.Warn("ingest report", "cluster", cluster, "seq", r.GetSeq(), "error", err)
 			break
+		}
+		if !duplicate {
+			h.recordReport(ctx, cluster, r, urls)
 		}
 		resp.Acked = append(resp.Acked, r.GetSeq())
 	}

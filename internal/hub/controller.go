@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -38,6 +39,9 @@ type controller struct {
 	fresh        map[string]bool
 	freshPending int // PutDir calls under way: GC waits for the next round
 	problems     []schedule.Problem
+	// fleetCommit is the commit of the last Git fleet read, for the audit record; only the
+	// run goroutine uses it.
+	fleetCommit source.Resolved
 }
 
 func newController(h *Hub) *controller {
@@ -95,8 +99,8 @@ func (c *controller) loadFleet(ctx context.Context) bool {
 	fleet, rev, err := c.readFleet(ctx)
 	st := store.FleetStatus{UpdatedAt: c.h.now()}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err != nil {
+		defer c.mu.Unlock()
 		st.Revision, st.Error = c.fleetRev, err.Error()
 		c.h.log.Warn("fleet configuration rejected; the last valid one stays in force", "error", err)
 		_ = c.h.store.PutFleetStatus(ctx, st)
@@ -105,10 +109,18 @@ func (c *controller) loadFleet(ctx context.Context) bool {
 	st.Revision = rev
 	_ = c.h.store.PutFleetStatus(ctx, st)
 	if rev == c.fleetRev {
+		c.mu.Unlock()
 		return false
 	}
 	c.h.log.Info("fleet configuration loaded", "revision", rev, "sources", len(fleet.Sources), "releases", len(fleet.Releases))
+	prev := c.fleetRev
 	c.fleet, c.fleetRev = fleet, rev
+	c.mu.Unlock()
+	d := map[string]any{"revision": rev, "previous": prev, "fleet": c.h.opts.Fleet, "sources": len(fleet.Sources), "releases": len(fleet.Releases)}
+	if fc := c.fleetCommit; fc.Commit != "" && strings.Contains(rev, fc.Commit) {
+		d["author"], d["message"] = fc.Author, fc.Message
+	}
+	c.h.record(ctx, audit.Event{Actor: "hub", Action: "fleet.revision", Detail: d})
 	return true
 }
 
@@ -132,6 +144,7 @@ func (c *controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 	if err != nil {
 		return nil, "", err
 	}
+	c.fleetCommit = res
 	if res.Commit == c.currentFleetRev() {
 		return nil, res.Commit, nil
 	}
@@ -216,6 +229,11 @@ func (c *controller) applyPoll(ctx context.Context, r pollResult) bool {
 		}
 	}
 	c.mu.Unlock()
+	if changed {
+		c.h.record(ctx, audit.Event{Actor: "hub", Action: "source.revision", Detail: map[string]any{
+			"source": name, "url": r.art.URL, "revision": r.art.Revision, "digest": r.art.Digest, "previous": prev.Revision,
+		}})
+	}
 	if err := c.h.store.PutSourceStatus(ctx, st); err != nil {
 		c.h.log.Warn("store source status", "source", name, "error", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -104,6 +105,7 @@ type Hub struct {
 	opts       Options
 	log        *slog.Logger
 	store      store.Store
+	audit      *audit.Log // closed when Run returns
 	ca         *pki.CA
 	artifacts  *artifact.Store
 	poller     *source.Poller
@@ -146,14 +148,19 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if h.artifacts, err = artifact.NewStore(filepath.Join(opts.DataDir, "artifacts")); err != nil {
 		return nil, err
 	}
+	if h.audit, err = audit.Open(ctx, filepath.Join(opts.DataDir, "audit.db")); err != nil {
+		return nil, err
+	}
 	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
 	h.seen = newLastSeen(st, h.log)
 	h.ctrl = newController(h)
 	if h.agentLn, err = net.Listen("tcp", opts.AgentAddr); err != nil {
+		h.audit.Close()
 		return nil, fmt.Errorf("agent endpoint %s: %w", opts.AgentAddr, err)
 	}
 	if h.apiLn, err = net.Listen("tcp", opts.APIAddr); err != nil {
 		h.agentLn.Close()
+		h.audit.Close()
 		return nil, fmt.Errorf("API endpoint %s: %w", opts.APIAddr, err)
 	}
 	return h, nil
@@ -169,8 +176,9 @@ func (h *Hub) AdminToken() string { return h.adminToken }
 // CAPath is the CA certificate file clients trust.
 func (h *Hub) CAPath() string { return filepath.Join(h.opts.DataDir, CAFile) }
 
-// Run serves until ctx ends.
+// Run serves until ctx ends, then closes the audit log.
 func (h *Hub) Run(ctx context.Context) error {
+	defer h.audit.Close()
 	cert, err := h.ca.ServingCertificate(h.servingHosts(), 365*24*time.Hour, h.now())
 	if err != nil {
 		return err

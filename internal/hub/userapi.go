@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -33,7 +34,9 @@ func (h *Hub) apiHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/releases", h.listReleases)
 	mux.HandleFunc("GET /api/v1/sources", h.listSources)
 	mux.HandleFunc("GET /api/v1/status", h.status)
-	return h.requireAdmin(mux)
+	mux.HandleFunc("GET /api/v1/audit", h.listAudit)
+	mux.HandleFunc("GET /api/v1/audit/verify", h.verifyAudit)
+	return h.requireAdmin(h.auditAPICalls(mux))
 }
 
 func (h *Hub) requireAdmin(next http.Handler) http.Handler {
@@ -74,6 +77,7 @@ func (h *Hub) addCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("cluster added", "cluster", req.Name, "labels", req.Labels)
+	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.added", Cluster: req.Name, Detail: map[string]any{"labels": labelsDetail(req.Labels)}})
 	h.ctrl.kick()
 	h.issueToken(w, r, req.Name, req.Labels, http.StatusCreated)
 }
@@ -99,6 +103,7 @@ func (h *Hub) issueToken(w http.ResponseWriter, r *http.Request, cluster string,
 		return
 	}
 	h.log.Info("join token issued", "cluster", cluster, "token", tok.ID, "expires", expires)
+	h.record(r.Context(), audit.Event{Actor: "admin", Action: "token.issued", Cluster: cluster, Detail: map[string]any{"token": tok.ID, "expiresAt": expires.UTC()}})
 	enc := tok.Encode()
 	writeJSON(w, status, hubapi.JoinView{
 		Name: cluster, Labels: labels, JoinToken: enc, ExpiresAt: expires,
@@ -188,6 +193,7 @@ func (h *Hub) labelCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("cluster relabelled", "cluster", name, "labels", labels)
+	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
 	h.ctrl.kick()
 	c.Labels = labels
 	writeJSON(w, http.StatusOK, h.clusterView(r, c))
@@ -203,6 +209,7 @@ func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
 	h.watchers.closeCluster(name)
 	h.seen.forget(name)
 	h.log.Info("cluster removed; its certificates are revoked", "cluster", name)
+	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.removed", Cluster: name})
 	h.ctrl.kick()
 	w.WriteHeader(http.StatusNoContent)
 }

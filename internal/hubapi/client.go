@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -63,17 +64,35 @@ func NewClient(cfg Config) (*Client, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// send makes a request and returns the response of a successful one, body unread; an error
+// answer is returned as a *StatusError.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
@@ -81,24 +100,18 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("hub %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
+		return nil, fmt.Errorf("hub %s: %w", c.base, err)
 	}
 	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var apiErr APIError
 		if json.Unmarshal(data, &apiErr) == nil && apiErr.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: apiErr.Error}
+			return nil, &StatusError{Code: resp.StatusCode, Message: apiErr.Error}
 		}
-		return &StatusError{Code: resp.StatusCode, Message: resp.Status}
+		return nil, &StatusError{Code: resp.StatusCode, Message: resp.Status}
 	}
-	if out != nil && len(data) > 0 {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return resp, nil
 }
 
 // StatusError is an error answer from the hub.
@@ -167,5 +180,52 @@ func (c *Client) Sources(ctx context.Context) ([]SourceView, error) {
 func (c *Client) Status(ctx context.Context) (StatusView, error) {
 	var out StatusView
 	err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &out)
+	return out, err
+}
+
+func (f AuditFilter) query() url.Values {
+	q := url.Values{}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	for k, v := range map[string]string{"cluster": f.Cluster, "release": f.Release, "action": f.Action} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// Audit returns the newest audit records f selects, in sequence order.
+func (c *Client) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
+	var out []AuditRecord
+	err := c.do(ctx, http.MethodGet, "/api/v1/audit?"+f.query().Encode(), nil, &out)
+	return out, err
+}
+
+// ExportAudit streams the audit records f selects to w as JSON Lines (all of them unless
+// f.Limit is set).
+func (c *Client) ExportAudit(ctx context.Context, f AuditFilter, w io.Writer) error {
+	q := f.query()
+	q.Set("format", "jsonl")
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/audit?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("audit export from hub %s: %w", c.base, err)
+	}
+	return nil
+}
+
+// VerifyAudit has the hub walk its whole audit chain. A broken chain is a *StatusError with
+// Code 409 whose message names the first broken record.
+func (c *Client) VerifyAudit(ctx context.Context) (AuditVerification, error) {
+	var out AuditVerification
+	err := c.do(ctx, http.MethodGet, "/api/v1/audit/verify", nil, &out)
 	return out, err
 }

@@ -84,3 +84,38 @@ type FleetStatus struct {
 	Error     string    `json:"error,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
+
+// AuditRecord is one record of the hub's audit log: who (actor) did what (action) to which
+// cluster and release, when, with the particulars in detail, chained by hash to the record
+// before. Its JSON form is the one `flotilla audit -o jsonl` exports.
+type AuditRecord struct {
+	Seq      int64          `json:"seq"`
+	Time     time.Time      `json:"time"`
+	Actor    string         `json:"actor"`
+	Action   string         `json:"action"`
+	Cluster  string         `json:"cluster,omitempty"`
+	Release  string         `json:"release,omitempty"`
+	Detail   map[string]any `json:"detail,omitempty"`
+	PrevHash string         `json:"prevHash"`
+	Hash     string         `json:"hash"`
+}
+
+// AuditFilter selects audit records; zero fields select everything.
+type AuditFilter struct {
+	Since   time.Time
+	Cluster string
+	Release string
+	Action  string
+	// Limit keeps the newest Limit records; 0 is the hub's default (1000) for Audit and
+	// everything for ExportAudit.
+	Limit int
+}
+
+// AuditVerification is the answer of a successful audit verification: how many records were
+// checked and the head of the chain (keep a copy to detect a later rewrite).
+type AuditVerification struct {
+	Checked  int64  `json:"checked"`
+	OK       bool   `json:"ok"`
+	HeadSeq  int64  `json:"headSeq"`
+	HeadHash string `json:"headHash"`
+}

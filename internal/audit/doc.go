@@ -1,0 +1,32 @@
+// Package audit is the hub's tamper-evident audit trail: an append-only, hash-chained log of
+// who changed what, when and where.
+//
+// # Records
+//
+// Every change is an Event (actor, action, cluster, release, free-form detail). Append gives
+// it the next sequence number and chains it to the record before: its Hash is the SHA-256 of
+// a canonical encoding of the record's fields and the previous record's hash (see hashRecord),
+// and the first record's PrevHash is 64 zeros. The log lives in its own SQLite file (audit.db
+// in the hub's data dir), apart from the store, so that it can be copied, shipped or kept on
+// other media without the rest of the hub's state.
+//
+// # Verification
+//
+// Verify walks the whole chain and reports the first broken record as a *ChainError:
+//   - a record whose stored hash does not match its content was edited;
+//   - a gap in the sequence, or a PrevHash that does not match the record before, means a
+//     record was deleted or inserted (or edited and re-hashed);
+//   - a head row (last seq and hash), written in the same transaction as every append,
+//     detects a truncated tail.
+//
+// What this detects is an edit by anyone who does not also rewrite every later record and the
+// head. Against someone who holds the file and does, keep the head elsewhere: Head returns it,
+// and `flotilla audit verify` prints it, so a copy taken now exposes any later rewrite of the
+// history before it.
+//
+// # Concurrency
+//
+// Appends are serialised on one writer connection (BEGIN IMMEDIATE); reads (List,
+// ExportJSONL, Verify) use separate read-only connections and, in WAL mode, run alongside the
+// writer, each on one consistent snapshot.
+package audit

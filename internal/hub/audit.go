@@ -1,0 +1,231 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// record appends e to the audit log. It never fails the caller: a record that cannot be
+// written is logged as an error. The append outlives the request's context, so a client that
+// hangs up does not lose the record of what it did.
+func (h *Hub) record(ctx context.Context, e audit.Event) {
+	if h.audit == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = h.now()
+	}
+	if _, err := h.audit.Append(context.WithoutCancel(ctx), e); err != nil {
+		h.log.Error("audit record not written", "action", e.Action, "cluster", e.Cluster, "release", e.Release, "error", err)
+	}
+}
+
+// auditAPICalls records every authenticated call that changes something (any method but
+// GET and HEAD), whether it succeeded or not: the request-level trail beside the records of
+// what changed.
+func (h *Hub) auditAPICalls(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		remote := r.RemoteAddr
+		if host, _, err := net.SplitHostPort(remote); err == nil {
+			remote = host
+		}
+		h.record(r.Context(), audit.Event{Actor: "admin", Action: "api.call", Cluster: r.PathValue("name"), Detail: map[string]any{
+			"method": r.Method, "path": r.URL.Path, "status": sw.status, "remote": remote, "userAgent": r.UserAgent(),
+		}})
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// maxAuditList bounds one JSON answer of GET /api/v1/audit; format=jsonl streams without a
+// bound.
+const (
+	defaultAuditList = 1000
+	maxAuditList     = 10000
+)
+
+// listAudit serves GET /api/v1/audit?since=RFC3339&cluster=&release=&action=&limit=&format=.
+// The default answer is a JSON array of the newest matching records (limit, default 1000, at
+// most 10000) in sequence order; format=jsonl streams them as JSON Lines, all of them unless
+// limit is given.
+func (h *Hub) listAudit(w http.ResponseWriter, r *http.Request) {
+	if h.audit == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
+		return
+	}
+	q := r.URL.Query()
+	f := audit.Filter{Cluster: q.Get("cluster"), Release: q.Get("release"), Action: q.Get("action")}
+	if s := q.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("since %q: want an RFC 3339 time", s))
+			return
+		}
+		f.Since = t
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a number >= 0", s))
+			return
+		}
+		f.Limit = n
+	}
+	switch q.Get("format") {
+	case "jsonl":
+		w.Header().Set("Content-Type", "application/jsonl")
+		if err := h.audit.ExportJSONL(r.Context(), w, f); err != nil {
+			// Too late for an error status; cut the stream so the client sees it end badly.
+			h.log.Warn("audit export", "error", err)
+			panic(http.ErrAbortHandler)
+		}
+		return
+	case "", "json":
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("format %q: want json or jsonl", q.Get("format")))
+		return
+	}
+	if f.Limit == 0 {
+		f.Limit = defaultAuditList
+	}
+	f.Limit = min(f.Limit, maxAuditList)
+	recs, err := h.audit.List(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]hubapi.AuditRecord, len(recs))
+	for i, rec := range recs {
+		out[i] = hubapi.AuditRecord{
+			Seq: rec.Seq, Time: rec.Time, Actor: rec.Actor, Action: rec.Action, Cluster: rec.Cluster,
+			Release: rec.Release, Detail: rec.Detail, PrevHash: rec.PrevHash, Hash: rec.Hash,
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// verifyAudit serves GET /api/v1/audit/verify: 200 with the number of records checked and
+// the head, or 409 naming the first broken record.
+func (h *Hub) verifyAudit(w http.ResponseWriter, r *http.Request) {
+	if h.audit == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
+		return
+	}
+	checked, err := h.audit.Verify(r.Context())
+	var ce *audit.ChainError
+	if errors.As(err, &ce) {
+		h.log.Error("audit log verification failed", "seq", ce.Seq, "error", err)
+		writeError(w, http.StatusConflict, err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	v := hubapi.AuditVerification{Checked: checked, OK: true}
+	if v.HeadSeq, v.HeadHash, err = h.audit.Head(r.Context()); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// labelsDetail copies labels for a record (never nil, so the record shows {} for none).
+func labelsDetail(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
+}
+
+// recordReport records what one newly ingested report says: an "apply" record per status
+// (the outcome of one reconcile of one release) and a "drift.healed" record for a status
+// whose drift the agent corrected.
+func (h *Hub) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls *sourceURLs) {
+	actor := "agent:" + cluster
+	for _, st := range r.GetStatuses() {
+		d := map[string]any{
+			"revision": st.GetRevision(), "digest": st.GetDigest(), "generation": st.GetGeneration(),
+			"phase": st.GetPhase(), "objects": st.GetObjects(),
+			"created": st.GetCreated(), "configured": st.GetConfigured(), "pruned": st.GetPruned(),
+			"reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
+		}
+		if v := st.GetHealth(); v != "" {
+			d["health"] = v
+		}
+		if v := strings.TrimSpace(st.GetError()); v != "" {
+			d["error"] = v
+		}
+		if n := len(st.GetConflicts()); n > 0 {
+			d["conflicts"] = st.GetConflicts()
+		}
+		if st.GetDrifted() {
+			d["drifted"] = true
+		}
+		if u := urls.get(ctx, st.GetRelease()); u != "" {
+			d["url"] = u
+		}
+		h.record(ctx, audit.Event{Actor: actor, Action: "apply", Cluster: cluster, Release: st.GetRelease(), Detail: d})
+		var healed []map[string]any
+		for _, o := range st.GetDrift() {
+			if o.GetHealed() {
+				healed = append(healed, map[string]any{"object": o.GetObject(), "namespace": o.GetNamespace(), "paths": o.GetPaths()})
+			}
+		}
+		if len(healed) > 0 {
+			h.record(ctx, audit.Event{Actor: actor, Action: "drift.healed", Cluster: cluster, Release: st.GetRelease(), Detail: map[string]any{
+				"revision": st.GetRevision(), "digest": st.GetDigest(), "objects": healed,
+			}})
+		}
+	}
+}
+
+// sourceURLs finds the source URL of a cluster's releases in its desired state, read once
+// per Report call and only when a record needs it.
+type sourceURLs struct {
+	h       *Hub
+	cluster string
+	byRel   map[string]string
+}
+
+func (s *sourceURLs) get(ctx context.Context, release string) string {
+	if s.byRel == nil {
+		s.byRel = map[string]string{}
+		if ds, err := s.h.store.GetDesiredState(ctx, s.cluster); err == nil {
+			if as, err := schedule.Decode(ds.Document); err == nil {
+				for _, a := range as {
+					s.byRel[a.Release] = a.URL
+				}
+			}
+		}
+	}
+	return s.byRel[release]
+}
