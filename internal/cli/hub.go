@@ -13,7 +13,10 @@ import (
 )
 
 func newHubCommand(s streams) *cobra.Command {
-	var opts hub.Options
+	var (
+		opts        hub.Options
+		metricsAddr string
+	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
 		Short: "Run the hub: fleet configuration, sources, scheduling, agent and user endpoints",
@@ -50,6 +53,14 @@ Everything survives a restart.`,
 			if err != nil {
 				return err
 			}
+			if metricsAddr != "" {
+				srv, err := serveMetrics(ctx, metricsAddr, h.Metrics())
+				if err != nil {
+					return err
+				}
+				defer srv.Close()
+				fmt.Fprintf(s.errOut, "Metrics:            http://%s/metrics\n", srv.Addr)
+			}
 			fmt.Fprintf(s.errOut, "Hub agent endpoint: %s\nHub API:            %s\nAdmin token:        %s\nCA:                 %s\n",
 				h.AgentURL(), h.APIURL(), filepath.Join(opts.DataDir, hub.AdminTokenFile), h.CAPath())
 			return h.Run(ctx)
@@ -57,6 +68,7 @@ Everything survives a restart.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	f.StringVar(&opts.Fleet, "fleet", "", "fleet configuration: a directory or a Git URL (required)")
 	f.StringVar(&opts.FleetBranch, "fleet-branch", "", "branch of a Git fleet repository (default: its HEAD)")
 	f.StringVar(&opts.FleetPath, "fleet-path", "", "directory inside a Git fleet repository (default: its root)")

@@ -173,13 +173,19 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 			}
 			h.log.Warn("agent's outbox compacted reports before they could be sent", "cluster", cluster, "compacted", n)
 		}
+		ingestStart := time.Now()
 		duplicate, err := h.store.IngestReport(ctx, cluster, r.GetSeq(), statuses)
+		h.metrics.observeStore("ingest_report", ingestStart)
 		if err != nil {
 			// Ack what was stored so far; the agent resends the rest.
+			h.metrics.reports.WithLabelValues("failed").Inc()
 			h.log.Warn("ingest report", "cluster", cluster, "seq", r.GetSeq(), "error", err)
 			break
 		}
-		if !duplicate {
+		if duplicate {
+			h.metrics.reports.WithLabelValues("duplicate").Inc()
+		} else {
+			h.metrics.reports.WithLabelValues("ingested").Inc()
 			h.recordReport(ctx, cluster, r, urls)
 		}
 		resp.Acked = append(resp.Acked, r.GetSeq())
@@ -220,7 +226,7 @@ func (h *Hub) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("ETag", `"`+digest+`"`)
 	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
 	w.Header().Set("Content-Type", "application/gzip")
-	http.ServeContent(w, r, "", st.ModTime(), f)
+	http.ServeContent(countingWriter{ResponseWriter: w, n: &h.metrics.artifactBytes}, r, "", st.ModTime(), f)
 }
 
 func referencesDigest(ds store.DesiredState, digest string) bool {

@@ -240,7 +240,14 @@ func (c *controller) applyPoll(ctx context.Context, r pollResult) bool {
 	return changed
 }
 
-func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (schedule.Artifact, error) {
+func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (art schedule.Artifact, err error) {
+	start := time.Now()
+	defer func() {
+		c.h.metrics.pollDuration.WithLabelValues(s.Metadata.Name).Observe(time.Since(start).Seconds())
+		if err != nil {
+			c.h.metrics.pollErrors.WithLabelValues(s.Metadata.Name).Inc()
+		}
+	}()
 	git := s.Spec.Git
 	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit}
 	if git.CredentialsFile != "" {
@@ -292,6 +299,7 @@ func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (schedul
 // the store raises the generation only where the document changed, and only those clusters'
 // agents are woken. Artifacts no desired state refers to any more are deleted.
 func (c *controller) reschedule(ctx context.Context) {
+	defer func(start time.Time) { c.h.metrics.reschedule.Observe(time.Since(start).Seconds()) }(time.Now())
 	c.mu.Lock()
 	fleet := c.fleet
 	arts := make(map[string]schedule.Artifact, len(c.artifacts))
@@ -342,6 +350,7 @@ func (c *controller) reschedule(ctx context.Context) {
 			continue
 		}
 		if changed {
+			c.h.metrics.desiredUpdates.Inc()
 			c.h.log.Info("desired state changed", "cluster", cl.Name, "generation", gen, "assignments", len(assignments))
 			c.h.watchers.notify(cl.Name)
 		}

@@ -114,6 +114,7 @@ type Hub struct {
 
 	agentLn, apiLn net.Listener
 	watchers       *watchers
+	metrics        *metrics
 	ctrl           *controller
 	seen           *lastSeen
 }
@@ -153,6 +154,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	}
 	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
 	h.seen = newLastSeen(st, h.log)
+	h.metrics = newMetrics(h)
 	h.ctrl = newController(h)
 	if h.agentLn, err = net.Listen("tcp", opts.AgentAddr); err != nil {
 		h.audit.Close()

@@ -184,6 +184,19 @@ func TestFaultAgentKilledMidApply(t *testing.T) {
 		return strings.Contains(m, `flotilla_agent_objects{release="web"} 12`) && strings.Contains(m, "flotilla_agent_hub_connected 1") &&
 			strings.Contains(m, "flotilla_agent_outbox_depth 0")
 	})
+	hubMetrics := f.scrapeHub()
+	for _, want := range []string{
+		"flotilla_hub_agents_connected 1", `flotilla_hub_reports_total{outcome="ingested"}`,
+		"flotilla_hub_artifact_bytes_served_total", `flotilla_hub_source_poll_duration_seconds_count{source="apps"}`,
+		"flotilla_hub_desired_state_updates_total", `flotilla_hub_store_duration_seconds_count{operation="ingest_report"}`,
+	} {
+		if !strings.Contains(hubMetrics, want) {
+			t.Errorf("hub metrics lack %q", want)
+		}
+	}
+	if strings.Contains(hubMetrics, `cluster="`) {
+		t.Error("hub metrics carry a per-cluster label: cardinality would grow with the fleet")
+	}
 	f.checkReports()
 }
 

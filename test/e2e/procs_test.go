@@ -106,10 +106,11 @@ type procFleet struct {
 	agents    map[string]*proc
 	// produced counts, per cluster, the reports of agent incarnations whose state dir is gone
 	// (read before wiping); lost counts those that died unsent with the disk.
-	produced map[string]int64
-	lost     map[string]int64
-	firstSeq map[string]uint64
-	metrics  map[string]string // agent metrics address by cluster
+	produced   map[string]int64
+	lost       map[string]int64
+	firstSeq   map[string]uint64
+	metrics    map[string]string // agent metrics address by cluster
+	hubMetrics string
 }
 
 func freeAddr(t *testing.T) string {
@@ -125,7 +126,7 @@ func freeAddr(t *testing.T) string {
 func newProcFleet(t *testing.T, fleetURL string, labels map[string]map[string]string) *procFleet {
 	t.Helper()
 	f := &procFleet{
-		t: t, dir: t.TempDir(), fleetURL: fleetURL, agentAddr: freeAddr(t), apiAddr: freeAddr(t),
+		t: t, dir: t.TempDir(), fleetURL: fleetURL, agentAddr: freeAddr(t), apiAddr: freeAddr(t), hubMetrics: freeAddr(t),
 		clusters: map[string]*localcluster.Cluster{}, proxies: map[string]*faultproxy.Proxy{}, agents: map[string]*proc{},
 		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{}, metrics: map[string]string{},
 	}
@@ -167,7 +168,7 @@ func (f *procFleet) startHub() {
 	hubDir := filepath.Join(f.dir, "hub")
 	f.hub = startProc(f.t, filepath.Join(f.dir, "hub.log"), "hub", "--data-dir", hubDir, "--fleet", f.fleetURL,
 		"--fleet-branch", "main", "--fleet-path", "fleet", "--agent-addr", f.agentAddr, "--api-addr", f.apiAddr,
-		"--fleet-interval", "300ms", "--log-level", "debug")
+		"--fleet-interval", "300ms", "--log-level", "debug", "--metrics-addr", f.hubMetrics)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		token, err := os.ReadFile(filepath.Join(hubDir, "admin.token"))
@@ -278,9 +279,20 @@ func readAgentStats(f *procFleet, name string) (agent.Stats, error) {
 // scrapeAgent returns the Prometheus metrics of a cluster's running agent.
 func (f *procFleet) scrapeAgent(name string) string {
 	f.t.Helper()
-	resp, err := http.Get("http://" + f.metrics[name] + "/metrics")
+	return f.scrape(f.metrics[name])
+}
+
+// scrapeHub returns the hub's Prometheus metrics.
+func (f *procFleet) scrapeHub() string {
+	f.t.Helper()
+	return f.scrape(f.hubMetrics)
+}
+
+func (f *procFleet) scrape(addr string) string {
+	f.t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		f.t.Fatalf("scrape agent %s: %v", name, err)
+		f.t.Fatalf("scrape %s: %v", addr, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
