@@ -144,6 +144,16 @@ func createFleetRepo(dir string) error {
 	if err != nil {
 		return fmt.Errorf("fleet repository %s: %w", dir, err)
 	}
+	// A committer identity in the repository itself, so that the README's `git commit` works
+	// on a fresh machine where git has none configured.
+	cfg, err := repo.Config()
+	if err != nil {
+		return err
+	}
+	cfg.User.Name, cfg.User.Email = "Flotilla demo user", "demo@flotilla.dev"
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("fleet repository %s: %w", dir, err)
+	}
 	for name, content := range exampleFleet(repoURL) {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
