@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"runtime"
 	"time"
 
 	// Registers the pure-Go "sqlite" driver.
-	_ "modernc.org/sqlite"
+
+	"github.com/flotilla/flotilla/internal/sqlitedb"
 )
 
 // Event is one change: who (Actor) did what (Action) to which cluster and release, when, with
@@ -47,9 +46,6 @@ type Log struct {
 	now func() time.Time
 }
 
-// busyTimeout is how long a connection waits for a lock another process holds.
-const busyTimeout = 10 * time.Second
-
 const schema = `
 CREATE TABLE IF NOT EXISTS records (
 	seq       INTEGER PRIMARY KEY,
@@ -75,46 +71,14 @@ CREATE TABLE IF NOT EXISTS head (
 
 // Open opens the audit log in the SQLite file at path, creating it if it does not exist.
 func Open(ctx context.Context, path string) (*Log, error) {
-	if path == "" || path == ":memory:" {
-		return nil, fmt.Errorf("audit log %q: a file path is required", path)
-	}
-	w, err := sql.Open("sqlite", dsn(path, "_txlock=immediate", "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)"))
+	db, err := sqlitedb.Open(ctx, path, nil, func(ctx context.Context, w *sql.DB) error {
+		_, err := w.ExecContext(ctx, schema)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if _, err := w.ExecContext(ctx, schema); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("audit log %s: %w", path, err)
-	}
-	r, err := sql.Open("sqlite", dsn(path, "_pragma=query_only(1)"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("audit log %s: %w", path, err)
-	}
-	n := max(2, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		w.Close()
-		return nil, fmt.Errorf("audit log %s: %w", path, err)
-	}
-	return &Log{w: w, r: r, now: time.Now}, nil
-}
-
-// dsn builds a file: URI, so that a path containing '?' or '#' is not cut short.
-func dsn(path string, params ...string) string {
-	u := url.URL{Scheme: "file", Path: path, OmitHost: true}
-	q := fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeout.Milliseconds())
-	for _, p := range params {
-		q += "&" + p
-	}
-	u.RawQuery = q
-	return u.String()
+	return &Log{w: db.W, r: db.R, now: time.Now}, nil
 }
 
 // Close closes the log's connections.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/sqlitedb"
 )
 
 func openTest(t testing.TB) (*Log, string) {
@@ -29,7 +31,7 @@ func openTest(t testing.TB) (*Log, string) {
 // rawExec changes the file behind the log's back, as someone with access to it could.
 func rawExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path))
 	if err != nil {
 		t.Fatal(err)
 	}

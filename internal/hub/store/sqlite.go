@@ -6,18 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
-	"runtime"
 	"time"
 
-	// Registers the pure-Go "sqlite" driver: the hub stays a static binary without cgo.
-	_ "modernc.org/sqlite"
+	"github.com/flotilla/flotilla/internal/sqlitedb"
 )
-
-// busyTimeout is how long a connection waits for a lock another process holds (a second hub,
-// the sqlite3 shell) before failing with SQLITE_BUSY. Inside one hub writes never wait for each
-// other at the SQLite level: they queue on the single writer connection instead.
-const busyTimeout = 10 * time.Second
 
 // SQLite is the Store kept in one SQLite file, the hub's embedded default.
 //
@@ -43,64 +35,13 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 }
 
 func openSQLite(ctx context.Context, path string, migs []migration) (*SQLite, error) {
-	if path == "" || path == ":memory:" {
-		return nil, fmt.Errorf("sqlite store %q: a file path is required", path)
-	}
-	w, err := sql.Open("sqlite", dsn(path,
-		"_txlock=immediate",
-		"_pragma=journal_mode(WAL)",
-		"_pragma=foreign_keys(1)",
-		// FULL (the default, stated so nobody lowers it unknowingly): a commit the
-		// hub acknowledged, such as a consumed join token, survives a power cut.
-		"_pragma=synchronous(FULL)",
-	))
+	db, err := sqlitedb.Open(ctx, path, []string{"foreign_keys(1)"}, func(ctx context.Context, w *sql.DB) error {
+		return migrate(ctx, w, migs)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-
-	// The writer connection switches the file to WAL and migrates it before any reader
-	// connects, so readers never see a half-built schema.
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-	if err := migrate(ctx, w, migs); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-
-	r, err := sql.Open("sqlite", dsn(path,
-		"_pragma=foreign_keys(1)",
-		"_pragma=query_only(1)",
-	))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-	n := max(2, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		w.Close()
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-	return &SQLite{w: w, r: r, now: time.Now}, nil
-}
-
-// dsn builds a file: URI, so that a path containing '?' or '#' is not cut short.
-func dsn(path string, params ...string) string {
-	u := url.URL{Scheme: "file", Path: path, OmitHost: true}
-	q := fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeout.Milliseconds())
-	for _, p := range params {
-		q += "&" + p
-	}
-	u.RawQuery = q
-	return u.String()
+	return &SQLite{w: db.W, r: db.R, now: time.Now}, nil
 }
 
 // Close closes both connection pools.
