@@ -3,8 +3,6 @@ package v1alpha1
 import (
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-)
 
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite the seed corpus under testdata/fuzz/FuzzParseFleet")
+	"github.com/flotilla/flotilla/internal/fuzzseed"
+)
 
 // fuzzSeeds are the committed seed corpus of FuzzParseFleet, by file name: the example fleets
 // under testdata, each as one file (hidden files left out, as LoadDir leaves them out), and
@@ -63,20 +61,10 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 	return seeds
 }
 
-func TestWriteFuzzSeeds(t *testing.T) {
-	if !*writeFuzzSeeds {
-		t.Skip("run with -write-fuzz-seeds to rewrite the seed corpus")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzParseFleet")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range fuzzSeeds(t) {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%+q)\n", data)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
+// (-write-fuzz-seeds rewrites it).
+func TestFuzzSeedCorpus(t *testing.T) {
+	fuzzseed.Check(t, "FuzzParseFleet", fuzzSeeds(t))
 }
 
 // FuzzParseFleet parses arbitrary bytes as the only file of a fleet repository. No input may

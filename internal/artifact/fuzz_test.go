@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -15,9 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite the seed corpus under testdata/fuzz/FuzzUnpack")
+	"github.com/flotilla/flotilla/internal/fuzzseed"
+)
 
 // fuzzSeeds are the committed seed corpus, by file name.
 func fuzzSeeds(t testing.TB) map[string][]byte {
@@ -40,20 +39,10 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 	}
 }
 
-func TestWriteFuzzSeeds(t *testing.T) {
-	if !*writeFuzzSeeds {
-		t.Skip("run with -write-fuzz-seeds to rewrite the seed corpus")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzUnpack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range fuzzSeeds(t) {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%+q)\n", data)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
+// (-write-fuzz-seeds rewrites it).
+func TestFuzzSeedCorpus(t *testing.T) {
+	fuzzseed.Check(t, "FuzzUnpack", fuzzSeeds(t))
 }
 
 // FuzzUnpack checks that no input makes Unpack panic, write outside its

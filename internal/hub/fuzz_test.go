@@ -1,11 +1,7 @@
 package hub
 
 import (
-	"flag"
-	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +13,11 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/flotilla/flotilla/internal/fuzzseed"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
-
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite the seed corpora under testdata/fuzz")
 
 // fuzzSeeds are the committed seed corpora, by fuzz target and file name.
 func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
@@ -76,21 +71,11 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	}
 }
 
-func TestWriteFuzzSeeds(t *testing.T) {
-	if !*writeFuzzSeeds {
-		t.Skip("run with -write-fuzz-seeds to rewrite the seed corpora")
-	}
+// TestFuzzSeedCorpus checks that the committed seed corpora are what fuzzSeeds builds
+// (-write-fuzz-seeds rewrites them).
+func TestFuzzSeedCorpus(t *testing.T) {
 	for target, seeds := range fuzzSeeds(t) {
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range seeds {
-			content := fmt.Sprintf("go test fuzz v1\n[]byte(%+q)\n", data)
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fuzzseed.Check(t, target, seeds)
 	}
 }
 

@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite the seed corpus under testdata/fuzz/FuzzDecodeManifests")
+	"github.com/flotilla/flotilla/internal/fuzzseed"
+)
 
 // fuzzSeeds are the committed seed corpus of FuzzDecodeManifests, by file name.
 func fuzzSeeds() map[string][]byte {
@@ -25,20 +21,10 @@ func fuzzSeeds() map[string][]byte {
 	}
 }
 
-func TestWriteFuzzSeeds(t *testing.T) {
-	if !*writeFuzzSeeds {
-		t.Skip("run with -write-fuzz-seeds to rewrite the seed corpus")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeManifests")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range fuzzSeeds() {
-		content := fmt.Sprintf("go test fuzz v1\n[]byte(%+q)\n", data)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
+// (-write-fuzz-seeds rewrites it).
+func TestFuzzSeedCorpus(t *testing.T) {
+	fuzzseed.Check(t, "FuzzDecodeManifests", fuzzSeeds())
 }
 
 // FuzzDecodeManifests reads arbitrary bytes as a manifest file of a plain directory, as a
