@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,9 +23,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
-	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -195,9 +194,6 @@ func runReportStorm(b *testing.B, flotilla string) {
 // as an agent's first start does; every agent gets its own HTTP transport (connection).
 func joinStormAgents(b *testing.B, api *hubapi.Client, agentURL string, pool *x509.CertPool) []*stormAgent {
 	b.Helper()
-	joinHTTP := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	defer joinHTTP.CloseIdleConnections()
-	joiner := agentv1connect.NewJoinServiceClient(joinHTTP, agentURL)
 	agents := make([]*stormAgent, stormAgents)
 	g, ctx := errgroup.WithContext(b.Context())
 	g.SetLimit(8)
@@ -208,26 +204,11 @@ func joinStormAgents(b *testing.B, api *hubapi.Client, agentURL string, pool *x5
 			if err != nil {
 				return fmt.Errorf("cluster %s: add: %w", name, err)
 			}
-			key, err := pki.NewAgentKey()
-			if err != nil {
-				return err
-			}
-			csr, err := pki.CreateCSR(key, name)
-			if err != nil {
-				return err
-			}
-			resp, err := joiner.Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: j.JoinToken, CsrPem: csr}))
+			joined, err := agent.Join(ctx, agentURL, j.JoinToken)
 			if err != nil {
 				return fmt.Errorf("cluster %s: join: %w", name, err)
 			}
-			der, err := x509.MarshalECPrivateKey(key)
-			if err != nil {
-				return err
-			}
-			cert, err := tls.X509KeyPair(resp.Msg.GetCertificatePem(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
-			if err != nil {
-				return err
-			}
+			cert := joined.Certificate
 			hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
 			agents[i] = &stormAgent{name: name, http: hc, client: agentv1connect.NewAgentServiceClient(hc, agentURL)}
 			return nil

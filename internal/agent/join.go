@@ -66,6 +66,29 @@ func join(ctx context.Context, hubURL, rawToken, version string) (*identity, err
 	}, nil
 }
 
+// Joined is what joining a hub gives: the cluster identity, its client certificate and the
+// hub's CA.
+type Joined struct {
+	Cluster     string
+	Certificate tls.Certificate
+	CAPEM       []byte
+}
+
+// Join joins the hub with a one-time token as an agent does (a fresh key, the CA pinned by the
+// token) and returns the certificate, for programs that speak the protocol without running
+// an agent: tests, benchmarks, the fleet simulator.
+func Join(ctx context.Context, hubURL, token string) (Joined, error) {
+	id, err := join(ctx, hubURL, token, "")
+	if err != nil {
+		return Joined{}, err
+	}
+	cert, err := tls.X509KeyPair(id.CertPEM, id.KeyPEM)
+	if err != nil {
+		return Joined{}, fmt.Errorf("cluster %q: certificate from the hub: %w", id.Cluster, err)
+	}
+	return Joined{Cluster: id.Cluster, Certificate: cert, CAPEM: id.CAPEM}, nil
+}
+
 func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +23,9 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
-	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -110,27 +109,8 @@ func (th *testHub) addAgent(t *testing.T, name string, labels map[string]string)
 }
 
 func (th *testHub) join(ctx context.Context, token string) (tls.Certificate, error) {
-	tok, err := pki.ParseJoinToken(token)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	key, err := pki.NewAgentKey()
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	csr, err := pki.CreateCSR(key, tok.Cluster)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	resp, err := th.joinClient().Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: token, CsrPem: csr}))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(resp.Msg.GetCertificatePem(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	j, err := agent.Join(ctx, th.AgentURL(), token)
+	return j.Certificate, err
 }
 
 // wantShed checks that err is the hub shedding load: resource_exhausted with a Retry-After of

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -385,33 +385,10 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
-// tryJoin joins as an agent would: a fresh key, a CSR, the token, the pinned CA. It returns
-// the certificate and key on success.
+// tryJoin joins as an agent would and returns the client certificate.
 func tryJoin(ctx context.Context, hubURL, token string) (tls.Certificate, error) {
-	tok, err := pki.ParseJoinToken(token)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	key, err := pki.NewAgentKey()
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	csr, err := pki.CreateCSR(key, tok.Cluster)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{
-		InsecureSkipVerify: true, VerifyPeerCertificate: pki.PinnedVerifier(tok.CAFingerprint), //nolint:gosec // pinned CA
-	}}}
-	resp, err := agentv1connect.NewJoinServiceClient(hc, hubURL).Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: token, CsrPem: csr}))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(resp.Msg.GetCertificatePem(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	j, err := agent.Join(ctx, hubURL, token)
+	return j.Certificate, err
 }
 
 func mtls(t *testing.T, caPEM []byte, cert tls.Certificate) *http.Client {
