@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
-
-func slicesSort(s []string) { slices.Sort(s) }
 
 func newClusterCommand(s streams) *cobra.Command {
 	var hf hubFlags

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,7 +97,7 @@ func labelString(labels map[string]string) string {
 	for k := range labels {
 		keys = append(keys, k)
 	}
-	slicesSort(keys)
+	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + labels[k]

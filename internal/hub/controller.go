@@ -161,8 +161,8 @@ func (c *controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 }
 
 func (c *controller) currentFleetRev() string {
-	// Called with c.mu held by loadFleet's caller chain only through readFleet, which runs
-	// before loadFleet takes the lock.
+	// Only the controller's goroutine writes fleetRev (in loadFleet, under c.mu, for readers
+	// elsewhere) and only it calls this, so the read needs no lock.
 	return c.fleetRev
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/internal/artifact"
@@ -115,6 +116,7 @@ type Hub struct {
 	agentLn, apiLn net.Listener
 	watchers       *watchers
 	metrics        *metrics
+	errs           *connect.ErrorWriter
 	ctrl           *controller
 	seen           *lastSeen
 }
@@ -138,7 +140,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
-	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers()}
+	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers(), errs: connect.NewErrorWriter()}
 	var err error
 	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.now()); err != nil {
 		return nil, err

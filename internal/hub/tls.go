@@ -3,8 +3,10 @@ package hub
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net/http"
-	"strings"
+
+	"connectrpc.com/connect"
 )
 
 func serverTLS(cert tls.Certificate) *tls.Config {
@@ -34,7 +36,7 @@ func clusterFrom(ctx context.Context) string {
 func (h *Hub) requireAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			writeConnectError(w, http.StatusUnauthorized, "unauthenticated", "a client certificate is required: join first")
+			h.deny(w, r, connect.CodeUnauthenticated, "a client certificate is required: join first")
 			return
 		}
 		raw := make([][]byte, len(r.TLS.PeerCertificates))
@@ -43,16 +45,16 @@ func (h *Hub) requireAgent(next http.Handler) http.Handler {
 		}
 		cluster, serial, err := h.ca.VerifyAgent(raw, h.now())
 		if err != nil {
-			writeConnectError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+			h.deny(w, r, connect.CodeUnauthenticated, err.Error())
 			return
 		}
 		ok, err := h.store.CertificateValid(r.Context(), serial, cluster)
 		if err != nil {
-			writeConnectError(w, http.StatusServiceUnavailable, "unavailable", "check certificate: "+err.Error())
+			h.deny(w, r, connect.CodeUnavailable, "check certificate: "+err.Error())
 			return
 		}
 		if !ok {
-			writeConnectError(w, http.StatusForbidden, "permission_denied", "cluster "+cluster+": certificate revoked or cluster removed")
+			h.deny(w, r, connect.CodePermissionDenied, "cluster "+cluster+": certificate revoked or cluster removed")
 			return
 		}
 		h.seen.touch(cluster, "")
@@ -60,15 +62,9 @@ func (h *Hub) requireAgent(next http.Handler) http.Handler {
 	})
 }
 
-// writeConnectError answers in the Connect protocol's error shape, which connect clients
-// decode into a *connect.Error with the right code, and plain HTTP clients read as JSON.
-func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"code":"` + code + `","message":` + quoteJSON(msg) + `}`))
-}
-
-func quoteJSON(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`)
-	return `"` + r.Replace(s) + `"`
+// deny answers with a Connect error, in whichever of the Connect, gRPC or gRPC-Web shapes the
+// request used (streams included), so that clients decode the code; plain HTTP clients get
+// the status code that goes with it.
+func (h *Hub) deny(w http.ResponseWriter, r *http.Request, code connect.Code, msg string) {
+	_ = h.errs.Write(w, r, connect.NewError(code, errors.New(msg)))
 }
