@@ -152,11 +152,31 @@ func (s *state) enqueue(r *agentv1.Report, max int) error {
 		if err := tx.Bucket(bucketIdentity).Put(keyNextSeq, seqKey(seq+1)); err != nil {
 			return err
 		}
-		if max > 0 && b.Stats().KeyN > max {
-			return compact(b)
+		n := outboxCount(tx) + 1
+		if max > 0 && n > max {
+			dropped, err := compact(b)
+			if err != nil {
+				return err
+			}
+			n -= dropped
 		}
-		return nil
+		return setOutboxCount(tx, n)
 	})
+}
+
+// keyOutboxCount keeps the number of reports in the outbox, updated in the transactions that
+// change it: counting the bucket (Stats) would walk all its pages on every report.
+var keyOutboxCount = []byte("outbox-count")
+
+func outboxCount(tx *bolt.Tx) int {
+	if v := tx.Bucket(bucketIdentity).Get(keyOutboxCount); v != nil {
+		return int(binary.BigEndian.Uint64(v))
+	}
+	return tx.Bucket(bucketOutbox).Stats().KeyN // a state dir from before the counter
+}
+
+func setOutboxCount(tx *bolt.Tx, n int) error {
+	return tx.Bucket(bucketIdentity).Put(keyOutboxCount, seqKey(uint64(max(n, 0))))
 }
 
 // compact bounds the outbox while the hub is away: going from the newest report to the oldest,
@@ -164,7 +184,8 @@ func (s *state) enqueue(r *agentv1.Report, max int) error {
 // each assignment always survives, and deletes the reports left empty. The number of reports
 // deleted (with any count they carried) is added to the newest report's Compacted, which the
 // hub records: reports are lost to the bound, never silently.
-func compact(b *bolt.Bucket) error {
+// It returns the number of reports deleted.
+func compact(b *bolt.Bucket) (int, error) {
 	seen := map[string]bool{}
 	var drop [][]byte
 	rewrite := map[string][]byte{}
@@ -175,7 +196,7 @@ func compact(b *bolt.Bucket) error {
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {
 		r := &agentv1.Report{}
 		if err := proto.Unmarshal(v, r); err != nil {
-			return fmt.Errorf("outbox entry %d: %w", binary.BigEndian.Uint64(k), err)
+			return 0, fmt.Errorf("outbox entry %d: %w", binary.BigEndian.Uint64(k), err)
 		}
 		kept := r.Statuses[:0]
 		for _, st := range r.Statuses {
@@ -194,34 +215,34 @@ func compact(b *bolt.Bucket) error {
 			r.Statuses = kept
 			data, err := proto.Marshal(r)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			rewrite[string(k)] = data
 		}
 	}
 	for k, data := range rewrite {
 		if err := b.Put([]byte(k), data); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, k := range drop {
 		if err := b.Delete(k); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if carried == 0 {
-		return nil
+		return len(drop), nil
 	}
 	newest := &agentv1.Report{}
 	if err := proto.Unmarshal(b.Get(newestKey), newest); err != nil {
-		return err
+		return 0, err
 	}
 	newest.Compacted += carried
 	data, err := proto.Marshal(newest)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return b.Put(newestKey, data)
+	return len(drop), b.Put(newestKey, data)
 }
 
 // setNextSeq makes the next report use seq at least (the hub says where a re-joined agent's
@@ -288,19 +309,24 @@ func (s *state) pending(max int) ([]*agentv1.Report, error) {
 func (s *state) ack(seqs []uint64) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOutbox)
+		n := outboxCount(tx)
 		for _, seq := range seqs {
+			if b.Get(seqKey(seq)) == nil {
+				continue // acked twice: count it once
+			}
 			if err := b.Delete(seqKey(seq)); err != nil {
 				return err
 			}
+			n--
 		}
-		return nil
+		return setOutboxCount(tx, n)
 	})
 }
 
 func (s *state) outboxDepth() int {
 	n := 0
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketOutbox).Stats().KeyN
+		n = outboxCount(tx)
 		return nil
 	})
 	return n

@@ -45,6 +45,9 @@ func TestOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d := st.outboxDepth(); d != len(pending) {
+		t.Errorf("outbox depth counter = %d, but the outbox holds %d reports", d, len(pending))
+	}
 	if len(pending) > bound {
 		t.Errorf("outbox holds %d reports, bound is %d", len(pending), bound)
 	}
@@ -76,6 +79,9 @@ func TestOutbox(t *testing.T) {
 		seqs = append(seqs, r.Seq)
 	}
 	if err := st.ack(seqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ack(seqs[:1]); err != nil { // a late duplicate ack changes nothing
 		t.Fatal(err)
 	}
 	if n := st.outboxDepth(); n != 0 {
