@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -36,7 +35,11 @@ func (h *Hub) apiHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/status", h.status)
 	mux.HandleFunc("GET /api/v1/audit", h.listAudit)
 	mux.HandleFunc("GET /api/v1/audit/verify", h.verifyAudit)
-	return h.requireAdmin(h.auditAPICalls(mux))
+	root := http.NewServeMux()
+	root.Handle("/api/", h.requireAdmin(h.auditAPICalls(mux)))
+	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
+	root.Handle("/", h.dashboardHandler())
+	return root
 }
 
 func (h *Hub) requireAdmin(next http.Handler) http.Handler {
@@ -260,69 +263,11 @@ func (h *Hub) listSources(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Hub) status(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	clusters, err := h.store.ListClusters(ctx)
+	out, err := h.fleetStatus(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	statuses, err := h.store.ListStatuses(ctx)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	}
-	reported := map[[2]string]store.AssignmentStatus{}
-	for _, s := range statuses {
-		reported[[2]string{s.Cluster, s.Release}] = s
-	}
-	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: []hubapi.AssignmentView{}}
-	if fs, err := h.store.GetFleetStatus(ctx); err == nil {
-		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
-	}
-	srcs, _ := h.store.ListSourceStatuses(ctx)
-	for _, s := range srcs {
-		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
-	}
-	h.ctrl.mu.Lock()
-	for _, p := range h.ctrl.problems {
-		out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
-	}
-	h.ctrl.mu.Unlock()
-	for _, c := range clusters {
-		c.LastSeen, c.AgentVersion = h.seen.get(c)
-		ds, err := h.store.GetDesiredState(ctx, c.Name)
-		if err != nil {
-			continue
-		}
-		as, err := schedule.Decode(ds.Document)
-		if err != nil {
-			continue
-		}
-		for _, a := range as {
-			v := hubapi.AssignmentView{Release: a.Release, Cluster: c.Name, DesiredRevision: a.Revision, Phase: "Pending"}
-			if !c.LastSeen.IsZero() {
-				t := c.LastSeen
-				v.LastSeen = &t
-				v.Reachable = h.now().Sub(t) < UnreachableAfter
-			}
-			if s, ok := reported[[2]string{c.Name, a.Release}]; ok {
-				v.AppliedRevision, v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Revision, s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
-				v.Phase = s.Phase
-				if s.Digest != a.Digest || s.Revision != a.Revision {
-					// The agent has not acted on the desired revision yet.
-					v.Phase = "Progressing"
-				}
-			}
-			out.Assignments = append(out.Assignments, v)
-		}
-	}
-	sort.Slice(out.Assignments, func(i, j int) bool {
-		a, b := out.Assignments[i], out.Assignments[j]
-		if a.Release != b.Release {
-			return a.Release < b.Release
-		}
-		return a.Cluster < b.Cluster
-	})
 	writeJSON(w, http.StatusOK, out)
 }
 
