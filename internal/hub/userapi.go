@@ -35,6 +35,7 @@ func (h *Hub) apiHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/status", h.status)
 	mux.HandleFunc("GET /api/v1/audit", h.listAudit)
 	mux.HandleFunc("GET /api/v1/audit/verify", h.verifyAudit)
+	h.dashboardAPI(mux)
 	root := http.NewServeMux()
 	root.Handle("/api/", h.requireAdmin(h.auditAPICalls(mux)))
 	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
