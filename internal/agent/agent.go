@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -25,8 +26,17 @@ type Options struct {
 	HubURL string
 	// JoinToken is the one-time token from `flotilla cluster add`.
 	JoinToken string
-	// RESTConfig reaches the cluster this agent reconciles.
+	// RESTConfig reaches the cluster this agent reconciles. Required unless Target is set.
 	RESTConfig *rest.Config
+	// Target, when set, is what the agent reconciles into instead of the API server that
+	// RESTConfig reaches (the fleet simulator's in-memory clusters).
+	Target Target
+	// DialContext, when set, opens the agent's TCP connections to the hub (the fleet
+	// simulator counts the bytes that cross them). Default: a net.Dialer.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// WrapTransport, when set, wraps the agent's HTTP transport to the hub (the fleet
+	// simulator counts requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// StateDir keeps identity, desired state, outbox and artifacts.
 	StateDir string
 	// Version is reported to the hub.
@@ -71,7 +81,7 @@ type Agent struct {
 	log        *slog.Logger
 	st         *state
 	id         *identity
-	reconciler *reconcile.Reconciler
+	reconciler Target
 	httpClient *http.Client
 	cert       clientCert
 	transport  *swappableTransport
@@ -94,7 +104,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("a state dir is required")
 	}
-	if opts.RESTConfig == nil {
+	if opts.RESTConfig == nil && opts.Target == nil {
 		return nil, errors.New("a cluster configuration is required")
 	}
 	st, err := openState(opts.StateDir)
@@ -137,12 +147,14 @@ func (a *Agent) init(ctx context.Context) error {
 		id.HubURL = a.opts.HubURL
 	}
 	a.id = id
-	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert); err != nil {
+	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert, a.opts.DialContext, a.opts.WrapTransport); err != nil {
 		return err
 	}
 	a.client = agentv1connect.NewAgentServiceClient(a.httpClient, id.HubURL)
-	if a.reconciler, err = reconcile.New(a.opts.RESTConfig, reconcile.Config{}, a.log); err != nil {
-		return err
+	if a.reconciler = a.opts.Target; a.reconciler == nil {
+		if a.reconciler, err = reconcile.New(a.opts.RESTConfig, reconcile.Config{}, a.log); err != nil {
+			return err
+		}
 	}
 	ds, err := a.st.loadDesired()
 	if err != nil {

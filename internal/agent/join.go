@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -114,7 +115,8 @@ func (c *clientCert) set(id *identity) error {
 
 // mtlsClient is the agent's HTTP client: its certificate, and only the hub's CA as root. One
 // HTTP/2 connection carries the watch stream, reports, heartbeats and artifact downloads.
-func mtlsClient(id *identity, cert *clientCert) (*http.Client, *swappableTransport, error) {
+// dial, when set, opens the TCP connections; wrap, when set, wraps the transport.
+func mtlsClient(id *identity, cert *clientCert, dial func(context.Context, string, string) (net.Conn, error), wrap func(http.RoundTripper) http.RoundTripper) (*http.Client, *swappableTransport, error) {
 	if err := cert.set(id); err != nil {
 		return nil, nil, err
 	}
@@ -133,10 +135,15 @@ func mtlsClient(id *identity, cert *clientCert) (*http.Client, *swappableTranspo
 				},
 			},
 			IdleConnTimeout: 90 * time.Second,
+			DialContext:     dial,
 		}
 	}}
 	st.renew()
-	return &http.Client{Transport: st}, st, nil
+	var rt http.RoundTripper = st
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	return &http.Client{Transport: rt}, st, nil
 }
 
 // swappableTransport lets a renewed certificate take effect at once: the hub checks the
