@@ -58,8 +58,12 @@ type Options struct {
 	MaxInflightReports int
 	// TokenTTL is the lifetime of join tokens. Default 24h.
 	TokenTTL time.Duration
-	Logger   *slog.Logger
-	Version  string
+	// UnreachableAfter is how long a cluster's agent may stay silent before the cluster is
+	// shown as unreachable (never as Ready). Agents heartbeat every 30s by default, so the
+	// default of 2m tolerates a few lost heartbeats.
+	UnreachableAfter time.Duration
+	Logger           *slog.Logger
+	Version          string
 }
 
 func (o *Options) setDefaults() {
@@ -77,6 +81,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.TokenTTL <= 0 {
 		o.TokenTTL = 24 * time.Hour
+	}
+	if o.UnreachableAfter <= 0 {
+		o.UnreachableAfter = DefaultUnreachableAfter
 	}
 	if o.AgentQPS <= 0 {
 		o.AgentQPS = 20

@@ -91,3 +91,9 @@ func (l *lastSeen) flush(ctx context.Context) {
 		}
 	}
 }
+
+// reachable reports whether an agent last seen at seen counts as reachable now: heard from
+// within Options.UnreachableAfter. A zero seen (never heard from) is not reachable.
+func (h *Hub) reachable(seen time.Time) bool {
+	return !seen.IsZero() && h.now().Sub(seen) < h.opts.UnreachableAfter
+}

@@ -18,9 +18,15 @@ import (
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
-// UnreachableAfter: a cluster whose agent has not been heard from for this long is shown as
-// unreachable, never as Ready.
-const UnreachableAfter = 2 * time.Minute
+// DefaultUnreachableAfter is Options.UnreachableAfter's default: a cluster whose agent has not
+// been heard from for this long is shown as unreachable, never as Ready.
+const DefaultUnreachableAfter = 2 * time.Minute
+
+// UnreachableAfter is the default of Options.UnreachableAfter.
+//
+// Deprecated: the hub's threshold is Options.UnreachableAfter (flag --unreachable-after); use
+// h.reachable(seen). Kept only until the dashboard code moves over.
+const UnreachableAfter = DefaultUnreachableAfter
 
 func (h *Hub) apiHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -146,7 +152,7 @@ func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
 	if !c.LastSeen.IsZero() {
 		t := c.LastSeen
 		v.LastSeen = &t
-		v.Reachable = h.now().Sub(t) < UnreachableAfter
+		v.Reachable = h.reachable(t)
 	}
 	if st, err := h.store.ReportStats(r.Context(), c.Name); err == nil {
 		v.ReportsIngested, v.ReportsCompacted, v.LastReportSeq = st.Ingested, st.Compacted, st.LastSeq

@@ -54,7 +54,7 @@ func (h *Hub) fleetStatus(ctx context.Context) (hubapi.StatusView, error) {
 			if !c.LastSeen.IsZero() {
 				t := c.LastSeen
 				v.LastSeen = &t
-				v.Reachable = h.now().Sub(t) < UnreachableAfter
+				v.Reachable = h.reachable(t)
 			}
 			if s, ok := reported[[2]string{c.Name, a.Release}]; ok {
 				v.AppliedRevision, v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Revision, s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error

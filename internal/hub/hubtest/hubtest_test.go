@@ -1,0 +1,39 @@
+package hubtest_test
+
+import (
+	"testing"
+
+	"github.com/flotilla/flotilla/internal/hub/hubtest"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// TestStart checks that the seeded fleet is what the API shows: every assignment listed, at
+// the source's revision, with the seeded phases.
+func TestStart(t *testing.T) {
+	f := hubtest.Start(t, hubtest.Options{Clusters: 60, Releases: 3})
+	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(st.Assignments), 60*3; got != want {
+		t.Fatalf("status lists %d assignments, want %d", got, want)
+	}
+	phases := map[string]int{}
+	for _, a := range st.Assignments {
+		if a.DesiredRevision != f.Revision {
+			t.Errorf("%s on %s desires %q, want %q", a.Release, a.Cluster, a.DesiredRevision, f.Revision)
+		}
+		phases[a.Phase]++
+	}
+	// Of 60 clusters: 6 run the old revision (i%10==3), 3 failed (i%20==7).
+	if phases["Progressing"] != 6*3 || phases["Failed"] != 3*3 {
+		t.Errorf("phases = %v, want 18 Progressing and 9 Failed", phases)
+	}
+	if len(f.Unreachable) != 1 || f.Unreachable[0] != "cluster-0049" {
+		t.Errorf("unreachable = %v, want [cluster-0049]", f.Unreachable)
+	}
+}
