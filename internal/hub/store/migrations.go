@@ -11,22 +11,30 @@ import (
 	"time"
 )
 
-// migration is one step of the SQLite schema. Steps are applied in order and recorded in
-// schema_migrations by version, which is the step's position in the list counted from 1.
-// Released steps are never edited or reordered: a change to the schema is a new step at the
-// end, so that every file, however old, reaches the same schema.
+// migration is one step of the schema, written once for each database: both stores have the
+// same steps, with the same versions and names, so a hub of a given version has the same tables
+// whichever store it runs on. Steps are applied in order and recorded in schema_migrations by
+// version, which is the step's position in the list counted from 1. Released steps are never
+// edited or reordered (the SQLite text least of all: existing hub.db files recorded it): a
+// change to the schema is a new step at the end, with both texts, so that every database,
+// however old, reaches the same schema.
 type migration struct {
-	name string
-	sql  string
+	name     string
+	sql      string // SQLite
+	postgres string // PostgreSQL
 }
 
-// migrations is the SQLite schema, oldest step first.
+// migrations is the schema, oldest step first.
 //
-// Conventions: tables are STRICT, so a value of the wrong type is an error rather than
+// SQLite conventions: tables are STRICT, so a value of the wrong type is an error rather than
 // silently stored; times are INTEGER unix nanoseconds, 0 for the zero time (NULL where "not
 // yet" is tested in SQL); labels are a JSON object in TEXT.
+//
+// PostgreSQL conventions: the same tables and keys; times are timestamptz (microseconds, the
+// precision the store contract promises), NULL where "not yet" is tested in SQL; labels are
+// JSONB; report seqs are BIGINT holding the uint64's bits, as in SQLite.
 var migrations = []migration{
-	{name: "initial schema", sql: `
+	{name: "initial schema", postgres: postgresInitialSchema, sql: `
 CREATE TABLE clusters (
 	name          TEXT PRIMARY KEY,
 	labels        TEXT NOT NULL,
@@ -105,7 +113,7 @@ CREATE TABLE fleet_status (
 	updated_at INTEGER NOT NULL
 ) STRICT;
 `},
-	{name: "compacted reports", sql: `
+	{name: "compacted reports", postgres: postgresCompactions, sql: `
 -- Reports an agent's bounded outbox dropped before it could send them, as the agent said with
 -- the report seq that carried the count: keyed by (cluster, seq) so a resent report counts once.
 CREATE TABLE compactions (
@@ -117,22 +125,49 @@ CREATE TABLE compactions (
 `},
 }
 
+// dialect is what migrate needs to know of a database.
+type dialect struct {
+	// lock, if set, runs first in the migration's transaction: it serialises hubs that
+	// start at once against one server.
+	lock string
+	// table creates schema_migrations if it does not exist.
+	table string
+	// record inserts (version, name, applied_at) into schema_migrations.
+	record string
+	// appliedAt is the value of applied_at for now.
+	appliedAt func(now time.Time) any
+	// step is the text of m for this database.
+	step func(m migration) string
+}
+
+var sqliteDialect = dialect{
+	table: `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at INTEGER NOT NULL
+) STRICT`,
+	record:    `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+	appliedAt: func(now time.Time) any { return toNanos(now) },
+	step:      func(m migration) string { return m.sql },
+}
+
 // migrate brings the schema of db up to migs, all steps in one transaction: a step that fails
-// leaves the file as it was. It refuses a file that records versions beyond migs, because a
-// newer hub wrote it and this one would misread or damage its data.
-func migrate(ctx context.Context, db *sql.DB, migs []migration) error {
+// leaves the database as it was. It refuses a database that records versions beyond migs,
+// because a newer hub wrote it and this one would misread or damage its data.
+func migrate(ctx context.Context, db *sql.DB, migs []migration, d dialect) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("schema migration: %w", err)
 	}
 	defer tx.Rollback() // a no-op once committed
 
-	if _, err := tx.ExecContext(ctx, `
-CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    INTEGER PRIMARY KEY,
-	name       TEXT NOT NULL,
-	applied_at INTEGER NOT NULL
-) STRICT`); err != nil {
+	if d.lock != "" {
+		if _, err := tx.ExecContext(ctx, d.lock); err != nil {
+			return fmt.Errorf("schema migration: lock: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, d.table); err != nil {
 		return fmt.Errorf("schema migration: %w", err)
 	}
 
@@ -148,22 +183,20 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("schema has migration(s) %s unknown to this hub, which knows 1 to %d: "+
-			"the file was written by a newer flotilla; run that version or restore a backup",
+			"the database was written by a newer flotilla; run that version or restore a backup",
 			strings.Join(unknown, ", "), len(migs))
 	}
 
-	now := toNanos(time.Now())
+	now := d.appliedAt(time.Now())
 	for i, m := range migs {
 		v := i + 1
 		if applied[v] {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		if _, err := tx.ExecContext(ctx, d.step(m)); err != nil {
 			return fmt.Errorf("schema migration %d (%s): %w", v, m.name, err)
 		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			v, m.name, now); err != nil {
+		if _, err := tx.ExecContext(ctx, d.record, v, m.name, now); err != nil {
 			return fmt.Errorf("schema migration %d (%s): %w", v, m.name, err)
 		}
 	}

@@ -36,7 +36,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 func openSQLite(ctx context.Context, path string, migs []migration) (*SQLite, error) {
 	db, err := sqlitedb.Open(ctx, path, []string{"foreign_keys(1)"}, func(ctx context.Context, w *sql.DB) error {
-		return migrate(ctx, w, migs)
+		return migrate(ctx, w, migs, sqliteDialect)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)

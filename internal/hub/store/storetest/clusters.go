@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -16,7 +17,7 @@ func (o opener) testClusters(t *testing.T) {
 			Name:         "edge-1",
 			Labels:       map[string]string{"env": "prod", "region": "eu-west", "quote": `a"b\c`, "unicode": "ünï"},
 			CreatedAt:    at(0),
-			LastSeen:     at(5),
+			LastSeen:     at(5 * time.Second),
 			AgentVersion: "v1.2.3",
 		}
 		must(t, s.AddCluster(ctx, want))
@@ -98,11 +99,11 @@ func (o opener) testClusters(t *testing.T) {
 	t.Run("touch records last seen and agent version", func(t *testing.T) {
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
-		must(t, s.TouchCluster(ctx, "edge-1", at(10), "v1.0.0"))
-		must(t, s.TouchCluster(ctx, "edge-1", at(20), "v1.1.0"))
+		must(t, s.TouchCluster(ctx, "edge-1", at(10*time.Second), "v1.0.0"))
+		must(t, s.TouchCluster(ctx, "edge-1", at(20*time.Second), "v1.1.0"))
 		got, err := s.GetCluster(ctx, "edge-1")
 		must(t, err)
-		want := store.Cluster{Name: "edge-1", Labels: map[string]string{"app": "edge-1"}, CreatedAt: at(0), LastSeen: at(20), AgentVersion: "v1.1.0"}
+		want := store.Cluster{Name: "edge-1", Labels: map[string]string{"app": "edge-1"}, CreatedAt: at(0), LastSeen: at(20 * time.Second), AgentVersion: "v1.1.0"}
 		if diff := cmp.Diff(want, got, opts); diff != "" {
 			t.Errorf("cluster after TouchCluster (-want +got):\n%s", diff)
 		}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// Postgres is the Store kept in a PostgreSQL database, the one several hub replicas share.
+//
+// Every method is one statement or one READ COMMITTED transaction. Where a method reads before
+// it writes, it first locks the row it depends on (the cluster, the token), so replicas that
+// call it at once for the same row queue on that lock instead of both acting on a stale read.
+type Postgres struct {
+	db *sql.DB
+	// cfg is the parsed connection string, for the dedicated connections of Listen.
+	cfg *pgx.ConnConfig
+	// where names the server and database in errors, without the password.
+	where string
+	now   func() time.Time
+}
+
+var _ Store = (*Postgres)(nil)
+
+// PostgresOptions tune the connection pool.
+type PostgresOptions struct {
+	// MaxConns bounds open connections from this hub. Default 16.
+	MaxConns int
+	// ConnectTimeout bounds the first connection. Default 10s.
+	ConnectTimeout time.Duration
+}
+
+func (o *PostgresOptions) setDefaults() {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+}
+
+// postgresMigrationLock is the key of the advisory lock that makes hubs starting at once
+// against one database migrate one after another.
+const postgresMigrationLock = 0x666c6f74696c6c61 // "flotilla"
+
+var postgresDialect = dialect{
+	lock: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, postgresMigrationLock),
+	table: `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at TIMESTAMPTZ NOT NULL
+)`,
+	record:    `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+	appliedAt: func(now time.Time) any { return now.UTC() },
+	step:      func(m migration) string { return m.postgres },
+}
+
+// OpenPostgres connects to the database dsn names (a postgres:// URL or a key=value string,
+// as libpq takes), checks that the server answers, and brings the schema up to date. It
+// refuses a database written by a newer hub.
+func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postgres, error) {
+	return openPostgres(ctx, dsn, opts, migrations)
+}
+
+func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []migration) (*Postgres, error) {
+	opts.setDefaults()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the whole string, password included.
+		return nil, errors.New("postgres store: the connection string does not parse: want postgres://user:password@host:port/database?sslmode=...")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = opts.ConnectTimeout
+	}
+	where := describe(cfg)
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres store %s: cannot connect (is the server running, and the address, user and password right?): %w", where, err)
+	}
+	if err := migrate(ctx, db, migs, postgresDialect); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres store %s: %w", where, err)
+	}
+	return &Postgres{db: db, cfg: cfg, where: where, now: time.Now}, nil
+}
+
+// describe names a server and database for errors and logs: user@host:port/database.
+func describe(cfg *pgx.ConnConfig) string {
+	host := cfg.Host
+	if len(host) > 0 && host[0] == '/' {
+		return fmt.Sprintf("%s@[%s]/%s", cfg.User, host, cfg.Database)
+	}
+	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, host, cfg.Port, cfg.Database)
+}
+
+// String names the server and database, without the password.
+func (s *Postgres) String() string { return s.where }
+
+// Close closes the connection pool.
+func (s *Postgres) Close() error { return s.db.Close() }
+
+// inTx runs fn in a READ COMMITTED transaction and commits it if fn returns nil.
+func (s *Postgres) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, rollback(tx))
+	}
+	return tx.Commit()
+}
+
+// pgTime stores the zero time as NULL and any other as its instant.
+func pgTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+// fromPG reads a nullable timestamptz back as UTC, NULL as the zero time.
+func fromPG(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// lockCluster returns ErrNotFound unless the named cluster is registered; otherwise it holds
+// the row lock mode until tx ends, so that a concurrent RemoveCluster waits (mode "KEY SHARE")
+// or so that writers of the cluster's own rows queue ("NO KEY UPDATE").
+func lockCluster(ctx context.Context, tx *sql.Tx, name, mode string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM clusters WHERE name = $1 FOR `+mode, name).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("cluster not registered: %w", ErrNotFound)
+	}
+	return err
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

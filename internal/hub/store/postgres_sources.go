@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// PutSourceStatus replaces the status of source st.Name.
+func (s *Postgres) PutSourceStatus(ctx context.Context, st SourceStatus) error {
+	_, err := s.db.ExecContext(ctx, `
+INSERT INTO source_statuses (name, url, revision, digest, error, checked_at) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (name) DO UPDATE SET
+	url = excluded.url, revision = excluded.revision, digest = excluded.digest,
+	error = excluded.error, checked_at = excluded.checked_at`,
+		st.Name, st.URL, st.Revision, st.Digest, st.Error, pgTime(st.CheckedAt))
+	if err != nil {
+		return fmt.Errorf("source %q: %w", st.Name, err)
+	}
+	return nil
+}
+
+// ListSourceStatuses returns every source status, ordered by name.
+func (s *Postgres) ListSourceStatuses(ctx context.Context) ([]SourceStatus, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER BY name COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("sources: %w", err)
+	}
+	defer rows.Close()
+	var out []SourceStatus
+	for rows.Next() {
+		var (
+			st        SourceStatus
+			checkedAt sql.NullTime
+		)
+		if err := rows.Scan(&st.Name, &st.URL, &st.Revision, &st.Digest, &st.Error, &checkedAt); err != nil {
+			return nil, fmt.Errorf("sources: %w", err)
+		}
+		st.CheckedAt = fromPG(checkedAt)
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sources: %w", err)
+	}
+	return out, nil
+}
+
+// PutFleetStatus replaces the fleet status.
+func (s *Postgres) PutFleetStatus(ctx context.Context, st FleetStatus) error {
+	_, err := s.db.ExecContext(ctx, `
+INSERT INTO fleet_status (id, revision, error, updated_at) VALUES (1, $1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET
+	revision = excluded.revision, error = excluded.error, updated_at = excluded.updated_at`,
+		st.Revision, st.Error, pgTime(st.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("fleet status: %w", err)
+	}
+	return nil
+}
+
+// GetFleetStatus returns the fleet status, or the zero value if it was never set.
+func (s *Postgres) GetFleetStatus(ctx context.Context) (FleetStatus, error) {
+	var (
+		st        FleetStatus
+		updatedAt sql.NullTime
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT revision, error, updated_at FROM fleet_status WHERE id = 1`).
+		Scan(&st.Revision, &st.Error, &updatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return FleetStatus{}, nil
+	}
+	if err != nil {
+		return FleetStatus{}, fmt.Errorf("fleet status: %w", err)
+	}
+	st.UpdatedAt = fromPG(updatedAt)
+	return st, nil
+}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CreateJoinToken stores t (ErrExists if its ID is taken). The cluster need not be registered
+// yet.
+func (s *Postgres) CreateJoinToken(ctx context.Context, t JoinToken) error {
+	res, err := s.db.ExecContext(ctx, `
+INSERT INTO join_tokens (id, secret_hash, cluster, expires_at, used_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO NOTHING`,
+		t.ID, notNil(t.SecretHash), t.Cluster, pgTime(t.ExpiresAt), pgTime(t.UsedAt))
+	if err != nil {
+		return fmt.Errorf("join token %q: %w", t.ID, err)
+	}
+	if err := oneRow(res, ErrExists); err != nil {
+		return fmt.Errorf("join token %q: %w", t.ID, err)
+	}
+	return nil
+}
+
+// ConsumeJoinToken marks token id used at now if secretHash matches, it was issued for
+// cluster, is unused and now is before its expiry; otherwise it returns ErrTokenInvalid
+// wrapped with the reason.
+//
+// The row is read FOR UPDATE: of two replicas consuming the same token at once, the second
+// waits for the first to commit and then reads the token as used. The checks run in Go, so
+// that the hash is compared in constant time; the UPDATE repeats "unused and unexpired" in its
+// WHERE clause and must change exactly one row.
+func (s *Postgres) ConsumeJoinToken(ctx context.Context, id string, secretHash []byte, cluster string, now time.Time) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var (
+			hash              []byte
+			issuedFor         string
+			expiresAt, usedAt sql.NullTime
+		)
+		err := tx.QueryRowContext(ctx, `
+SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = $1 FOR UPDATE`, id).
+			Scan(&hash, &issuedFor, &expiresAt, &usedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("unknown: %w", ErrTokenInvalid)
+		}
+		if err != nil {
+			return err
+		}
+		// The secret is checked first: without it, a caller learns nothing more about the
+		// token than that its ID exists.
+		if subtle.ConstantTimeCompare(hash, secretHash) != 1 {
+			return fmt.Errorf("secret does not match: %w", ErrTokenInvalid)
+		}
+		if issuedFor != cluster {
+			return fmt.Errorf("issued for cluster %q, not %q: %w", issuedFor, cluster, ErrTokenInvalid)
+		}
+		if usedAt.Valid {
+			return fmt.Errorf("already used at %s: %w", usedAt.Time.UTC().Format(time.RFC3339), ErrTokenInvalid)
+		}
+		// The database keeps microseconds: compare at that precision, as the UPDATE does.
+		nowPG := now.UTC().Truncate(time.Microsecond)
+		if exp := fromPG(expiresAt); !nowPG.Before(exp) {
+			return fmt.Errorf("expired at %s: %w", exp.Format(time.RFC3339), ErrTokenInvalid)
+		}
+		res, err := tx.ExecContext(ctx, `
+UPDATE join_tokens SET used_at = $1
+WHERE id = $2 AND cluster = $3 AND used_at IS NULL AND expires_at > $1`,
+			nowPG, id, cluster)
+		if err != nil {
+			return err
+		}
+		return oneRow(res, fmt.Errorf("already used: %w", ErrTokenInvalid))
+	})
+	if err != nil {
+		return fmt.Errorf("join token %q: %w", id, err)
+	}
+	return nil
+}
+
+// AddCertificate records a certificate the hub signed; ErrExists if its serial is recorded.
+func (s *Postgres) AddCertificate(ctx context.Context, c Certificate) error {
+	res, err := s.db.ExecContext(ctx, `
+INSERT INTO certificates (serial, cluster, not_after, revoked) VALUES ($1, $2, $3, $4)
+ON CONFLICT (serial) DO NOTHING`,
+		c.Serial, c.Cluster, pgTime(c.NotAfter), c.Revoked)
+	if err != nil {
+		return fmt.Errorf("certificate %s: %w", c.Serial, err)
+	}
+	if err := oneRow(res, ErrExists); err != nil {
+		return fmt.Errorf("certificate %s: %w", c.Serial, err)
+	}
+	return nil
+}
+
+// CertificateValid reports whether serial was issued to cluster and is not revoked. Unknown
+// serials are not valid. Expiry (NotAfter) is left to the TLS handshake.
+func (s *Postgres) CertificateValid(ctx context.Context, serial, cluster string) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `
+SELECT 1 FROM certificates WHERE serial = $1 AND cluster = $2 AND NOT revoked`, serial, cluster).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("certificate %s: %w", serial, err)
+	}
+	return true, nil
+}
