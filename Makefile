@@ -8,7 +8,19 @@ GOFLAGS ?=
 # Bounds for one `go test` run; the suites start real API servers, so give them room.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kube-binaries demo test verify vet fuzz bench clean help
+# PostgreSQL for the tests: a throwaway server under out/postgres (`make postgres`), unless
+# FLOTILLA_TEST_POSTGRES already names one (then nothing is started).
+PG_DIR  ?= $(CURDIR)/out/postgres
+PG_PORT ?= 55432
+ifeq ($(origin FLOTILLA_TEST_POSTGRES),environment)
+PG_START :=
+else
+FLOTILLA_TEST_POSTGRES := postgres://flotilla@127.0.0.1:$(PG_PORT)/postgres?sslmode=disable
+PG_START := tools/postgres/start.sh $(PG_DIR) $(PG_PORT)
+endif
+export FLOTILLA_TEST_POSTGRES
+
+.PHONY: all build kube-binaries demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
 
 all: build
 
@@ -24,9 +36,20 @@ kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or th
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
+test: kube-binaries postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
+
+postgres: ## start PostgreSQL for the tests under out/postgres (installs Debian's package if missing)
+	@$(PG_START)
+
+postgres-stop: ## stop the PostgreSQL server `make postgres` started
+	@tools/postgres/stop.sh $(PG_DIR)
+
+test-postgres: postgres ## only the tests that use PostgreSQL: store contract suite, replicated hubs, HA e2e
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./internal/pgtest ./internal/hub/store/...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Replica|Lease|Fanout|Postgres' ./internal/hub
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'HA' ./test/e2e
 
 verify: ## fail when gofmt or go mod tidy would change the tree
 	@unformatted=$$(gofmt -l .); \
