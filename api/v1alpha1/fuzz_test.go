@@ -120,6 +120,9 @@ func FuzzParseFleet(f *testing.F) {
 		for _, r := range fleet.Releases {
 			add(r)
 		}
+		for _, n := range fleet.Notifications {
+			add(n)
+		}
 		again, err := Parse(map[string][]byte{file: out})
 		if err != nil {
 			t.Fatalf("fleet written out does not parse again: %v\n%s", err, out)

@@ -17,9 +17,18 @@ import (
 
 // Kinds of fleet objects.
 const (
-	KindSource  = "Source"
-	KindRelease = "Release"
+	KindSource       = "Source"
+	KindRelease      = "Release"
+	KindNotification = "Notification"
 )
+
+// isKind reports whether kind is a fleet object kind.
+func isKind(kind string) bool {
+	return kind == KindSource || kind == KindRelease || kind == KindNotification
+}
+
+// kindList names the fleet object kinds for messages.
+const kindList = KindSource + ", " + KindRelease + " or " + KindNotification
 
 // LoadDir reads the fleet configuration in dir: every *.yaml, *.yml and *.json file below it,
 // recursively, except hidden files and directories. Files are named in problems by their path
@@ -122,7 +131,7 @@ func (l *loader) parseDocument(file string, doc document) {
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
 	object := docName
-	if name != "" && (kind == KindSource || kind == KindRelease) {
+	if name != "" && isKind(kind) {
 		object = kind + "/" + name
 	}
 	// A Source that fails to decode is still a Source the user meant to define: releases that
@@ -135,20 +144,22 @@ func (l *loader) parseDocument(file string, doc document) {
 
 	var target any
 	switch {
-	case apiVersion != APIVersion && (kind == KindSource || kind == KindRelease):
+	case apiVersion != APIVersion && isKind(kind):
 		fail(object, "apiVersion", fmt.Sprintf("%s is not supported: want %s", describe(apiVersion), APIVersion))
 		markBroken()
 		return
 	case apiVersion != APIVersion:
-		fail(docName, "", fmt.Sprintf("%s, %s is not a fleet object: want apiVersion %s with kind %s or %s",
-			describe(apiVersion), describeKind(kind), APIVersion, KindSource, KindRelease))
+		fail(docName, "", fmt.Sprintf("%s, %s is not a fleet object: want apiVersion %s with kind %s",
+			describe(apiVersion), describeKind(kind), APIVersion, kindList))
 		return
 	case kind == KindSource:
 		target = &Source{}
 	case kind == KindRelease:
 		target = &Release{}
+	case kind == KindNotification:
+		target = &Notification{}
 	default:
-		fail(docName, "kind", fmt.Sprintf("%s is not a fleet object kind: want %s or %s", describeKind(kind), KindSource, KindRelease))
+		fail(docName, "kind", fmt.Sprintf("%s is not a fleet object kind: want %s", describeKind(kind), kindList))
 		return
 	}
 
@@ -176,6 +187,9 @@ func (l *loader) parseDocument(file string, doc document) {
 	case *Release:
 		l.fleet.Releases = append(l.fleet.Releases, *t)
 		l.origins.releases = append(l.origins.releases, o)
+	case *Notification:
+		l.fleet.Notifications = append(l.fleet.Notifications, *t)
+		l.origins.notifications = append(l.origins.notifications, o)
 	}
 }
 

@@ -76,6 +76,29 @@ func TestLoadDir(t *testing.T) {
 				},
 			},
 		},
+		Notifications: []Notification{
+			{
+				APIVersion: APIVersion, Kind: KindNotification,
+				Metadata: ObjectMeta{Name: "platform-slack"},
+				Spec: NotificationSpec{
+					Type:            NotificationSlack,
+					URLFile:         "/etc/flotilla/slack-webhook-url",
+					Events:          []string{EventFailed, EventUnreachable, EventRecovered},
+					ClusterSelector: LabelSelector{MatchLabels: map[string]string{"env": "production"}},
+					RateLimit:       &RateLimit{Messages: 5, Per: Duration{15 * time.Minute}},
+				},
+			},
+			{
+				APIVersion: APIVersion, Kind: KindNotification,
+				Metadata: ObjectMeta{Name: "incidents"},
+				Spec: NotificationSpec{
+					Type:      NotificationWebhook,
+					URL:       "https://incidents.example.com/hooks/flotilla",
+					Releases:  []string{"baseline"},
+					SkewAfter: Duration{30 * time.Minute},
+				},
+			},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadDir mismatch (-want +got):\n%s", diff)
@@ -88,8 +111,16 @@ func TestLoadDirInvalid(t *testing.T) {
 	if !errors.As(err, &invalid) {
 		t.Fatalf("LoadDir: want *InvalidError, got %v", err)
 	}
-	const rel, src = "testdata/invalid/releases.yaml", "testdata/invalid/sources.yaml"
+	const rel, src, ntf = "testdata/invalid/releases.yaml", "testdata/invalid/sources.yaml", "testdata/invalid/notifications.yaml"
 	want := []Problem{
+		{ntf, "Notification/chat", "spec.rateLimit.messages", "must be a whole number, not a string"},
+		{ntf, "Notification/pager", "spec.type", `"pagerduty" is not a notification type: want webhook or slack`},
+		{ntf, "Notification/pager", "spec", "set url or urlFile, not both"},
+		{ntf, "Notification/pager", "spec.events[1]", `"exploded" is not an event: want failed, drifted, skewed, unreachable, recovered`},
+		{ntf, "Notification/pager", "spec.events[2]", `"failed" is listed twice`},
+		{ntf, "Notification/pager", "spec.releases[0]", `release "nope" is not defined`},
+		{ntf, "Notification/pager", "spec.rateLimit.messages", "must be at least 1, not 0"},
+		{ntf, "Notification/pager", "spec.rateLimit.per", `must be a positive duration such as "10m"`},
 		// Release "apps" uses source "apps", whose document failed to decode: no "not
 		// defined" problem for it.
 		{rel, "Release/baseline", "spec.targets", "must list at least one target (a target with an empty selector matches every cluster)"},
@@ -101,7 +132,7 @@ func TestLoadDirInvalid(t *testing.T) {
 		{rel, "Release/baseline", "spec.variables[1bad]", `variable name "1bad" must match ^[_a-zA-Z][_a-zA-Z0-9]*$`},
 		{rel, "Release/baseline", "spec.variables[cluster_name]", "cluster_name is set from the cluster and cannot be overridden"},
 		{src, "Source/apps", "spec.intervall", `unknown field "intervall", did you mean "interval"?`},
-		{src, "document 3", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source or Release`},
+		{src, "document 3", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release or Notification`},
 		{src, "Source/platform", "spec.interval", "must be at least 2s, not 1s"},
 		{src, "Source/platform", "spec.git", "set at most one of branch, tag, semver and commit, not branch and tag"},
 	}

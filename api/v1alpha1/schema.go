@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"math"
 	"maps"
 	"reflect"
 	"slices"
@@ -84,6 +85,10 @@ func checkSchema(path string, v any, t reflect.Type) []fieldProblem {
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			return []fieldProblem{{path, "must be true or false, not " + jsonKind(v)}}
+		}
+	case reflect.Int:
+		if n, ok := v.(float64); !ok || n != math.Trunc(n) || math.Abs(n) > 1<<31 {
+			return []fieldProblem{{path, "must be a whole number, not " + jsonKind(v)}}
 		}
 	}
 	return nil

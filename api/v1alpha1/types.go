@@ -89,6 +89,7 @@ type LabelSelector struct {
 
 // Fleet is a whole fleet configuration.
 type Fleet struct {
-	Sources  []Source  `json:"sources"`
-	Releases []Release `json:"releases"`
+	Sources       []Source       `json:"sources"`
+	Releases      []Release      `json:"releases"`
+	Notifications []Notification `json:"notifications,omitempty"`
 }

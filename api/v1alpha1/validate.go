@@ -30,7 +30,7 @@ func (f *Fleet) Validate() error {
 
 // origins says where each object of a parsed fleet came from.
 type origins struct {
-	sources, releases []origin
+	sources, releases, notifications []origin
 	// broken names the sources whose documents failed to decode.
 	broken map[string]bool
 }
@@ -45,8 +45,11 @@ func (o *origins) of(kind string, i int) (origin, bool) {
 		return origin{}, false
 	}
 	list := o.sources
-	if kind == KindRelease {
+	switch kind {
+	case KindRelease:
 		list = o.releases
+	case KindNotification:
+		list = o.notifications
 	}
 	if i >= len(list) {
 		return origin{}, false
@@ -104,6 +107,15 @@ func validate(f *Fleet, o *origins) []Problem {
 		case !defined && !(o != nil && o.broken[r.Spec.Source]):
 			add("spec.source", fmt.Sprintf("source %q is not defined", r.Spec.Source))
 		}
+	}
+
+	notifications := make(map[string]string)
+	for i := range f.Notifications {
+		n := &f.Notifications[i]
+		file, add := v.object(KindNotification, i, n.Metadata.Name)
+		validateMeta(n.Metadata, add)
+		checkDuplicate(notifications, KindNotification, n.Metadata.Name, file, add)
+		validateNotificationSpec(n.Spec, releases, add)
 	}
 	return v.problems
 }
