@@ -123,6 +123,9 @@ CREATE TABLE compactions (
 	PRIMARY KEY (cluster, seq)
 ) STRICT, WITHOUT ROWID;
 `},
+	// A SQLite hub is a single replica: it holds every lease, keeps artifacts on its disk and
+	// its CA in its data dir, so the tables replicas share exist only in PostgreSQL.
+	{name: "replicated hubs", postgres: postgresReplication, sql: `SELECT 1;`},
 }
 
 // dialect is what migrate needs to know of a database.

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// What several hub replicas sharing one PostgreSQL database need beyond Store: change
+// notifications between replicas, leases, artifact blobs and files every replica holds alike.
+
+// ChangeChannel is the PostgreSQL notification channel replicas tell each other of changes on.
+const ChangeChannel = "flotilla_changes"
+
+// Publish sends payload (at most 8000 bytes) to every replica listening, this one included.
+// PostgreSQL delivers it once the current transaction commits; Publish runs in none, so at once.
+func (s *Postgres) Publish(ctx context.Context, payload string) error {
+	if _, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ChangeChannel, payload); err != nil {
+		return fmt.Errorf("postgres store %s: publish %q: %w", s.where, payload, err)
+	}
+	return nil
+}
+
+// Listen opens a connection of its own, listens on ChangeChannel, calls fn("") once listening
+// (notifications sent before then were missed: the caller resynchronises), then fn(payload)
+// for each notification, until ctx ends (nil) or the connection fails (the error). The caller
+// calls it again to reconnect.
+func (s *Postgres) Listen(ctx context.Context, fn func(payload string)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.cfg.Copy())
+	if err != nil {
+		return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `LISTEN `+ChangeChannel); err != nil {
+		return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
+	}
+	fn("")
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
+		}
+		fn(n.Payload)
+	}
+}
+
+// TryLease takes or renews lease name for holder until ttl from now (the database's clock) and
+// reports whether holder has it: it does if nobody held it, holder already did, or the last
+// holder let it expire.
+func (s *Postgres) TryLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	var got string
+	err := s.db.QueryRowContext(ctx, `
+INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+RETURNING holder`, name, holder, ttl.Microseconds()).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // held by another replica, unexpired
+	}
+	if err != nil {
+		return false, fmt.Errorf("lease %q: %w", name, err)
+	}
+	return got == holder, nil
+}
+
+// LeaseHolder returns who holds lease name and until when; "" if nobody does or it expired.
+func (s *Postgres) LeaseHolder(ctx context.Context, name string) (holder string, until time.Time, err error) {
+	err = s.db.QueryRowContext(ctx, `
+SELECT holder, expires_at FROM leases WHERE name = $1 AND expires_at >= now()`, name).Scan(&holder, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("lease %q: %w", name, err)
+	}
+	return holder, until.UTC(), nil
+}
+
+// ReleaseLease gives up lease name if holder has it, so another replica takes it at once
+// rather than after the TTL.
+func (s *Postgres) ReleaseLease(ctx context.Context, name, holder string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM leases WHERE name = $1 AND holder = $2`, name, holder); err != nil {
+		return fmt.Errorf("lease %q: %w", name, err)
+	}
+	return nil
+}
+
+// PutArtifact stores an artifact's bytes under its digest; a digest already stored is left as
+// it is (its content is the same by definition). The caller has verified the digest.
+func (s *Postgres) PutArtifact(ctx context.Context, digest string, data []byte) error {
+	if _, err := s.db.ExecContext(ctx, `
+INSERT INTO artifacts (digest, data) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING`, digest, notNil(data)); err != nil {
+		return fmt.Errorf("artifact %s: %w", digest, err)
+	}
+	return nil
+}
+
+// GetArtifact returns the bytes stored under digest, or ErrNotFound. The caller verifies them.
+func (s *Postgres) GetArtifact(ctx context.Context, digest string) ([]byte, error) {
+	var data []byte
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM artifacts WHERE digest = $1`, digest).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("artifact %s: %w", digest, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", digest, err)
+	}
+	return data, nil
+}
+
+// DeleteArtifactsExcept deletes every stored artifact whose digest is not in keep, and
+// returns how many it deleted.
+func (s *Postgres) DeleteArtifactsExcept(ctx context.Context, keep map[string]bool) (int, error) {
+	digests := make([]string, 0, len(keep))
+	for d := range keep {
+		digests = append(digests, d)
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM artifacts WHERE NOT (digest = ANY($1))`, digests)
+	if err != nil {
+		return 0, fmt.Errorf("artifacts: garbage collection: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// ShareFiles stores each of files under its name unless a file of that name is stored
+// already, and returns the files stored under those names afterwards: the first replica's
+// files win, and every replica gets the same ones back.
+func (s *Postgres) ShareFiles(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for name, data := range files {
+			if _, err := tx.ExecContext(ctx, `
+INSERT INTO shared_files (name, data) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, notNil(data)); err != nil {
+				return err
+			}
+		}
+		for name := range files {
+			var data []byte
+			if err := tx.QueryRowContext(ctx, `SELECT data FROM shared_files WHERE name = $1`, name).Scan(&data); err != nil {
+				return err
+			}
+			out[name] = data
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres store %s: shared files: %w", s.where, err)
+	}
+	return out, nil
+}
+
+// SharedFiles returns the stored files among names (absent ones are missing from the map).
+func (s *Postgres) SharedFiles(ctx context.Context, names []string) (map[string][]byte, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, data FROM shared_files WHERE name = ANY($1)`, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store %s: shared files: %w", s.where, err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var (
+			name string
+			data []byte
+		)
+		if err := rows.Scan(&name, &data); err != nil {
+			return nil, fmt.Errorf("postgres store %s: shared files: %w", s.where, err)
+		}
+		out[name] = data
+	}
+	return out, rows.Err()
+}
