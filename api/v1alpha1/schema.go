@@ -2,8 +2,8 @@ package v1alpha1
 
 import (
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
