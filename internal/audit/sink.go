@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/backoff"
 )
 
 // Sink formats: JSON Lines (one record per line) or one JSON array per batch.
@@ -149,6 +151,9 @@ func NewSink(ctx context.Context, l *Log, opts SinkOptions) (*Sink, error) {
 	return s, nil
 }
 
+// String names the sink: its URL without credentials.
+func (s *Sink) String() string { return s.key }
+
 // Cursor is the last seq the receiver acknowledged.
 func (s *Sink) Cursor() int64 { return s.cursor.Load() }
 
@@ -197,7 +202,7 @@ func (s *Sink) Run(ctx context.Context) error {
 				continue
 			}
 			attempt++
-			delay = max(Backoff(attempt, s.opts.MinBackoff, s.opts.MaxBackoff, rand.Float64()), min(retryAfter, s.opts.MaxRetryAfter))
+			delay = max(backoff.Delay(attempt, s.opts.MinBackoff, s.opts.MaxBackoff, rand.Float64()), min(retryAfter, s.opts.MaxRetryAfter))
 			s.opts.Logger.Warn("audit sink: delivery failed; retrying", "sink", s.key, "records", a.Records,
 				"firstSeq", a.FirstSeq, "lastSeq", a.LastSeq, "attempt", attempt, "retryIn", delay, "error", a.Err)
 		}
@@ -207,19 +212,6 @@ func (s *Sink) Run(ctx context.Context) error {
 		case <-time.After(delay):
 		}
 	}
-}
-
-// Backoff is the delay before retry number attempt (from 1): exponential from lo, capped
-// at hi, with "equal jitter" (half fixed, half random, jitter in [0,1)) so that many hubs
-// (or one hub after a receiver's outage) do not retry in step.
-func Backoff(attempt int, lo, hi time.Duration, jitter float64) time.Duration {
-	d := hi
-	if attempt >= 1 && attempt < 32 {
-		if e := lo << (attempt - 1); e > 0 && e < hi {
-			d = e
-		}
-	}
-	return d/2 + time.Duration(jitter*float64(d/2))
 }
 
 // sinkRecord is a record as the sink sends it: the fields of `flotilla audit -o jsonl`, with
@@ -320,7 +312,7 @@ func (s *Sink) deliver(ctx context.Context, b batch) (a SinkAttempt, retryAfter 
 		default:
 			a.Reason = "4xx"
 		}
-		return a, ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), resp.StatusCode == http.StatusRequestEntityTooLarge
+		return a, backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now()), resp.StatusCode == http.StatusRequestEntityTooLarge
 	}
 	// The receiver has the batch: a failure from here on resends it (at least once).
 	if _, err := s.log.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO sink_cursor (sink, seq, updated) VALUES (?, ?, ?)
@@ -330,20 +322,4 @@ func (s *Sink) deliver(ctx context.Context, b batch) (a SinkAttempt, retryAfter 
 	}
 	s.cursor.Store(a.LastSeq)
 	return a, 0, false
-}
-
-// ParseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date. Anything else,
-// or a time in the past, is 0.
-func ParseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(v); err == nil {
-		return max(0, time.Duration(secs)*time.Second)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now))
-	}
-	return 0
 }
