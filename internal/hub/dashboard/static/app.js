@@ -1,0 +1,192 @@
+// The dashboard: routes (#/view/arg?filters), the sign-in, and the live loop that polls the
+// compact fleet document every POLL_MS with If-None-Match, so an unchanged fleet costs the
+// hub a 304 and the browser nothing.
+import * as api from './api.js';
+import { ago } from './dom.js';
+import * as overview from './overview.js';
+import * as matrix from './matrix.js';
+import * as cluster from './cluster.js';
+import * as skew from './skew.js';
+import * as drift from './drift.js';
+import * as audit from './audit.js';
+
+const POLL_MS = 2000;
+const VIEWS = ['overview', 'matrix', 'cluster', 'skew', 'drift', 'audit'];
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  fleet: null, etag: '', updates: 0, inflight: false, lastOK: 0, stale: '', timer: 0, running: false, renderSeq: 0,
+  route: { view: 'overview', arg: '', params: new URLSearchParams() },
+};
+
+function parseRoute() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const q = raw.indexOf('?');
+  const path = q >= 0 ? raw.slice(0, q) : raw;
+  const [view, ...rest] = path.split('/');
+  return {
+    view: VIEWS.includes(view) ? view : 'overview',
+    arg: rest.length ? decodeURIComponent(rest.join('/')) : '',
+    params: new URLSearchParams(q >= 0 ? raw.slice(q + 1) : ''),
+  };
+}
+
+// app is what views may call back: read and replace the current view's filters.
+const app = {
+  params: () => new URLSearchParams(state.route.params),
+  setParams(p) {
+    const s = p.toString();
+    const arg = state.route.arg ? `/${encodeURIComponent(state.route.arg)}` : '';
+    history.replaceState(null, '', `#/${state.route.view}${arg}${s ? `?${s}` : ''}`);
+    state.route = parseRoute();
+    render('filter');
+  },
+};
+
+function showError(msg, kind) {
+  const el = $('error');
+  el.textContent = msg;
+  el.dataset.kind = kind || 'fatal';
+  el.hidden = !msg;
+}
+
+function clearData() {
+  state.fleet = null;
+  state.etag = '';
+  for (const s of document.querySelectorAll('main section')) { s.replaceChildren(); s.hidden = true; }
+  $('loading').hidden = true;
+}
+
+function stop() {
+  state.running = false;
+  clearTimeout(state.timer);
+  state.timer = 0;
+}
+
+// signOut forgets the token and every byte of fleet data, and asks for a token.
+function signOut(message) {
+  stop();
+  api.clearToken();
+  clearData();
+  $('nav').hidden = true;
+  $('signout').hidden = true;
+  $('live').textContent = '';
+  showError(message || '', 'auth');
+  $('login').hidden = false;
+  $('token').value = '';
+  $('token').focus();
+}
+
+function start() {
+  if (!api.token()) {
+    signOut('This dashboard shows fleet data only with the hub\'s admin token: sign in below.');
+    return;
+  }
+  $('login').hidden = true;
+  $('nav').hidden = false;
+  $('signout').hidden = false;
+  showError('');
+  state.running = true;
+  $('loading').hidden = false;
+  poll();
+}
+
+function schedule() {
+  if (!state.running) return;
+  clearTimeout(state.timer);
+  state.timer = setTimeout(poll, POLL_MS);
+}
+
+async function poll() {
+  if (!state.running || state.inflight) return;
+  if (document.hidden) { schedule(); return; } // resumed by visibilitychange
+  state.inflight = true;
+  try {
+    const r = await api.get('/api/v1/dashboard/fleet', state.etag);
+    if (!state.running) return;
+    state.lastOK = Date.now();
+    if (state.stale) { state.stale = ''; showError(''); }
+    if (!r.notModified) {
+      state.fleet = r.data;
+      state.etag = r.etag;
+      state.updates++;
+      document.body.dataset.updates = String(state.updates);
+      $('loading').hidden = true;
+      render('data');
+    }
+  } catch (e) {
+    if (e instanceof api.Unauthorized) {
+      signOut(`The hub refused the token: ${e.message}`);
+      return;
+    }
+    state.stale = e.message;
+    showError(`Cannot reach the hub (${e.message}); the data shown may be stale. Retrying every ${POLL_MS / 1000}s.`, 'transient');
+  } finally {
+    state.inflight = false;
+  }
+  updateLive();
+  schedule();
+}
+
+function updateLive() {
+  if (!state.running) return;
+  const el = $('live');
+  if (state.stale) { el.textContent = 'stale'; el.className = 'live stale'; return; }
+  el.textContent = state.lastOK ? `live · updated ${ago(state.lastOK)}` : 'connecting…';
+  el.className = 'live ok';
+}
+
+// render shows the current view. why is "route", "filter" or "data": views that fetch their
+// own data (cluster, drift, audit) fetch again on "route" and "data" only.
+function render(why) {
+  const { view, arg, params } = state.route;
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
+  for (const s of document.querySelectorAll('main section')) s.hidden = s.dataset.view !== view;
+  const root = $(`view-${view}`);
+  const f = state.fleet;
+  if (!f) return;
+  const seq = ++state.renderSeq;
+  const failed = (e) => {
+    if (e instanceof api.Unauthorized) { signOut(`The hub refused the token: ${e.message}`); return; }
+    root.replaceChildren(Object.assign(document.createElement('p'), { className: 'errtext', textContent: e.message }));
+  };
+  switch (view) {
+    case 'overview': overview.render(root, f); break;
+    case 'matrix': matrix.render(root, f, params, app); break;
+    case 'skew': skew.render(root, f); break;
+    case 'cluster': if (why !== 'filter') cluster.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
+    case 'drift': if (why !== 'filter') drift.render(root, f, () => seq === state.renderSeq).catch(failed); break;
+    case 'audit': audit.render(root, params, app, () => seq === state.renderSeq).catch(failed); break;
+    default: break;
+  }
+  if (!performance.getEntriesByName('flotilla:data-rendered').length) performance.mark('flotilla:data-rendered');
+}
+
+$('login').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const t = $('token').value.trim();
+  if (!t) return;
+  api.setToken(t);
+  $('token').value = '';
+  start();
+});
+$('signout').addEventListener('click', () => signOut('Signed out.'));
+window.addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#token=')) {
+    api.takeTokenFromFragment();
+    stop();
+    clearData();
+    state.route = parseRoute();
+    start();
+    return;
+  }
+  state.route = parseRoute();
+  render('route');
+});
+document.addEventListener('visibilitychange', () => { if (!document.hidden && state.running) poll(); });
+setInterval(updateLive, 1000);
+
+api.takeTokenFromFragment();
+state.route = parseRoute();
+render('route');
+start();
