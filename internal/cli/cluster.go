@@ -163,10 +163,15 @@ at once. Objects already applied in the cluster are left in place.`,
 func newClusterShowCommand(s streams, hf *hubFlags) *cobra.Command {
 	format := newChoice("table", "json", "yaml")
 	cmd := &cobra.Command{
-		Use:     "show NAME",
-		Short:   "Show one cluster: labels, last seen, agent version, assignments",
-		Example: `  flotilla cluster show eu-prod-1 -o json`,
-		Args:    cobra.ExactArgs(1),
+		Use:   "show NAME",
+		Short: "Show one cluster: last seen, agent version, outbox depth, conditions, assignments",
+		Long: `Show one cluster: labels, when its agent was last seen and which version it runs, how many
+reports wait in the agent's outbox (from its last heartbeat to this hub), how many reports
+were ingested or compacted away, its conditions (Reachable, Converged, Drifted, Failed,
+Conflicted, each with a reason and message) and every assignment with its phase and revisions.`,
+		Example: `  flotilla cluster show eu-prod-1
+  flotilla cluster show eu-prod-1 -o json | jq '.conditions[] | select(.status == "True")'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := hf.client()
 			if err != nil {
@@ -176,16 +181,47 @@ func newClusterShowCommand(s streams, hf *hubFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nGeneration:\t%d\nAssignments:\t%s\nReports:\t%d ingested, %d compacted by the agent's outbox\n",
-					v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, v.AgentVersion, v.Generation, strings.Join(v.Assignments, ", "), v.ReportsIngested, v.ReportsCompacted)
-				tw.Flush()
-			})
+			return printOut(s.out, format.value, v, func(w io.Writer) { printCluster(w, v) })
 		},
 	}
 	cmd.Flags().VarP(format, "output", "o", "output format")
 	return cmd
+}
+
+func printCluster(w io.Writer, v hubapi.ClusterView) {
+	outbox := "unknown (no heartbeat since the hub started)"
+	if v.OutboxDepth != nil {
+		outbox = fmt.Sprintf("%d reports waiting", *v.OutboxDepth)
+	}
+	version := v.AgentVersion
+	if version == "" {
+		version = "-"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nOutbox:\t%s\nGeneration:\t%d\nReports:\t%d ingested, %d compacted by the agent's outbox\n",
+		v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, version, outbox, v.Generation, v.ReportsIngested, v.ReportsCompacted)
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nConditions:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range v.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nAssignments:")
+	if len(v.Status) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RELEASE\tDESIRED\tAPPLIED\tPHASE\tHEALTH\tDRIFT\tCONFLICTS\tOBJECTS\tERROR")
+	for _, a := range v.Status {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.Release, short(a.DesiredRevision), short(a.AppliedRevision),
+			phaseText(a), a.Health, driftText(a.Drifted), a.Conflicts, a.Objects, a.Error)
+	}
+	tw.Flush()
 }
 
 func ago(t *time.Time) string {

@@ -76,6 +76,7 @@ Everything survives a restart.`,
 	f.StringVar(&opts.APIAddr, "api-addr", "127.0.0.1:8444", "listen address of the user API")
 	f.StringSliceVar(&opts.Hosts, "host", nil, "extra DNS name or IP for the serving certificate (repeatable)")
 	f.DurationVar(&opts.FleetInterval, "fleet-interval", 0, "how often the fleet configuration is re-read (default 10s)")
+	f.DurationVar(&opts.UnreachableAfter, "unreachable-after", hub.DefaultUnreachableAfter, "show a cluster as unreachable (never Ready) when its agent has been silent this long")
 	f.Float64Var(&opts.AgentQPS, "agent-qps", 20, "requests per second each agent may make, sustained")
 	f.IntVar(&opts.AgentBurst, "agent-burst", 40, "requests each agent may make at once")
 	f.Float64Var(&opts.GlobalQPS, "global-qps", 2000, "requests per second the agent endpoint takes from all agents, joins included")

@@ -83,6 +83,8 @@ the hub or the network is gone, and reports back.`,
 		newClusterCommand(s),
 		newGetCommand(s),
 		newStatusCommand(s),
+		newSkewCommand(s),
+		newDriftCommand(s),
 		newAuditCommand(s),
 	)
 	return root

@@ -194,7 +194,7 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 }
 
 func (s *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv1.HeartbeatRequest]) (*connect.Response[agentv1.HeartbeatResponse], error) {
-	s.h.seen.touch(clusterFrom(ctx), req.Msg.GetAgentVersion())
+	s.h.seen.heartbeat(clusterFrom(ctx), req.Msg.GetAgentVersion(), int(req.Msg.GetOutboxDepth()))
 	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
 }
 

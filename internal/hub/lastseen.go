@@ -24,6 +24,10 @@ type lastSeen struct {
 type seenAt struct {
 	t       time.Time
 	version string
+	// outbox is the agent's outbox depth from its last heartbeat; hasOutbox says whether one
+	// arrived since this hub process started. Kept in memory only: it is news, not history.
+	outbox    int
+	hasOutbox bool
 }
 
 func newLastSeen(st store.Store, log *slog.Logger) *lastSeen {
@@ -33,6 +37,27 @@ func newLastSeen(st store.Store, log *slog.Logger) *lastSeen {
 func (l *lastSeen) touch(cluster, version string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.touchLocked(cluster, version)
+}
+
+// heartbeat is touch plus the outbox depth the agent's heartbeat carries.
+func (l *lastSeen) heartbeat(cluster, version string, outboxDepth int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.touchLocked(cluster, version)
+	s.outbox, s.hasOutbox = outboxDepth, true
+	l.seen[cluster] = s
+}
+
+// outboxDepth returns the outbox depth of the cluster's last heartbeat, if any arrived.
+func (l *lastSeen) outboxDepth(cluster string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.seen[cluster]
+	return s.outbox, ok && s.hasOutbox
+}
+
+func (l *lastSeen) touchLocked(cluster, version string) seenAt {
 	s := l.seen[cluster]
 	s.t = time.Now()
 	if version != "" {
@@ -40,6 +65,7 @@ func (l *lastSeen) touch(cluster, version string) {
 	}
 	l.seen[cluster] = s
 	l.dirty[cluster] = true
+	return s
 }
 
 // get returns the later of what memory and the store know.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -21,12 +22,6 @@ import (
 // DefaultUnreachableAfter is Options.UnreachableAfter's default: a cluster whose agent has not
 // been heard from for this long is shown as unreachable, never as Ready.
 const DefaultUnreachableAfter = 2 * time.Minute
-
-// UnreachableAfter is the default of Options.UnreachableAfter.
-//
-// Deprecated: the hub's threshold is Options.UnreachableAfter (flag --unreachable-after); use
-// h.reachable(seen). Kept only until the dashboard code moves over.
-const UnreachableAfter = DefaultUnreachableAfter
 
 func (h *Hub) apiHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -39,6 +34,8 @@ func (h *Hub) apiHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/releases", h.listReleases)
 	mux.HandleFunc("GET /api/v1/sources", h.listSources)
 	mux.HandleFunc("GET /api/v1/status", h.status)
+	mux.HandleFunc("GET /api/v1/skew", h.skew)
+	mux.HandleFunc("GET /api/v1/drift", h.drift)
 	mux.HandleFunc("GET /api/v1/audit", h.listAudit)
 	mux.HandleFunc("GET /api/v1/audit/verify", h.verifyAudit)
 	h.dashboardAPI(mux)
@@ -134,13 +131,27 @@ func (h *Hub) listClusters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// getCluster is the cluster with everything `flotilla cluster show` prints: each
+// assignment's status, the agent's outbox depth and the cluster's conditions.
 func (h *Hub) getCluster(w http.ResponseWriter, r *http.Request) {
 	c, err := h.store.GetCluster(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeStoreError(w, err, r.PathValue("name"))
 		return
 	}
-	writeJSON(w, http.StatusOK, h.clusterView(r, c))
+	v := h.clusterView(r, c)
+	fd, err := h.loadFleet(r.Context(), hubapi.StatusFilter{Cluster: c.Name})
+	if err != nil {
+		writeViewError(w, err)
+		return
+	}
+	v.Status = fd.assignments
+	seen, _ := h.seen.get(c)
+	v.Conditions = fleetview.Conditions(seen, h.opts.UnreachableAfter, h.now(), v.Status)
+	if depth, ok := h.seen.outboxDepth(c.Name); ok {
+		v.OutboxDepth = &depth
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
@@ -269,13 +280,46 @@ func (h *Hub) listSources(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// status is the fleet's status; ?release=R and ?cluster=C keep only those assignments.
 func (h *Hub) status(w http.ResponseWriter, r *http.Request) {
-	out, err := h.fleetStatus(r.Context())
+	q := r.URL.Query()
+	out, err := h.statusView(r.Context(), hubapi.StatusFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		writeViewError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// skew is, per release (?release=R: that one), the clusters grouped by applied revision.
+func (h *Hub) skew(w http.ResponseWriter, r *http.Request) {
+	out, err := h.skewView(r.Context(), r.URL.Query().Get("release"))
+	if err != nil {
+		writeViewError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// drift lists drifted objects; ?release=R and ?cluster=C narrow it.
+func (h *Hub) drift(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out, err := h.driftView(r.Context(), hubapi.DriftFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
+	if err != nil {
+		writeViewError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// writeViewError answers 404 for an unknown release or cluster, 500 otherwise.
+func writeViewError(w http.ResponseWriter, err error) {
+	var unknown errUnknown
+	if errors.As(err, &unknown) {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, err)
 }
 
 func validateLabels(labels map[string]string) error {

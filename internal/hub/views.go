@@ -2,31 +2,39 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
+	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
+// errUnknown marks a view asked for a release or cluster the hub does not know: the API
+// answers 404 with its message.
+type errUnknown struct{ msg string }
+
+func (e errUnknown) Error() string { return e.msg }
+
 // fleetStatus computes the whole fleet's status from the store, the scheduler's desired
 // states and the last-seen times: the one view that status, the dashboard and notifications
 // share.
 func (h *Hub) fleetStatus(ctx context.Context) (hubapi.StatusView, error) {
-	clusters, err := h.store.ListClusters(ctx)
+	return h.statusView(ctx, hubapi.StatusFilter{})
+}
+
+// statusView is fleetStatus for the assignments f selects; an unknown release or cluster is
+// an errUnknown.
+func (h *Hub) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
+	fd, err := h.loadFleet(ctx, f)
 	if err != nil {
 		return hubapi.StatusView{}, err
 	}
-	statuses, err := h.store.ListStatuses(ctx)
-	if err != nil {
-		return hubapi.StatusView{}, err
-	}
-	reported := map[[2]string]store.AssignmentStatus{}
-	for _, s := range statuses {
-		reported[[2]string{s.Cluster, s.Release}] = s
-	}
-	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: []hubapi.AssignmentView{}}
+	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: fd.assignments}
 	if fs, err := h.store.GetFleetStatus(ctx); err == nil {
 		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
 	}
@@ -36,43 +44,120 @@ func (h *Hub) fleetStatus(ctx context.Context) (hubapi.StatusView, error) {
 	}
 	h.ctrl.mu.Lock()
 	for _, p := range h.ctrl.problems {
-		out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
+		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
+			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
+		}
 	}
 	h.ctrl.mu.Unlock()
+	out.Releases = fleetview.Summarize(out.Assignments)
+	return out, nil
+}
+
+// fleetData is what the views are computed from: the assignments f selects, as status
+// shows them, and the stored statuses behind them.
+type fleetData struct {
+	assignments []hubapi.AssignmentView
+	statuses    []store.AssignmentStatus // of the selected assignments only
+}
+
+func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
+	if f.Release != "" {
+		if known := h.releaseNames(); !slices.Contains(known, f.Release) {
+			return fleetData{}, errUnknown{fmt.Sprintf("release %q is not in the fleet configuration in force (releases: %s)", f.Release, strings.Join(known, ", "))}
+		}
+	}
+	var clusters []store.Cluster
+	if f.Cluster != "" {
+		c, err := h.store.GetCluster(ctx, f.Cluster)
+		if errors.Is(err, store.ErrNotFound) {
+			return fleetData{}, errUnknown{fmt.Sprintf("cluster %q not found", f.Cluster)}
+		}
+		if err != nil {
+			return fleetData{}, err
+		}
+		clusters = []store.Cluster{c}
+	} else {
+		var err error
+		if clusters, err = h.store.ListClusters(ctx); err != nil {
+			return fleetData{}, err
+		}
+	}
+	statuses, err := h.store.ListStatuses(ctx)
+	if err != nil {
+		return fleetData{}, err
+	}
+	reported := make(map[[2]string]*store.AssignmentStatus, len(statuses))
+	for i := range statuses {
+		s := &statuses[i]
+		reported[[2]string{s.Cluster, s.Release}] = s
+	}
+	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}}
 	for _, c := range clusters {
 		c.LastSeen, c.AgentVersion = h.seen.get(c)
 		ds, err := h.store.GetDesiredState(ctx, c.Name)
 		if err != nil {
-			continue
+			continue // not scheduled yet
 		}
 		as, err := schedule.Decode(ds.Document)
 		if err != nil {
+			h.log.Warn("desired state unreadable", "cluster", c.Name, "error", err)
 			continue
 		}
+		obs := fleetview.Observed{LastSeen: c.LastSeen, Reachable: h.reachable(c.LastSeen)}
 		for _, a := range as {
-			v := hubapi.AssignmentView{Release: a.Release, Cluster: c.Name, DesiredRevision: a.Revision, Phase: "Pending"}
-			if !c.LastSeen.IsZero() {
-				t := c.LastSeen
-				v.LastSeen = &t
-				v.Reachable = h.reachable(t)
+			if f.Release != "" && a.Release != f.Release {
+				continue
 			}
-			if s, ok := reported[[2]string{c.Name, a.Release}]; ok {
-				v.AppliedRevision, v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Revision, s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
-				v.Phase = s.Phase
-				if s.Digest != a.Digest || s.Revision != a.Revision {
-					// The agent has not acted on the desired revision yet.
-					v.Phase = "Progressing"
-				}
+			s := reported[[2]string{c.Name, a.Release}]
+			out.assignments = append(out.assignments, fleetview.Assignment(c.Name, fleetview.Desired{Release: a.Release, Revision: a.Revision, Digest: a.Digest}, s, obs))
+			if s != nil {
+				out.statuses = append(out.statuses, *s)
 			}
-			out.Assignments = append(out.Assignments, v)
 		}
 	}
-	sort.Slice(out.Assignments, func(i, j int) bool {
-		a, b := out.Assignments[i], out.Assignments[j]
+	sort.Slice(out.assignments, func(i, j int) bool {
+		a, b := out.assignments[i], out.assignments[j]
 		if a.Release != b.Release {
 			return a.Release < b.Release
 		}
 		return a.Cluster < b.Cluster
 	})
 	return out, nil
+}
+
+// releaseNames are the releases of the fleet configuration in force, sorted.
+func (h *Hub) releaseNames() []string {
+	h.ctrl.mu.Lock()
+	defer h.ctrl.mu.Unlock()
+	var names []string
+	if h.ctrl.fleet != nil {
+		for _, r := range h.ctrl.fleet.Releases {
+			names = append(names, r.Metadata.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// skewView groups, per release, the clusters by the revision they applied.
+func (h *Hub) skewView(ctx context.Context, release string) (hubapi.SkewView, error) {
+	fd, err := h.loadFleet(ctx, hubapi.StatusFilter{Release: release})
+	if err != nil {
+		return hubapi.SkewView{}, err
+	}
+	return hubapi.SkewView{Releases: fleetview.Skew(fd.assignments)}, nil
+}
+
+// driftView lists the drifted objects of the assignments f selects, from each one's last
+// report. A report whose detail cannot be read is logged and left out.
+func (h *Hub) driftView(ctx context.Context, f hubapi.DriftFilter) (hubapi.DriftView, error) {
+	fd, err := h.loadFleet(ctx, hubapi.StatusFilter{Release: f.Release, Cluster: f.Cluster})
+	if err != nil {
+		return hubapi.DriftView{}, err
+	}
+	objs, err := fleetview.Drift(fd.statuses)
+	if err != nil {
+		h.log.Warn("drift view: a report's detail is unreadable", "error", err)
+	}
+	return hubapi.DriftView{Objects: objs}, nil
 }

@@ -178,9 +178,43 @@ func (c *Client) Sources(ctx context.Context) ([]SourceView, error) {
 
 // Status returns the whole fleet's status.
 func (c *Client) Status(ctx context.Context) (StatusView, error) {
+	return c.FilteredStatus(ctx, StatusFilter{})
+}
+
+// FilteredStatus returns the status of the assignments f selects, filtered by the hub. An
+// unknown release or cluster is a *StatusError with Code 404.
+func (c *Client) FilteredStatus(ctx context.Context, f StatusFilter) (StatusView, error) {
 	var out StatusView
-	err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &out)
+	err := c.do(ctx, http.MethodGet, "/api/v1/status"+query(map[string]string{"release": f.Release, "cluster": f.Cluster}), nil, &out)
 	return out, err
+}
+
+// Skew returns, per release, the revisions its clusters run; release "" is every release.
+func (c *Client) Skew(ctx context.Context, release string) (SkewView, error) {
+	var out SkewView
+	err := c.do(ctx, http.MethodGet, "/api/v1/skew"+query(map[string]string{"release": release}), nil, &out)
+	return out, err
+}
+
+// Drift returns the drifted objects the agents last reported.
+func (c *Client) Drift(ctx context.Context, f DriftFilter) (DriftView, error) {
+	var out DriftView
+	err := c.do(ctx, http.MethodGet, "/api/v1/drift"+query(map[string]string{"release": f.Release, "cluster": f.Cluster}), nil, &out)
+	return out, err
+}
+
+// query encodes the non-empty values as "?k=v&...", or "" when there are none.
+func query(kv map[string]string) string {
+	q := url.Values{}
+	for k, v := range kv {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 func (f AuditFilter) query() url.Values {

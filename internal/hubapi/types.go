@@ -18,6 +18,25 @@ type ClusterView struct {
 	ReportsIngested  int64  `json:"reportsIngested"`
 	ReportsCompacted int64  `json:"reportsCompacted"`
 	LastReportSeq    uint64 `json:"lastReportSeq"`
+	// OutboxDepth is the number of reports waiting in the agent's outbox, as its last
+	// heartbeat to this hub process said; absent when no heartbeat arrived since the hub
+	// started.
+	OutboxDepth *int `json:"outboxDepth,omitempty"`
+	// Status is each assignment's status, as `flotilla status` shows it (filled by the
+	// single-cluster endpoint only).
+	Status []AssignmentView `json:"status,omitempty"`
+	// Conditions summarise the cluster: Reachable, Converged, Drifted, Failed, Conflicted
+	// (filled by the single-cluster endpoint only).
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// Condition is one fact about a cluster, in the shape of a Kubernetes condition: Type holds
+// (Status "True") or not ("False"), with a CamelCase Reason and a sentence for people.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
 }
 
 // JoinView is what adding a cluster returns.
@@ -63,14 +82,110 @@ type AssignmentView struct {
 	Error           string     `json:"error,omitempty"`
 	LastSeen        *time.Time `json:"lastSeen"`
 	Reachable       bool       `json:"reachable"`
+	// DesiredDigest and AppliedDigest are the artifacts behind the two revisions.
+	DesiredDigest string `json:"desiredDigest,omitempty"`
+	AppliedDigest string `json:"appliedDigest,omitempty"`
+	// ReportedPhase is the phase the agent last reported, kept when Phase says Unreachable
+	// or Progressing instead; "" before the first report.
+	ReportedPhase string `json:"reportedPhase,omitempty"`
+	// ReportedAt is when the agent produced its last report of this assignment.
+	ReportedAt *time.Time `json:"reportedAt,omitempty"`
+}
+
+// Phases of an AssignmentView. Ready means the desired revision is applied (and healthy,
+// for releases with wait: true); Unreachable means the cluster's agent has not been heard
+// from within the hub's --unreachable-after, whatever it reported last.
+const (
+	PhasePending     = "Pending"
+	PhaseProgressing = "Progressing"
+	PhaseReady       = "Ready"
+	PhaseFailed      = "Failed"
+	PhaseUnreachable = "Unreachable"
+)
+
+// ReleaseSummary counts one release's assignments by phase. Ready, Progressing, Pending,
+// Failed and Unreachable partition Clusters; Drifted and Conflicted count, among the same
+// clusters, those whose last report found drift or conflicts.
+type ReleaseSummary struct {
+	Release string `json:"release"`
+	// DesiredRevision is the revision most of the release's clusters should run (during a
+	// change of revision a few may still be scheduled on the previous one).
+	DesiredRevision string `json:"desiredRevision"`
+	Clusters        int    `json:"clusters"`
+	Ready           int    `json:"ready"`
+	Progressing     int    `json:"progressing"`
+	Pending         int    `json:"pending"`
+	Failed          int    `json:"failed"`
+	Unreachable     int    `json:"unreachable"`
+	Drifted         int    `json:"drifted"`
+	Conflicted      int    `json:"conflicted"`
 }
 
 // StatusView is the whole fleet.
 type StatusView struct {
-	Fleet       FleetStatus      `json:"fleet"`
-	Sources     []SourceView     `json:"sources"`
-	Problems    []string         `json:"problems"`
+	Fleet    FleetStatus  `json:"fleet"`
+	Sources  []SourceView `json:"sources"`
+	Problems []string     `json:"problems"`
+	// Releases summarises Assignments per release, in release order.
+	Releases    []ReleaseSummary `json:"releases"`
 	Assignments []AssignmentView `json:"assignments"`
+}
+
+// StatusFilter narrows a status view on the hub; zero fields select everything.
+type StatusFilter struct {
+	Release string
+	Cluster string
+}
+
+// SkewView lists, per release and desired revision, the revisions its clusters run.
+type SkewView struct {
+	Releases []ReleaseSkew `json:"releases"`
+}
+
+// ReleaseSkew is one group of assignments that should be identical: one release, one desired
+// revision and artifact. Groups splits them by the revision they applied, the desired group
+// first, then by size; Skewed counts the clusters outside the desired group.
+type ReleaseSkew struct {
+	Release         string          `json:"release"`
+	DesiredRevision string          `json:"desiredRevision"`
+	DesiredDigest   string          `json:"desiredDigest"`
+	Clusters        int             `json:"clusters"`
+	Skewed          int             `json:"skewed"`
+	Groups          []RevisionGroup `json:"groups"`
+}
+
+// RevisionGroup is the clusters of a ReleaseSkew that applied one revision ("" and "": none
+// reported yet).
+type RevisionGroup struct {
+	Revision string   `json:"revision"`
+	Digest   string   `json:"digest"`
+	Desired  bool     `json:"desired"`
+	Count    int      `json:"count"`
+	Clusters []string `json:"clusters"`
+}
+
+// DriftView lists the drifted objects the agents last reported.
+type DriftView struct {
+	Objects []DriftedObject `json:"objects"`
+}
+
+// DriftedObject is an object found changed by hand in a cluster, with the field paths that
+// differ from what the release applies; Healed says whether the agent took the change back
+// (selfHeal) or only reported it.
+type DriftedObject struct {
+	Cluster    string    `json:"cluster"`
+	Release    string    `json:"release"`
+	Object     string    `json:"object"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Paths      []string  `json:"paths"`
+	Healed     bool      `json:"healed"`
+	ReportedAt time.Time `json:"reportedAt"`
+}
+
+// DriftFilter narrows the drift view; zero fields select everything.
+type DriftFilter struct {
+	Release string
+	Cluster string
 }
 
 // APIError is the body of every error the user API returns.

@@ -1,0 +1,57 @@
+package fleetview
+
+import (
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Desired is what one cluster should run for one release.
+type Desired struct {
+	Release  string
+	Revision string
+	Digest   string
+}
+
+// Observed is what the hub knows of the cluster: when its agent was last seen (zero: never)
+// and whether that is within the unreachable threshold.
+type Observed struct {
+	LastSeen  time.Time
+	Reachable bool
+}
+
+// Assignment merges one desired assignment with the agent's last report (nil: none yet) into
+// the view `flotilla status` shows; see the package documentation for the phases.
+func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o Observed) hubapi.AssignmentView {
+	v := hubapi.AssignmentView{
+		Release: d.Release, Cluster: cluster, DesiredRevision: d.Revision, DesiredDigest: d.Digest,
+		Phase: hubapi.PhasePending,
+	}
+	if !o.LastSeen.IsZero() {
+		t := o.LastSeen
+		v.LastSeen = &t
+		v.Reachable = o.Reachable
+	}
+	if s := reported; s != nil {
+		v.AppliedRevision, v.AppliedDigest = s.Revision, s.Digest
+		v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
+		v.ReportedPhase, v.Phase = s.Phase, s.Phase
+		if !s.ReportedAt.IsZero() {
+			t := s.ReportedAt
+			v.ReportedAt = &t
+		}
+		switch s.Phase {
+		case "Applying", "":
+			v.Phase = hubapi.PhaseProgressing
+		}
+		if s.Digest != d.Digest || s.Revision != d.Revision {
+			// The agent has not acted on the desired revision yet.
+			v.Phase = hubapi.PhaseProgressing
+		}
+	}
+	if v.LastSeen != nil && !v.Reachable {
+		v.Phase = hubapi.PhaseUnreachable
+	}
+	return v
+}

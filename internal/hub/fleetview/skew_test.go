@@ -1,0 +1,96 @@
+package fleetview
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+func av(release, cluster, desired, applied string) hubapi.AssignmentView {
+	return hubapi.AssignmentView{Release: release, Cluster: cluster, DesiredRevision: desired, DesiredDigest: "d-" + desired, AppliedRevision: applied, AppliedDigest: digestOf(applied)}
+}
+
+func digestOf(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	return "d-" + rev
+}
+
+func TestSkew(t *testing.T) {
+	// 100 clusters should run baseline at abc; 88 do, 9 still run 9f8, 3 have not reported.
+	var fleet []hubapi.AssignmentView
+	var old, none []string
+	for i := range 100 {
+		name := fmt.Sprintf("c%03d", i)
+		applied := "abc"
+		switch {
+		case i%11 == 3:
+			applied = "9f8"
+			old = append(old, name)
+		case i >= 97:
+			applied = ""
+			none = append(none, name)
+		}
+		fleet = append(fleet, av("baseline", name, "abc", applied))
+	}
+	var onDesired []string
+	for _, a := range fleet {
+		if a.AppliedRevision == "abc" {
+			onDesired = append(onDesired, a.Cluster)
+		}
+	}
+
+	tests := []struct {
+		name string
+		in   []hubapi.AssignmentView
+		want []hubapi.ReleaseSkew
+	}{
+		{name: "nothing assigned", in: nil, want: []hubapi.ReleaseSkew{}},
+		{
+			name: "all on the desired revision",
+			in:   []hubapi.AssignmentView{av("web", "b", "r1", "r1"), av("web", "a", "r1", "r1")},
+			want: []hubapi.ReleaseSkew{{Release: "web", DesiredRevision: "r1", DesiredDigest: "d-r1", Clusters: 2, Groups: []hubapi.RevisionGroup{
+				{Revision: "r1", Digest: "d-r1", Desired: true, Count: 2, Clusters: []string{"a", "b"}},
+			}}},
+		},
+		{
+			name: "old revision and not reported are skewed, desired group first",
+			in:   fleet,
+			want: []hubapi.ReleaseSkew{{Release: "baseline", DesiredRevision: "abc", DesiredDigest: "d-abc", Clusters: 100, Skewed: len(old) + len(none), Groups: []hubapi.RevisionGroup{
+				{Revision: "abc", Digest: "d-abc", Desired: true, Count: len(onDesired), Clusters: onDesired},
+				{Revision: "9f8", Digest: "d-9f8", Count: len(old), Clusters: old},
+				{Revision: "", Digest: "", Count: len(none), Clusters: none},
+			}}},
+		},
+		{
+			name: "same revision, another artifact is skew",
+			in: []hubapi.AssignmentView{av("web", "a", "r1", "r1"), {
+				Release: "web", Cluster: "b", DesiredRevision: "r1", DesiredDigest: "d-r1", AppliedRevision: "r1", AppliedDigest: "other",
+			}},
+			want: []hubapi.ReleaseSkew{{Release: "web", DesiredRevision: "r1", DesiredDigest: "d-r1", Clusters: 2, Skewed: 1, Groups: []hubapi.RevisionGroup{
+				{Revision: "r1", Digest: "d-r1", Desired: true, Count: 1, Clusters: []string{"a"}},
+				{Revision: "r1", Digest: "other", Count: 1, Clusters: []string{"b"}},
+			}}},
+		},
+		{
+			name: "clusters desiring different revisions are compared only with their peers",
+			in:   []hubapi.AssignmentView{av("web", "a", "r2", "r1"), av("web", "b", "r1", "r1"), av("api", "a", "r1", "r1")},
+			want: []hubapi.ReleaseSkew{
+				{Release: "api", DesiredRevision: "r1", DesiredDigest: "d-r1", Clusters: 1, Groups: []hubapi.RevisionGroup{{Revision: "r1", Digest: "d-r1", Desired: true, Count: 1, Clusters: []string{"a"}}}},
+				{Release: "web", DesiredRevision: "r1", DesiredDigest: "d-r1", Clusters: 1, Groups: []hubapi.RevisionGroup{{Revision: "r1", Digest: "d-r1", Desired: true, Count: 1, Clusters: []string{"b"}}}},
+				{Release: "web", DesiredRevision: "r2", DesiredDigest: "d-r2", Clusters: 1, Skewed: 1, Groups: []hubapi.RevisionGroup{{Revision: "r1", Digest: "d-r1", Count: 1, Clusters: []string{"a"}}}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Skew(tt.in)); diff != "" {
+				t.Errorf("Skew (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
