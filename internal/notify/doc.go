@@ -20,7 +20,7 @@
 //
 // An event is sent when an assignment enters a condition the notification has not announced
 // yet; "recovered" is sent once every announced condition has ended and the assignment is on
-// its desired revision, healthy and reachable. So a condition that lasts produces one event,
+// its desired revision, Ready and reachable. So a condition that lasts produces one event,
 // not one per evaluation. An assignment that enters a condition again within Rules.FlapWindow
 // of the last announcement of it is flapping: the event is held until the window has passed,
 // and then sent only if the condition still holds, with the number of flaps held back.

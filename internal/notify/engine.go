@@ -27,6 +27,9 @@ type Assignment struct {
 	Phase            string
 	DesiredRevision  string
 	AppliedRevision  string
+	// DesiredDigest and AppliedDigest are the artifacts behind the revisions; compared
+	// when both are known.
+	DesiredDigest, AppliedDigest string
 	Drifted          bool
 	Conflicts        int
 	Error            string
@@ -140,7 +143,8 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			continue
 		}
 		st := clone(prev.Assignments[key(a)])
-		onDesired := a.AppliedRevision != "" && a.AppliedRevision == a.DesiredRevision
+		onDesired := a.AppliedRevision != "" && a.AppliedRevision == a.DesiredRevision &&
+			(a.DesiredDigest == "" || a.AppliedDigest == "" || a.DesiredDigest == a.AppliedDigest)
 		switch {
 		case onDesired:
 			st.OffDesiredSince = time.Time{}
@@ -196,7 +200,7 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			}
 			st.LastSent[c] = now
 		}
-		healthy := onDesired && !active[Failed] && !active[Drifted] && !st.Unreachable
+		healthy := onDesired && a.Phase == "Ready" && !active[Failed] && !active[Drifted] && !st.Unreachable
 		if healthy && len(st.Announced) > 0 {
 			if r.enabled(Recovered) {
 				e := ev(Recovered)

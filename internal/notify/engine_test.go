@@ -66,6 +66,15 @@ func TestEvaluate(t *testing.T) {
 			},
 		},
 		{
+			name: "recovered waits for Ready on the desired artifact", rules: all,
+			steps: []step{
+				{at: 0, as: []Assignment{failed(web)}, want: []string{"failed web/c1"}},
+				{at: time.Second, as: []Assignment{with(web, func(a *Assignment) { a.Phase = "Progressing" })}},
+				{at: 2 * time.Second, as: []Assignment{with(web, func(a *Assignment) { a.DesiredDigest, a.AppliedDigest = "sha256:b", "sha256:a" })}},
+				{at: 3 * time.Second, as: []Assignment{with(web, func(a *Assignment) { a.DesiredDigest, a.AppliedDigest = "sha256:b", "sha256:b" })}, want: []string{"recovered web/c1"}},
+			},
+		},
+		{
 			name: "conflicts are a failure", rules: all,
 			steps: []step{
 				{at: 0, as: []Assignment{conflicted(web)}, want: []string{"failed web/c1"}},

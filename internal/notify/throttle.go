@@ -69,3 +69,12 @@ func (t *Throttle) Suppress(events []Event) {
 		t.suppressed[e.Type]++
 	}
 }
+
+// Return takes back a message that could not be handed to delivery: its events and the
+// summary it carried are counted again, for the next message.
+func (t *Throttle) Return(m Message) {
+	t.Suppress(m.Events)
+	for typ, c := range m.Suppressed {
+		t.suppressed[typ] += c
+	}
+}

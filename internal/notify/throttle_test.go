@@ -54,3 +54,17 @@ func TestThrottle(t *testing.T) {
 		}
 	}
 }
+
+func TestThrottleReturn(t *testing.T) {
+	th := NewThrottle("ops", v1alpha1.RateLimit{Messages: 1, Per: v1alpha1.Duration{Duration: time.Second}})
+	th.Suppress([]Event{{Type: Drifted}})
+	m, ok := th.Offer(t0, []Event{{Type: Failed}})
+	if !ok || m.SuppressedTotal() != 1 {
+		t.Fatalf("first message: %+v, %v", m, ok)
+	}
+	th.Return(m) // could not be queued
+	m, ok = th.Offer(t0.Add(time.Second), nil)
+	if !ok || len(m.Events) != 0 || !cmp.Equal(m.Suppressed, map[string]int{Failed: 1, Drifted: 1}) {
+		t.Errorf("after Return: %+v, %v; want a summary of 1 failed and 1 drifted", m, ok)
+	}
+}
