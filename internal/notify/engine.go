@@ -30,10 +30,10 @@ type Assignment struct {
 	// DesiredDigest and AppliedDigest are the artifacts behind the revisions; compared
 	// when both are known.
 	DesiredDigest, AppliedDigest string
-	Drifted          bool
-	Conflicts        int
-	Error            string
-	Reachable        bool
+	Drifted                      bool
+	Conflicts                    int
+	Error                        string
+	Reachable                    bool
 	// LastSeen is when the cluster's agent was last heard from; zero: never.
 	LastSeen time.Time
 }
