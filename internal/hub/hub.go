@@ -126,6 +126,7 @@ type Hub struct {
 	errs           *connect.ErrorWriter
 	ctrl           *controller
 	seen           *lastSeen
+	desired        *desiredCache
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -163,6 +164,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	}
 	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
 	h.seen = newLastSeen(st, h.log)
+	h.desired = newDesiredCache()
 	h.metrics = newMetrics(h)
 	h.ctrl = newController(h)
 	if h.agentLn, err = net.Listen("tcp", opts.AgentAddr); err != nil {

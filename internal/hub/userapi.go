@@ -334,12 +334,12 @@ func validateLabels(labels map[string]string) error {
 	return nil
 }
 
+// writeJSON writes v as compact JSON: indenting the status of 20,000 assignments took a
+// fifth of the request's time (the CLI and jq indent for people).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {

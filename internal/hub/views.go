@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -92,13 +91,20 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
 	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}}
+	if f.Cluster == "" {
+		names := make(map[string]bool, len(clusters))
+		for _, c := range clusters {
+			names[c.Name] = true
+		}
+		h.desired.keepOnly(names)
+	}
 	for _, c := range clusters {
 		c.LastSeen, c.AgentVersion = h.seen.get(c)
 		ds, err := h.store.GetDesiredState(ctx, c.Name)
 		if err != nil {
 			continue // not scheduled yet
 		}
-		as, err := schedule.Decode(ds.Document)
+		as, err := h.desired.decode(c.Name, ds.Document)
 		if err != nil {
 			h.log.Warn("desired state unreadable", "cluster", c.Name, "error", err)
 			continue

@@ -1,0 +1,54 @@
+package hub
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+)
+
+// desiredCache keeps each cluster's desired-state document decoded, so that a fleet view of
+// 1,000 clusters does not decode 1,000 documents on every request (a third of its time when
+// measured). An entry is used only while the stored document is byte for byte the one it was
+// decoded from, which holds across hub replicas sharing a store. The assignments it returns
+// are shared: callers must not modify them.
+type desiredCache struct {
+	mu sync.Mutex
+	m  map[string]decodedDesired
+}
+
+type decodedDesired struct {
+	doc         []byte
+	assignments []schedule.Assignment
+}
+
+func newDesiredCache() *desiredCache { return &desiredCache{m: map[string]decodedDesired{}} }
+
+// decode returns schedule.Decode(doc), from the cache when cluster's entry holds doc.
+func (c *desiredCache) decode(cluster string, doc []byte) ([]schedule.Assignment, error) {
+	c.mu.Lock()
+	e, ok := c.m[cluster]
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.doc, doc) {
+		return e.assignments, nil
+	}
+	as, err := schedule.Decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.m[cluster] = decodedDesired{doc: bytes.Clone(doc), assignments: as}
+	c.mu.Unlock()
+	return as, nil
+}
+
+// keepOnly drops the entries of clusters not in names (removed clusters).
+func (c *desiredCache) keepOnly(names map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if !names[k] {
+			delete(c.m, k)
+		}
+	}
+}
