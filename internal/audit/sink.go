@@ -111,6 +111,7 @@ type Sink struct {
 
 	cursor, head atomic.Int64
 	failures     atomic.Int64
+	chain        string // hash of record 1, once read; only Run's goroutine
 }
 
 const sinkSchema = `
@@ -294,6 +295,14 @@ func (s *Sink) deliver(ctx context.Context, b batch) (a SinkAttempt, retryAfter 
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Flotilla-Audit-First-Seq", strconv.FormatInt(a.FirstSeq, 10))
 	req.Header.Set("X-Flotilla-Audit-Last-Seq", strconv.FormatInt(a.LastSeq, 10))
+	if s.chain == "" {
+		_ = s.log.r.QueryRowContext(ctx, `SELECT hash FROM records WHERE seq = 1`).Scan(&s.chain)
+	}
+	if s.chain != "" {
+		// Names the chain: several hubs (replicas, or a hub whose data dir was replaced)
+		// each have their own, numbered from 1; receivers de-duplicate by chain and seq.
+		req.Header.Set("X-Flotilla-Audit-Chain", s.chain)
+	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		a.Err, a.Reason = fmt.Errorf("audit sink %s: records %d-%d: %w", s.key, a.FirstSeq, a.LastSeq, err), "network"

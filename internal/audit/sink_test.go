@@ -287,14 +287,17 @@ func TestSinkOptions(t *testing.T) {
 	runSink(t, s)
 	waitFor(t, "delivery", func() bool { return s.Cursor() == 9 })
 	checkStream(t, rv.records(), 9)
+	got := rv.records()
 	rv.mu.Lock()
 	for i, h := range rv.headers {
 		if h.Get("Authorization") != "Bearer s3cret" {
 			t.Errorf("request %d: Authorization %q", i+1, h.Get("Authorization"))
 		}
+		if h.Get("X-Flotilla-Audit-Chain") != got[0].Hash {
+			t.Errorf("request %d: X-Flotilla-Audit-Chain %q; want the hash of record 1", i+1, h.Get("X-Flotilla-Audit-Chain"))
+		}
 	}
 	rv.mu.Unlock()
-	got := rv.records()
 	if got[0].Detail == nil || !bytes.Contains(got[0].Detail, []byte(`"phase":"Ready"`)) {
 		t.Errorf("detail = %s", got[0].Detail)
 	}
