@@ -210,7 +210,18 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			}
 			st.Announced = nil
 		}
-		next.Assignments[key(a)] = st
+		for c, at := range st.LastSent {
+			if now.Sub(at) >= r.FlapWindow {
+				delete(st.LastSent, c) // no longer holds anything back
+			}
+		}
+		if len(st.LastSent) == 0 {
+			st.LastSent = nil
+		}
+		if !st.isZero() {
+			// A healthy assignment with nothing to remember takes no room in the state.
+			next.Assignments[key(a)] = st
+		}
 	}
 	slices.SortStableFunc(events, func(x, y Event) int {
 		if d := eventOrder(x.Type) - eventOrder(y.Type); d != 0 {
@@ -225,6 +236,10 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 }
 
 func eventOrder(t string) int { return slices.Index(v1alpha1.NotificationEvents, t) }
+
+func (s AssignmentState) isZero() bool {
+	return len(s.Announced) == 0 && len(s.Held) == 0 && !s.Unreachable && s.OffDesiredSince.IsZero() && len(s.LastSent) == 0 && s.Flaps == 0
+}
 
 func clone(s AssignmentState) AssignmentState {
 	s.Announced = slices.Clone(s.Announced)

@@ -216,6 +216,23 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+func TestStateKeepsOnlyWhatMatters(t *testing.T) {
+	r := Rules{FlapWindow: time.Minute, SkewAfter: time.Minute}
+	web, db := healthy("web", "c1"), healthy("db", "c1")
+	st, _ := Evaluate(r, State{}, Snapshot{Time: t0, Assignments: []Assignment{failed(web), db}, ReachabilityKnown: true})
+	if _, ok := st.Assignments["db/c1"]; ok || len(st.Assignments) != 1 {
+		t.Errorf("state after a failure: %+v; want only web/c1", st.Assignments)
+	}
+	st, _ = Evaluate(r, st, Snapshot{Time: t0.Add(time.Second), Assignments: []Assignment{web, db}, ReachabilityKnown: true})
+	if len(st.Assignments) != 1 {
+		t.Errorf("within the flap window: %+v; want web/c1 remembered", st.Assignments)
+	}
+	st, _ = Evaluate(r, st, Snapshot{Time: t0.Add(2 * time.Minute), Assignments: []Assignment{web, db}, ReachabilityKnown: true})
+	if len(st.Assignments) != 0 {
+		t.Errorf("healthy past the flap window: %+v; want nothing", st.Assignments)
+	}
+}
+
 func TestEvaluateDoesNotChangeItsInput(t *testing.T) {
 	r := Rules{FlapWindow: time.Minute}
 	st, _ := Evaluate(r, State{}, Snapshot{Time: t0, Assignments: []Assignment{failed(healthy("web", "c1"))}, ReachabilityKnown: true})
