@@ -39,8 +39,9 @@ var NotificationEvents = []string{EventFailed, EventDrifted, EventSkewed, EventU
 
 // NotificationSpec says where messages go, about which assignments, and how many at most.
 type NotificationSpec struct {
-	// Type is "webhook" (a generic JSON document) or "slack" (a Slack-compatible
-	// {"text": ..., "blocks": [...]} body, which Mattermost and Rocket.Chat accept too).
+	// Type is "webhook" (a generic JSON document) or "slack" (a Slack incoming-webhook
+	// {"text": ..., "blocks": [...]} body; receivers of Slack's format without blocks show
+	// the text).
 	Type string `json:"type"`
 	// URL receives the messages by POST: http:// or https://. Exactly one of URL and URLFile.
 	URL string `json:"url,omitempty"`
