@@ -24,6 +24,9 @@ import (
 type Options struct {
 	// HubURL is the hub's agent endpoint, https://HOST:PORT.
 	HubURL string
+	// HubURLs are further agent endpoints of the same hub (its replicas sharing one store):
+	// the agent moves to the next, in turn, when the current one cannot be reached.
+	HubURLs []string
 	// JoinToken is the one-time token from `flotilla cluster add`.
 	JoinToken string
 	// RESTConfig reaches the cluster this agent reconciles. Required unless Target is set.
@@ -149,6 +152,13 @@ func (a *Agent) init(ctx context.Context) error {
 	a.id = id
 	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert, a.opts.DialContext, a.opts.WrapTransport); err != nil {
 		return err
+	}
+	if len(a.opts.HubURLs) > 0 {
+		fo, err := newHubFailover(a.httpClient.Transport, append([]string{id.HubURL}, a.opts.HubURLs...))
+		if err != nil {
+			return err
+		}
+		a.httpClient.Transport = fo
 	}
 	a.client = agentv1connect.NewAgentServiceClient(a.httpClient, id.HubURL)
 	if a.reconciler = a.opts.Target; a.reconciler == nil {

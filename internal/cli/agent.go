@@ -14,6 +14,7 @@ import (
 func newAgentCommand(s streams) *cobra.Command {
 	var (
 		opts        agent.Options
+		hubs        []string
 		kubeconfig  string
 		metricsAddr string
 	)
@@ -33,12 +34,18 @@ in-cluster configuration (the agent's service account).`,
     --kubeconfig ~/.kube/config --state-dir /var/lib/flotilla-agent
 
   # In the cluster (deploy/agent): in-cluster config, identity already in the state dir
-  flotilla agent --hub https://hub.example.com:8443 --state-dir /data`,
+  flotilla agent --hub https://hub.example.com:8443 --state-dir /data
+
+  # A hub of several replicas without a load balancer in front (docs/ha.md)
+  flotilla agent --hub https://hub-0.example.com:8443,https://hub-1.example.com:8443 --state-dir /data`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if opts.StateDir == "" {
 				return usageError{fmt.Errorf("--state-dir is required")}
+			}
+			if len(hubs) > 0 {
+				opts.HubURL, opts.HubURLs = hubs[0], hubs[1:]
 			}
 			var err error
 			if kubeconfig != "" {
@@ -73,7 +80,7 @@ in-cluster configuration (the agent's service account).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.HubURL, "hub", "", "the hub's agent endpoint, https://HOST:PORT (required to join)")
+	f.StringSliceVar(&hubs, "hub", nil, "the hub's agent endpoint, https://HOST:PORT (required to join); repeat it, or separate with commas, for several hub replicas: the agent moves to the next when one cannot be reached")
 	f.StringVar(&opts.JoinToken, "join-token", "", "one-time join token from `flotilla cluster add` (first start only)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to reconcile (default: in-cluster config)")
 	f.StringVar(&opts.StateDir, "state-dir", "", "directory for identity, desired state, outbox and artifacts (required)")

@@ -29,3 +29,6 @@ func (s *SQLite) SetNow(now func() time.Time) { s.now = now }
 
 // Pools returns the writer and reader connection pools.
 func (s *SQLite) Pools() (w, r *sql.DB) { return s.w, s.r }
+
+// DB returns the PostgreSQL store's connection pool.
+func (s *Postgres) DB() *sql.DB { return s.db }

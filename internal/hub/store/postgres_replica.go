@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,14 +117,21 @@ func (s *Postgres) GetArtifact(ctx context.Context, digest string) ([]byte, erro
 	return data, nil
 }
 
-// DeleteArtifactsExcept deletes every stored artifact whose digest is not in keep, and
-// returns how many it deleted.
+// ArtifactGracePeriod is how long a stored artifact is kept even when unreferenced: an
+// artifact uploaded by a poll while a garbage collection computed what to keep is not
+// referenced yet, and must survive that collection.
+const ArtifactGracePeriod = 10 * time.Minute
+
+// DeleteArtifactsExcept deletes every stored artifact whose digest is not in keep and that was
+// stored more than ArtifactGracePeriod ago, and returns how many it deleted.
 func (s *Postgres) DeleteArtifactsExcept(ctx context.Context, keep map[string]bool) (int, error) {
 	digests := make([]string, 0, len(keep))
 	for d := range keep {
 		digests = append(digests, d)
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM artifacts WHERE NOT (digest = ANY($1))`, digests)
+	res, err := s.db.ExecContext(ctx, `
+DELETE FROM artifacts WHERE NOT (digest = ANY($1)) AND created_at < now() - $2 * interval '1 microsecond'`,
+		digests, ArtifactGracePeriod.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("artifacts: garbage collection: %w", err)
 	}
@@ -135,14 +144,17 @@ func (s *Postgres) DeleteArtifactsExcept(ctx context.Context, keep map[string]bo
 // files win, and every replica gets the same ones back.
 func (s *Postgres) ShareFiles(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
 	out := map[string][]byte{}
+	// In name order: two replicas offering at once then wait on the same first row, and the
+	// second gets all of the first one's files, never a mix (nor a deadlock).
+	names := slices.Sorted(maps.Keys(files))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for name, data := range files {
+		for _, name := range names {
 			if _, err := tx.ExecContext(ctx, `
-INSERT INTO shared_files (name, data) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, notNil(data)); err != nil {
+INSERT INTO shared_files (name, data) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, notNil(files[name])); err != nil {
 				return err
 			}
 		}
-		for name := range files {
+		for _, name := range names {
 			var data []byte
 			if err := tx.QueryRowContext(ctx, `SELECT data FROM shared_files WHERE name = $1`, name).Scan(&data); err != nil {
 				return err

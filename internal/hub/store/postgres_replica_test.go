@@ -137,6 +137,14 @@ func TestPostgresArtifacts(t *testing.T) {
 	}
 	n, err := b.DeleteArtifactsExcept(ctx, map[string]bool{"sha256:bb": true})
 	must(t, err)
+	if n != 0 {
+		t.Errorf("DeleteArtifactsExcept deleted %d artifacts stored just now, want 0 (grace period)", n)
+	}
+	// Age the rows past the grace period, as time would.
+	_, err = a.DB().ExecContext(ctx, `UPDATE artifacts SET created_at = now() - interval '1 hour'`)
+	must(t, err)
+	n, err = b.DeleteArtifactsExcept(ctx, map[string]bool{"sha256:bb": true})
+	must(t, err)
 	if n != 1 {
 		t.Errorf("DeleteArtifactsExcept deleted %d, want 1", n)
 	}
