@@ -36,7 +36,7 @@ type Options struct {
 	TrustSPKI []string
 	// Width and Height of the window. Default 1400 x 900.
 	Width, Height int
-	// Timeout bounds everything the browser does. Default 3 minutes.
+	// Timeout bounds everything the browser does. Default 10 minutes.
 	Timeout time.Duration
 }
 
@@ -54,7 +54,7 @@ func (o *Options) setDefaults() {
 		o.Height = 900
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 3 * time.Minute
+		o.Timeout = 10 * time.Minute
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // dashboardHandler serves the dashboard's static pages. They hold no fleet data: the page
@@ -26,11 +25,12 @@ func (h *Hub) dashboardHandler() http.Handler {
 //
 //   - GET /api/v1/dashboard/fleet: the compact fleet document (dashboard.Fleet) with an ETag;
 //     computed at most once a second however many dashboards poll it.
-//   - GET /api/v1/dashboard/clusters/{name}: every assignment of one cluster, in full.
+//
+// Everything else the page shows comes from the user API itself (clusters/{name}, drift,
+// audit).
 func (h *Hub) dashboardAPI(mux *http.ServeMux) {
 	snaps := dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return h.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: h.now})
 	mux.Handle("GET /api/v1/dashboard/fleet", snaps)
-	mux.HandleFunc("GET /api/v1/dashboard/clusters/{name}", h.dashboardCluster)
 }
 
 func (h *Hub) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
@@ -47,33 +47,5 @@ func (h *Hub) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
 		seen, _ := h.seen.get(c)
 		clusters = append(clusters, dashboard.Cluster{Name: c.Name, Labels: c.Labels, Seen: !seen.IsZero(), Reachable: h.reachable(seen)})
 	}
-	var releases []string
-	h.ctrl.mu.Lock()
-	if h.ctrl.fleet != nil {
-		for _, r := range h.ctrl.fleet.Releases {
-			releases = append(releases, r.Metadata.Name)
-		}
-	}
-	h.ctrl.mu.Unlock()
-	return dashboard.Build(st, releases, clusters), nil
-}
-
-func (h *Hub) dashboardCluster(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if _, err := h.store.GetCluster(r.Context(), name); err != nil {
-		writeStoreError(w, err, name)
-		return
-	}
-	st, err := h.fleetStatus(r.Context())
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	}
-	out := []hubapi.AssignmentView{}
-	for _, a := range st.Assignments {
-		if a.Cluster == name {
-			out = append(out, a)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	return dashboard.Build(st, h.releaseNames(), clusters), nil
 }

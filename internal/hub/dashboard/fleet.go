@@ -6,31 +6,24 @@ import (
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
-// State is what one release on one cluster looks like on the dashboard: a single code per
-// matrix cell, so the page can count, colour and filter 20,000 cells without parsing them.
+// State is what one release on one cluster looks like on the dashboard: one code per matrix
+// cell, so the page can count, colour and filter 20,000 cells without parsing them. The states
+// are the phases `flotilla status` shows (hubapi.Phase*), plus Unassigned.
 type State int
 
-// The states. A cell shows exactly one; Classify says which wins when several apply.
+// The states, in the order of StateNames.
 const (
 	// Unassigned: the release is not scheduled on the cluster.
 	Unassigned State = iota
-	// Ready: applied at the desired revision, healthy, no drift, no conflicts.
 	Ready
-	// Progressing: not yet at the desired revision (pending, applying, or not reported yet).
 	Progressing
-	// Drifted: at the desired revision, but objects were changed behind the agent's back.
-	Drifted
-	// Conflicted: another field manager owns fields the release sets.
-	Conflicted
-	// Failed: the last apply failed.
+	Pending
 	Failed
-	// Unreachable: the agent has not been heard from for hub.UnreachableAfter (or never);
-	// whatever it reported last is stale.
 	Unreachable
 )
 
 // StateNames are the states' names as the page shows them, indexed by State.
-var StateNames = [...]string{"unassigned", "ready", "progressing", "drifted", "conflicted", "failed", "unreachable"}
+var StateNames = [...]string{"unassigned", "ready", "progressing", "pending", "failed", "unreachable"}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(StateNames) {
@@ -39,22 +32,35 @@ func (s State) String() string {
 	return StateNames[s]
 }
 
-// Classify reduces an assignment to its State. An unreachable cluster is never shown as
-// Ready, whatever it reported last.
-func Classify(a hubapi.AssignmentView) State {
-	switch {
-	case !a.Reachable:
-		return Unreachable
-	case a.Phase == "Failed" || a.Error != "":
-		return Failed
-	case a.Conflicts > 0:
-		return Conflicted
-	case a.AppliedRevision == "" || a.AppliedRevision != a.DesiredRevision || a.Phase != "Ready":
-		return Progressing
-	case a.Drifted:
-		return Drifted
+// Flags mark, beside the state, what the agent's last report found. They are bits of the
+// fourth integer of a cell.
+const (
+	FlagDrifted    = 1 << iota // objects were changed behind the agent's back
+	FlagConflicted             // another field manager or release owns fields the release sets
+)
+
+// Classify maps an assignment's phase (computed by the hub's fleet view, so an unreachable
+// cluster is never Ready) to a State and its flags. A phase the page does not know counts as
+// Progressing.
+func Classify(a hubapi.AssignmentView) (State, int) {
+	flags := 0
+	if a.Drifted {
+		flags |= FlagDrifted
+	}
+	if a.Conflicts > 0 {
+		flags |= FlagConflicted
+	}
+	switch a.Phase {
+	case hubapi.PhaseReady:
+		return Ready, flags
+	case hubapi.PhasePending:
+		return Pending, flags
+	case hubapi.PhaseFailed:
+		return Failed, flags
+	case hubapi.PhaseUnreachable:
+		return Unreachable, flags
 	default:
-		return Ready
+		return Progressing, flags
 	}
 }
 
@@ -67,16 +73,11 @@ type Cluster struct {
 	Seen bool `json:"seen"`
 }
 
-// Summary counts one release's cells per State; Assigned is their total.
-type Summary struct {
-	Release  string `json:"release"`
-	Assigned int    `json:"assigned"`
-	// Counts is indexed by State (Counts[Unassigned] is always 0).
-	Counts [len(StateNames)]int `json:"counts"`
-}
+// CellInts is how many integers one cell takes in Fleet.Cells.
+const CellInts = 4
 
 // Fleet is the compact document the dashboard polls: the fleet as a release x cluster matrix
-// of small integers plus a table of revisions, about 15 bytes a cell before compression.
+// of small integers plus a table of revisions, about 10 bytes a cell before compression.
 // It holds no time that changes by itself (no last-seen times), so it only changes when the
 // fleet does, and its ETag lets an idle dashboard poll for a 304.
 type Fleet struct {
@@ -88,11 +89,13 @@ type Fleet struct {
 	Releases  []string  `json:"releases"`
 	Clusters  []Cluster `json:"clusters"`
 	Revisions []string  `json:"revisions"`
-	// Cells has one row per cluster (in Clusters' order) of three integers per release (in
-	// Releases' order): the State, the index in Revisions of the desired revision and of the
-	// applied one (-1 when nothing was applied yet). An unassigned release is 0,-1,-1.
-	Cells     [][]int   `json:"cells"`
-	Summaries []Summary `json:"summaries"`
+	// Cells has one row per cluster (in Clusters' order) of CellInts integers per release
+	// (in Releases' order): the State, the index in Revisions of the desired revision and of
+	// the applied one (-1 when nothing was applied yet), and the flags. An unassigned release
+	// is 0,-1,-1,0.
+	Cells [][]int `json:"cells"`
+	// Summaries are the per-release counts exactly as `flotilla status` shows them.
+	Summaries []hubapi.ReleaseSummary `json:"summaries"`
 }
 
 // Build turns the fleet status and the cluster list into the compact document. releases are
@@ -103,7 +106,10 @@ func Build(st hubapi.StatusView, releases []string, clusters []Cluster) Fleet {
 	f := Fleet{
 		Fleet: st.Fleet, Sources: st.Sources, Problems: st.Problems,
 		States: StateNames[:], Releases: []string{}, Clusters: []Cluster{}, Revisions: []string{},
-		Cells: [][]int{}, Summaries: []Summary{},
+		Cells: [][]int{}, Summaries: st.Releases,
+	}
+	if f.Summaries == nil {
+		f.Summaries = []hubapi.ReleaseSummary{}
 	}
 	if f.Sources == nil {
 		f.Sources = []hubapi.SourceView{}
@@ -116,7 +122,6 @@ func Build(st hubapi.StatusView, releases []string, clusters []Cluster) Fleet {
 		if _, ok := relIdx[name]; !ok {
 			relIdx[name] = len(f.Releases)
 			f.Releases = append(f.Releases, name)
-			f.Summaries = append(f.Summaries, Summary{Release: name})
 		}
 	}
 	for _, r := range releases {
@@ -137,9 +142,9 @@ func Build(st hubapi.StatusView, releases []string, clusters []Cluster) Fleet {
 	}
 	f.Cells = make([][]int, len(f.Clusters))
 	for i := range f.Cells {
-		row := make([]int, 3*len(f.Releases))
+		row := make([]int, CellInts*len(f.Releases))
 		for j := range f.Releases {
-			row[3*j+1], row[3*j+2] = -1, -1
+			row[CellInts*j+1], row[CellInts*j+2] = -1, -1
 		}
 		f.Cells[i] = row
 	}
@@ -163,12 +168,9 @@ func Build(st hubapi.StatusView, releases []string, clusters []Cluster) Fleet {
 			// Removed between the two reads: it will be gone from the next document too.
 			continue
 		}
-		rj := relIdx[a.Release]
-		s := Classify(a)
-		row := f.Cells[ci]
-		row[3*rj], row[3*rj+1], row[3*rj+2] = int(s), rev(a.DesiredRevision), rev(a.AppliedRevision)
-		f.Summaries[rj].Assigned++
-		f.Summaries[rj].Counts[s]++
+		s, flags := Classify(a)
+		c := f.Cells[ci][CellInts*relIdx[a.Release]:]
+		c[0], c[1], c[2], c[3] = int(s), rev(a.DesiredRevision), rev(a.AppliedRevision), flags
 	}
 	return f
 }

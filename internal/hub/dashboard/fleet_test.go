@@ -9,28 +9,24 @@ import (
 )
 
 func TestClassify(t *testing.T) {
-	ready := hubapi.AssignmentView{Phase: "Ready", DesiredRevision: "main@sha1:b", AppliedRevision: "main@sha1:b", Reachable: true}
-	with := func(f func(*hubapi.AssignmentView)) hubapi.AssignmentView { a := ready; f(&a); return a }
 	for _, tc := range []struct {
-		name string
-		a    hubapi.AssignmentView
-		want State
+		name      string
+		a         hubapi.AssignmentView
+		want      State
+		wantFlags int
 	}{
-		{"ready at the desired revision", ready, Ready},
-		{"an old revision is progressing", with(func(a *hubapi.AssignmentView) { a.AppliedRevision = "main@sha1:a" }), Progressing},
-		{"nothing applied yet is progressing", with(func(a *hubapi.AssignmentView) { a.AppliedRevision, a.Phase = "", "Pending" }), Progressing},
-		{"the hub's Progressing phase", with(func(a *hubapi.AssignmentView) { a.Phase = "Progressing" }), Progressing},
-		{"failed", with(func(a *hubapi.AssignmentView) { a.Phase, a.Error = "Failed", "boom" }), Failed},
-		{"an error fails even a Ready phase", with(func(a *hubapi.AssignmentView) { a.Error = "boom" }), Failed},
-		{"conflicts", with(func(a *hubapi.AssignmentView) { a.Conflicts = 2 }), Conflicted},
-		{"drifted at the desired revision", with(func(a *hubapi.AssignmentView) { a.Drifted = true }), Drifted},
-		{"drift on an old revision is still progressing", with(func(a *hubapi.AssignmentView) { a.Drifted, a.AppliedRevision = true, "main@sha1:a" }), Progressing},
-		{"unreachable is never ready", with(func(a *hubapi.AssignmentView) { a.Reachable = false }), Unreachable},
-		{"unreachable wins over failed", with(func(a *hubapi.AssignmentView) { a.Reachable, a.Phase, a.Error = false, "Failed", "x" }), Unreachable},
+		{"ready", hubapi.AssignmentView{Phase: hubapi.PhaseReady}, Ready, 0},
+		{"ready but drifted", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Drifted: true}, Ready, FlagDrifted},
+		{"failed with conflicts", hubapi.AssignmentView{Phase: hubapi.PhaseFailed, Conflicts: 2}, Failed, FlagConflicted},
+		{"pending", hubapi.AssignmentView{Phase: hubapi.PhasePending}, Pending, 0},
+		{"progressing", hubapi.AssignmentView{Phase: hubapi.PhaseProgressing}, Progressing, 0},
+		{"unreachable, drifted when last heard of", hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, Drifted: true, Conflicts: 1}, Unreachable, FlagDrifted | FlagConflicted},
+		{"a phase the page does not know", hubapi.AssignmentView{Phase: "Applying"}, Progressing, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(tc.a); got != tc.want {
-				t.Errorf("Classify = %s, want %s", got, tc.want)
+			got, flags := Classify(tc.a)
+			if got != tc.want || flags != tc.wantFlags {
+				t.Errorf("Classify = %s, %b; want %s, %b", got, flags, tc.want, tc.wantFlags)
 			}
 		})
 	}
@@ -39,9 +35,10 @@ func TestClassify(t *testing.T) {
 func TestBuild(t *testing.T) {
 	const r1, r2 = "main@sha1:1111111", "main@sha1:2222222"
 	st := hubapi.StatusView{
-		Fleet: hubapi.FleetStatus{Revision: "main@sha1:f"},
+		Fleet:    hubapi.FleetStatus{Revision: "main@sha1:f"},
+		Releases: []hubapi.ReleaseSummary{{Release: "web", Clusters: 3, Ready: 1, Progressing: 1, Pending: 1}},
 		Assignments: []hubapi.AssignmentView{
-			{Release: "web", Cluster: "b", DesiredRevision: r2, AppliedRevision: r2, Phase: "Ready", Reachable: true},
+			{Release: "web", Cluster: "b", DesiredRevision: r2, AppliedRevision: r2, Phase: "Ready", Drifted: true, Reachable: true},
 			{Release: "web", Cluster: "a", DesiredRevision: r2, AppliedRevision: r1, Phase: "Progressing", Reachable: true},
 			{Release: "db", Cluster: "a", DesiredRevision: r1, Phase: "Pending", Reachable: true},
 			{Release: "gone", Cluster: "a", DesiredRevision: r1, AppliedRevision: r1, Phase: "Ready", Reachable: true},
@@ -72,17 +69,16 @@ func TestBuild(t *testing.T) {
 		t.Errorf("revision table (-want +got):\n%s", diff)
 	}
 	wantCells := [][]int{
-		// web                    db                    gone
-		{int(Progressing), 0, 1, int(Progressing), 1, -1, int(Ready), 1, 1}, // a
-		{int(Ready), 0, 0, 0, -1, -1, 0, -1, -1},                            // b
-		{0, -1, -1, 0, -1, -1, 0, -1, -1},                                   // c: nothing assigned
+		// web                            db                         gone
+		{int(Progressing), 0, 1, 0, int(Pending), 1, -1, 0, int(Ready), 1, 1, 0}, // a
+		{int(Ready), 0, 0, FlagDrifted, 0, -1, -1, 0, 0, -1, -1, 0},              // b
+		{0, -1, -1, 0, 0, -1, -1, 0, 0, -1, -1, 0},                               // c: nothing assigned
 	}
 	if diff := cmp.Diff(wantCells, got.Cells); diff != "" {
 		t.Errorf("cells (-want +got):\n%s", diff)
 	}
-	web := got.Summaries[0]
-	if web.Release != "web" || web.Assigned != 2 || web.Counts[Ready] != 1 || web.Counts[Progressing] != 1 {
-		t.Errorf("web summary = %+v, want 2 assigned: 1 ready, 1 progressing (the removed cluster not counted)", web)
+	if diff := cmp.Diff(st.Releases, got.Summaries); diff != "" {
+		t.Errorf("summaries are the status view's (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(StateNames[:], got.States); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)

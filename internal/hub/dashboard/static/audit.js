@@ -1,6 +1,6 @@
 // Audit: the newest records of the hub's hash-chained audit trail (GET /api/v1/audit),
 // filtered by cluster, release and action on the hub.
-import { h, when, table } from './dom.js';
+import { h, show, when, table } from './dom.js';
 import { get } from './api.js';
 
 const LIMIT = 200;
@@ -16,7 +16,7 @@ function buildControls(root, app) {
     app.setParams(p);
   };
   inputs.forEach((el) => el.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(changed, 300); }));
-  root.replaceChildren(h('h2', null, 'Audit trail'), h('div', { class: 'controls' }, inputs, h('span', { class: 'muted' }, `newest ${LIMIT} first`)), body);
+  show(root, h('h2', null, 'Audit trail'), h('div', { class: 'controls' }, inputs, h('span', { class: 'muted' }, `newest ${LIMIT} first`)), body);
   controls = { root, inputs, body };
 }
 
@@ -36,7 +36,7 @@ export async function render(root, params, app, isCurrent) {
   const recs = (await get(`/api/v1/audit?${q}`)).data || [];
   if (!isCurrent()) return;
   recs.reverse();
-  controls.body.replaceChildren(recs.length
+  show(controls.body, recs.length
     ? table('grid audit', ['#', 'Time', 'Actor', 'Action', 'Cluster', 'Release', 'Detail'], recs.map((r) => h('tr', null,
       h('td', { class: 'num' }, String(r.seq)), h('td', { title: r.time }, when(r.time)), h('td', null, r.actor),
       h('td', null, r.action),

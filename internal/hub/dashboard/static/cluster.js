@@ -1,10 +1,10 @@
-// Cluster detail: what the hub knows of one cluster (GET /api/v1/clusters/NAME, every field
-// it has, outbox depth and conditions included when the hub reports them) and each of its
-// assignments in full (GET /api/v1/dashboard/clusters/NAME).
-import { h, shortRev, when, labelText, table } from './dom.js';
+// Cluster detail: what the hub knows of one cluster (GET /api/v1/clusters/NAME): labels,
+// last seen, agent version, outbox depth, conditions and each assignment in full; a field the
+// page does not know yet is still shown, by name.
+import { h, show, shortRev, when, labelText, table } from './dom.js';
 import { get } from './api.js';
 
-const KNOWN = new Set(['name', 'labels', 'createdAt', 'lastSeen', 'agentVersion', 'reachable', 'generation', 'assignments']);
+const KNOWN = new Set(['name', 'labels', 'createdAt', 'lastSeen', 'agentVersion', 'reachable', 'generation', 'assignments', 'status', 'conditions', 'outboxDepth', 'reportsIngested', 'reportsCompacted', 'lastReportSeq']);
 
 function fieldValue(v) {
   if (v === null || v === undefined) return '';
@@ -19,32 +19,31 @@ function conditionsTable(conds) {
 }
 
 export async function render(root, name, isCurrent) {
-  const [cl, as] = await Promise.all([
-    get(`/api/v1/clusters/${encodeURIComponent(name)}`),
-    get(`/api/v1/dashboard/clusters/${encodeURIComponent(name)}`),
-  ]);
+  const c = (await get(`/api/v1/clusters/${encodeURIComponent(name)}`)).data;
   if (!isCurrent()) return;
-  const c = cl.data;
-  const extra = Object.keys(c).filter((k) => !KNOWN.has(k) && k !== 'conditions').sort();
+  const status = c.status || [];
+  const extra = Object.keys(c).filter((k) => !KNOWN.has(k)).sort();
   const facts = [
     ['Labels', labelText(c.labels) || '(none)'],
     ['Reachable', c.reachable ? 'yes' : 'no'],
     ['Last seen', when(c.lastSeen)],
     ['Agent version', c.agentVersion || 'unknown'],
+    ['Outbox', c.outboxDepth === undefined || c.outboxDepth === null ? 'unknown (no heartbeat since the hub started)' : `${c.outboxDepth} report(s) waiting`],
     ['Desired-state generation', String(c.generation)],
+    ['Reports', `${c.reportsIngested || 0} ingested, ${c.reportsCompacted || 0} compacted by the agent's outbox`],
     ['Added', when(c.createdAt)],
     ...extra.map((k) => [k.replace(/([A-Z])/g, ' $1').replace(/^./, (x) => x.toUpperCase()), fieldValue(c[k])]),
   ];
-  root.replaceChildren(
+  show(root, 
     h('p', null, h('a', { href: '#/matrix' }, '‹ matrix')),
     h('h2', null, 'Cluster ', h('span', { id: 'cluster-name' }, c.name), c.reachable ? null : h('span', { class: 'chip s-unreachable' }, 'unreachable')),
     h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', null, k), h('dd', { data: { field: k } }, v)])),
     conditionsTable(c.conditions),
     h('h3', null, 'Assignments'),
-    as.data.length
-      ? table('grid', ['Release', 'Phase', 'Desired', 'Applied', 'Health', 'Objects', 'Drifted', 'Conflicts', 'Error'], as.data.map((a) => h('tr', { data: { release: a.release } },
+    status.length
+      ? table('grid', ['Release', 'Phase', 'Desired', 'Applied', 'Health', 'Objects', 'Drifted', 'Conflicts', 'Error'], status.map((a) => h('tr', { data: { release: a.release } },
         h('th', { scope: 'row' }, h('a', { href: `#/matrix?release=${encodeURIComponent(a.release)}` }, a.release)),
-        h('td', { class: `s-${a.phase === 'Ready' && a.appliedRevision === a.desiredRevision ? 'ready' : a.phase === 'Failed' ? 'failed' : 'progressing'}` }, a.phase),
+        h('td', { class: `s-${String(a.phase).toLowerCase()}`, title: a.reportedPhase ? `last reported: ${a.reportedPhase}` : '' }, a.phase),
         h('td', { class: 'rev', title: a.desiredRevision }, shortRev(a.desiredRevision)),
         h('td', { class: 'rev', title: a.appliedRevision || '' }, shortRev(a.appliedRevision) || '—'),
         h('td', null, a.health || ''), h('td', { class: 'num' }, String(a.objects)),

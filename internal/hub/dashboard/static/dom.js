@@ -14,11 +14,17 @@ export function h(tag, attrs, ...children) {
     else if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return el;
+}
+
+// show replaces root's children with nodes, skipping null and false and flattening arrays
+// (replaceChildren itself would print "null").
+export function show(root, ...nodes) {
+  root.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 // shortRev turns "main@sha1:4f2c1a2..." or "sha1:4f2c..." into "4f2c1a2"; anything else is

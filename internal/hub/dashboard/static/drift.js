@@ -1,55 +1,27 @@
-// Drift: the assignments whose objects were changed behind the agent's back. When the hub
-// serves GET /api/v1/drift (drifted objects with field paths, healed or only reported) it is
-// shown in full; otherwise the drifted assignments of the fleet document are listed.
-import { h, shortRev, table } from './dom.js';
-import { get, APIError } from './api.js';
-
-function cellText(v) {
-  if (v === null || v === undefined) return '';
-  if (Array.isArray(v)) return v.map(cellText).join(', ');
-  if (typeof v === 'boolean') return v ? 'yes' : 'no';
-  if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
-}
-
-// rowsOf finds the list in the drift answer: the answer itself or its first array field.
-function rowsOf(data) {
-  if (Array.isArray(data)) return data;
-  if (data && typeof data === 'object') {
-    for (const v of Object.values(data)) if (Array.isArray(v)) return v;
-  }
-  return [];
-}
+// Drift: the objects changed behind the agents' backs, across the fleet, with field paths.
+import { h, show, when, table } from './dom.js';
+import { get } from './api.js';
+import { CELL, FLAG_DRIFTED } from './filter.js';
 
 const MAX_ROWS = 500;
 
+// render lists the drifted objects (GET /api/v1/drift: {objects: [...]}, each with cluster,
+// release, namespace, object, paths, healed, reportedAt); the fleet document's drifted
+// assignments are shown beside the count, so a drift the agent has not detailed still shows.
 export async function render(root, fleet, isCurrent) {
-  let objects = null;
-  try {
-    objects = rowsOf((await get('/api/v1/drift')).data);
-  } catch (e) {
-    if (!(e instanceof APIError && (e.status === 404 || e.status === 405))) throw e;
-  }
+  const objects = (await get('/api/v1/drift')).data.objects || [];
   if (!isCurrent()) return;
-  if (objects) {
-    const keys = Array.from(new Set(objects.slice(0, MAX_ROWS).flatMap((o) => Object.keys(o))));
-    root.replaceChildren(
-      h('h2', null, 'Drift'),
-      h('p', { class: 'muted' }, `${objects.length} drifted object(s) across the fleet${objects.length > MAX_ROWS ? `, the first ${MAX_ROWS} shown` : ''}.`),
-      objects.length ? table('grid', keys, objects.slice(0, MAX_ROWS).map((o) => h('tr', null, keys.map((k) => {
-        if (k === 'cluster') return h('td', null, h('a', { href: `#/cluster/${encodeURIComponent(o[k])}` }, o[k]));
-        return h('td', null, cellText(o[k]));
-      })))) : null);
-    return;
-  }
-  const drifted = fleet.states.indexOf('drifted');
-  const rows = [];
-  fleet.cells.forEach((row, i) => fleet.releases.forEach((rel, j) => {
-    if (row[3 * j] === drifted) rows.push([fleet.clusters[i].name, rel, fleet.revisions[row[3 * j + 2]] || '']);
+  let assignments = 0;
+  fleet.cells.forEach((row) => fleet.releases.forEach((_, j) => {
+    if (row[CELL * j] !== 0 && (row[CELL * j + 3] & FLAG_DRIFTED)) assignments++;
   }));
-  root.replaceChildren(
+  show(root,
     h('h2', null, 'Drift'),
-    h('p', { class: 'muted' }, `${rows.length} drifted assignment(s)${rows.length > MAX_ROWS ? `, the first ${MAX_ROWS} shown` : ''}. Open a cluster for its objects.`),
-    rows.length ? table('grid', ['Cluster', 'Release', 'Revision'], rows.slice(0, MAX_ROWS).map(([c, r, rev]) => h('tr', null,
-      h('td', null, h('a', { href: `#/cluster/${encodeURIComponent(c)}` }, c)), h('td', null, r), h('td', { class: 'rev', title: rev }, shortRev(rev))))) : null);
+    h('p', { class: 'muted', id: 'drift-summary' }, `${objects.length} drifted object(s) in ${assignments} drifted assignment(s)${objects.length > MAX_ROWS ? `, the first ${MAX_ROWS} shown` : ''}. Healed: the agent took the change back; reported: it only reported it (selfHeal: false).`),
+    objects.length ? table('grid', ['Cluster', 'Release', 'Namespace', 'Object', 'Changed fields', 'State', 'Reported'], objects.slice(0, MAX_ROWS).map((o) => h('tr', { class: o.healed ? '' : 'bad' },
+      h('td', null, h('a', { href: `#/cluster/${encodeURIComponent(o.cluster)}` }, o.cluster)),
+      h('td', null, o.release), h('td', null, o.namespace || ''), h('td', { class: 'rev' }, o.object),
+      h('td', { class: 'rev' }, (o.paths || []).join(', ')),
+      h('td', { class: o.healed ? 's-ready' : 's-drifted' }, o.healed ? 'healed' : 'reported'),
+      h('td', null, when(o.reportedAt))))) : null);
 }

@@ -25,11 +25,22 @@ export function matchCluster(cluster, query) {
   return true;
 }
 
-// stateMatches: the cell's state code is the one asked for; "not-ready" is anything
-// assigned but ready; "" is anything assigned.
-export function stateMatches(fleet, code, want) {
+// CELL is how many integers a cell takes in fleet.cells: state, desired, applied, flags.
+export const CELL = 4;
+export const FLAG_DRIFTED = 1;
+export const FLAG_CONFLICTED = 2;
+
+// FILTER_STATES are the choices of the state filter: the phases, then the flags.
+export const FILTER_STATES = ['ready', 'progressing', 'pending', 'failed', 'unreachable', 'drifted', 'conflicted', 'not-ready'];
+
+// stateMatches: the cell (its state code and flags) is what the filter asks for: a phase,
+// "drifted" or "conflicted" (whatever the phase), "not-ready" (assigned, not Ready), or ""
+// (anything assigned).
+export function stateMatches(fleet, code, flags, want) {
   if (code === 0) return false;
   if (!want) return true;
+  if (want === 'drifted') return (flags & FLAG_DRIFTED) !== 0;
+  if (want === 'conflicted') return (flags & FLAG_CONFLICTED) !== 0;
   const name = fleet.states[code];
   if (want === 'not-ready') return name !== 'ready';
   return name === want;
@@ -54,7 +65,7 @@ export function filterMatrix(fleet, filter) {
       const row = fleet.cells[i];
       let ok = false;
       for (const j of cols) {
-        if (stateMatches(fleet, row[3 * j], filter.state)) { ok = true; break; }
+        if (stateMatches(fleet, row[CELL * j], row[CELL * j + 3], filter.state)) { ok = true; break; }
       }
       if (!ok) continue;
     }

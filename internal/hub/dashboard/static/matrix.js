@@ -1,7 +1,7 @@
 // The release x cluster matrix. Only one page of rows is ever in the DOM (PAGE_SIZE clusters
 // x the shown releases), so 1,000 clusters x 20 releases cost 1,000 cells, not 20,000.
-import { h, shortRev, labelText } from './dom.js';
-import { filterMatrix } from './filter.js';
+import { h, show, shortRev, labelText } from './dom.js';
+import { filterMatrix, CELL, FLAG_DRIFTED, FLAG_CONFLICTED, FILTER_STATES } from './filter.js';
 
 export const PAGE_SIZE = 50;
 
@@ -39,11 +39,13 @@ function buildControls(root, app) {
   });
   prev.addEventListener('click', () => turn(-1));
   next.addEventListener('click', () => turn(1));
-  root.replaceChildren(
+  show(root, 
     h('h2', null, 'Release × cluster matrix'),
     h('div', { class: 'controls' }, q, release, state, summary, h('span', { class: 'pager' }, prev, next)),
     h('p', { class: 'legend' }, 'Each cell shows the revision applied; its colour is the state: ',
-      ['ready', 'progressing', 'drifted', 'conflicted', 'failed', 'unreachable'].map((s) => h('span', { class: `chip s-${s}` }, s))),
+      ['ready', 'progressing', 'pending', 'failed', 'unreachable'].map((s) => h('span', { class: `chip s-${s}` }, s)),
+      '; ', h('span', { class: 'chip f-drifted' }, 'Δ drifted'), h('span', { class: 'chip f-conflicted' }, '! conflicts'),
+      h('span', { class: 'chip' }, '→ not on the desired revision')),
     body);
   controls = { root, q, release, state, summary, prev, next, body };
 }
@@ -63,7 +65,7 @@ export function render(root, fleet, params, app) {
   const filter = { q: params.get('q') || '', release: params.get('release') || '', state: params.get('state') || '' };
   if (document.activeElement !== c.q) c.q.value = filter.q;
   setOptions(c.release, fleet.releases, 'all releases');
-  setOptions(c.state, fleet.states.slice(1).concat(['not-ready']), 'any state');
+  setOptions(c.state, FILTER_STATES, 'any state');
   c.release.value = filter.release;
   c.state.value = filter.state;
 
@@ -85,20 +87,26 @@ export function render(root, fleet, params, app) {
       h('th', { scope: 'row', class: cl.reachable ? '' : 'unreachable', title: labelText(cl.labels) },
         h('a', { href: `#/cluster/${encodeURIComponent(cl.name)}` }, cl.name)),
       cols.map((j) => {
-        const code = row[3 * j];
+        const code = row[CELL * j];
         const relName = fleet.releases[j];
         if (code === 0) return h('td', { class: 's-unassigned', data: { cluster: cl.name, release: relName, state: 'unassigned' } });
         const state = fleet.states[code];
-        const desired = rev(row[3 * j + 1]);
-        const applied = rev(row[3 * j + 2]);
+        const desired = rev(row[CELL * j + 1]);
+        const applied = rev(row[CELL * j + 2]);
+        const flags = row[CELL * j + 3];
+        const drifted = (flags & FLAG_DRIFTED) !== 0;
+        const conflicted = (flags & FLAG_CONFLICTED) !== 0;
         return h('td', {
-          class: `cell s-${state}`,
+          class: `cell s-${state}${drifted ? ' f-drifted' : ''}${conflicted ? ' f-conflicted' : ''}`,
           data: { cluster: cl.name, release: relName, state },
-          title: `${relName} on ${cl.name}: ${state}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
-        }, applied ? shortRev(applied) : '—', applied && applied !== desired ? h('span', { class: 'behind' }, ' →') : null);
+          title: `${relName} on ${cl.name}: ${state}${drifted ? ', drifted' : ''}${conflicted ? ', conflicts' : ''}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
+        }, applied ? shortRev(applied) : '—',
+        applied && applied !== desired ? h('span', { class: 'mark behind', title: 'not the desired revision' }, '→') : null,
+        drifted ? h('span', { class: 'mark', title: 'drifted' }, 'Δ') : null,
+        conflicted ? h('span', { class: 'mark', title: 'conflicts' }, '!') : null);
       }));
   });
-  c.body.replaceChildren(rows.length
+  show(c.body, rows.length
     ? h('table', { class: 'grid matrix', id: 'matrix' },
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Cluster'),
         cols.map((j) => h('th', { scope: 'col', class: 'rel' }, h('a', { href: `#/matrix?release=${encodeURIComponent(fleet.releases[j])}` }, fleet.releases[j]))))),

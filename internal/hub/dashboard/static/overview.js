@@ -1,26 +1,28 @@
 // Fleet overview: the fleet configuration in force, cluster reachability, per-release
 // counts (each a link into the filtered matrix), sources and scheduling problems.
-import { h, shortRev, when, table } from './dom.js';
+import { h, show, shortRev, when, table } from './dom.js';
 
+// COLUMNS are the counts of `flotilla status` (hubapi.ReleaseSummary): the first five
+// partition a release's clusters; drifted and conflicted count among them.
 const COLUMNS = [
-  ['ready', 'On desired revision'], ['progressing', 'Progressing'], ['failed', 'Failed'],
-  ['drifted', 'Drifted'], ['conflicted', 'Conflicted'], ['unreachable', 'Unreachable'],
+  ['ready', 'On desired revision'], ['progressing', 'Progressing'], ['pending', 'Pending'],
+  ['failed', 'Failed'], ['unreachable', 'Unreachable'], ['drifted', 'Drifted'], ['conflicted', 'Conflicted'],
 ];
 
 export function render(root, fleet) {
   const reachable = fleet.clusters.filter((c) => c.reachable).length;
   const never = fleet.clusters.filter((c) => !c.seen).length;
-  const code = (name) => fleet.states.indexOf(name);
   const rows = fleet.summaries.map((s) => h('tr', { data: { release: s.release } },
     h('th', { scope: 'row' }, h('a', { href: `#/matrix?release=${encodeURIComponent(s.release)}` }, s.release)),
-    h('td', { class: 'num' }, String(s.assigned)),
+    h('td', { class: 'rev', title: s.desiredRevision }, shortRev(s.desiredRevision)),
+    h('td', { class: 'num' }, String(s.clusters)),
     COLUMNS.map(([state]) => {
-      const n = s.counts[code(state)];
+      const n = s[state] || 0;
       return h('td', { class: `num ${n ? `s-${state}` : 'zero'}`, data: { state } },
         n ? h('a', { href: `#/matrix?release=${encodeURIComponent(s.release)}&state=${state}` }, String(n)) : '0');
     })));
   const f = fleet.fleet;
-  root.replaceChildren(
+  show(root, 
     h('h2', null, 'Fleet overview'),
     h('div', { class: 'cards' },
       h('div', { class: `card ${f.error ? 'bad' : ''}` },
@@ -38,7 +40,7 @@ export function render(root, fleet) {
         h('p', { class: 'muted' }, `${fleet.sources.length} source(s)`))),
     h('h3', null, 'Releases'),
     fleet.summaries.length
-      ? table('grid summary', ['Release', 'Clusters', ...COLUMNS.map((c) => c[1])], rows)
+      ? table('grid summary', ['Release', 'Desired', 'Clusters', ...COLUMNS.map((c) => c[1])], rows)
       : h('p', { class: 'muted' }, 'No releases in the fleet configuration.'),
     h('h3', null, 'Sources'),
     fleet.sources.length

@@ -1,7 +1,8 @@
 // Skew: per release, the clusters grouped by the revision they run. A release is skewed when
 // its clusters do not all run the desired revision: the groups off it are listed first, with
 // their clusters, so "12 of 100 clusters run an old webhook" is one glance.
-import { h, shortRev } from './dom.js';
+import { h, show, shortRev } from './dom.js';
+import { CELL } from './filter.js';
 
 const LIST = 12; // cluster names listed per group before "and N more"
 
@@ -12,10 +13,10 @@ export function analyse(fleet) {
     const desired = new Set();
     let assigned = 0;
     fleet.cells.forEach((row, i) => {
-      if (row[3 * j] === 0) return;
+      if (row[CELL * j] === 0) return;
       assigned++;
-      desired.add(row[3 * j + 1]);
-      const a = row[3 * j + 2];
+      desired.add(row[CELL * j + 1]);
+      const a = row[CELL * j + 2];
       if (!groups.has(a)) groups.set(a, []);
       groups.get(a).push(i);
     });
@@ -30,7 +31,7 @@ export function analyse(fleet) {
 export function render(root, fleet) {
   const all = analyse(fleet);
   const skewed = all.filter((r) => r.skewed);
-  root.replaceChildren(
+  show(root, 
     h('h2', null, 'Skew'),
     h('p', { class: 'muted' }, `${skewed.length} of ${all.length} assigned releases run more than one revision or not the desired one.`),
     skewed.map((r) => h('div', { class: 'skew', data: { release: r.release } },
