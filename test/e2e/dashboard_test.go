@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla/flotilla/internal/browsertest"
+)
+
+// matrixCell is one cell of the dashboard's matrix as the page shows it.
+type matrixCell struct {
+	Cluster string `json:"cluster"`
+	Release string `json:"release"`
+	State   string `json:"state"`
+	Text    string `json:"text"`
+}
+
+const matrixJS = `Array.from(document.querySelectorAll('#matrix tbody td')).map((td) => ({
+  cluster: td.dataset.cluster, release: td.dataset.release, state: td.dataset.state, text: td.textContent.trim(),
+}))`
+
+// page wraps one browser tab of the dashboard with what the test asks of it.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p page) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func eval[T any](p page, js string) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func (p page) cells() []matrixCell { p.t.Helper(); return eval[[]matrixCell](p, matrixJS) }
+
+func (p page) rows() []string {
+	p.t.Helper()
+	return eval[[]string](p, `Array.from(document.querySelectorAll('#matrix tbody tr')).map((tr) => tr.dataset.cluster)`)
+}
+
+// waitUntil re-evaluates cond in Go every 200ms (the page polls the hub every 2s).
+func (p page) waitUntil(what string, timeout time.Duration, cond func() (bool, string)) {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			browsertest.Screenshot(p.t, p.ctx, "dashboard-failed-"+strings.ReplaceAll(what, " ", "-"), true)
+			p.t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// wantMatrix is what the matrix must show when every assignment is Ready at commit.
+func wantMatrix(commit string, want map[string][]string, releases []string) []matrixCell {
+	var out []matrixCell
+	clusters := make([]string, 0, len(want))
+	for c := range want {
+		clusters = append(clusters, c)
+	}
+	slices.Sort(clusters)
+	for _, c := range clusters {
+		for _, r := range releases {
+			if slices.Contains(want[c], r) {
+				out = append(out, matrixCell{Cluster: c, Release: r, State: "ready", Text: commit[:7]})
+			} else {
+				out = append(out, matrixCell{Cluster: c, Release: r, State: "unassigned"})
+			}
+		}
+	}
+	return out
+}
+
+func (p page) selectOption(id, value string) {
+	p.t.Helper()
+	eval[bool](p, fmt.Sprintf(`(() => { const s = document.getElementById(%q); s.value = %q; s.dispatchEvent(new Event('change')); return true; })()`, id, value))
+}
+
+// route moves the page to another view and filter without reloading it, as a link does.
+func (p page) route(hash string) {
+	p.t.Helper()
+	eval[bool](p, fmt.Sprintf(`(location.hash = %q, true)`, hash))
+}
+
+// fill empties an input as a user would (select all, delete: an input event) and types text.
+func (p page) fill(sel, text string) {
+	p.t.Helper()
+	eval[bool](p, fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.focus(); el.select(); el.value = ''; el.dispatchEvent(new Event('input')); return true; })()`, sel))
+	if text != "" {
+		p.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+	}
+}
+
+func (p page) noFleetData(names ...string) (bool, string) {
+	text := eval[string](p, `document.querySelector('main').innerText`)
+	cells := eval[int](p, `document.querySelectorAll('main td, main th').length`)
+	for _, n := range names {
+		if strings.Contains(text, n) {
+			return false, fmt.Sprintf("the page shows %q: %q", n, text)
+		}
+	}
+	return cells == 0, fmt.Sprintf("%d table cells in the page", cells)
+}
+
+// TestDashboard opens the dashboard the hub serves in headless Chromium (Debian's package,
+// trusting the hub's certificate by its public key) against three real clusters with agents:
+// it must show the revision each cluster runs, filter, follow a new commit without a reload,
+// show a cluster's detail and the audit trail, and show nothing of the fleet without the
+// right token. Screenshots land in out/screenshots (or $FLOTILLA_SCREENSHOTS) for review.
+func TestDashboard(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	rp := newRepo(t, repoDir, fleetFiles(repoURL))
+	head := rp.commit("nothing", map[string]string{"README.md": "demo fleet\n"})
+	f := newFleet(t, repoURL, map[string]map[string]string{
+		"eu-prod":    {"env": "prod", "region": "eu"},
+		"us-prod":    {"env": "prod", "region": "us"},
+		"eu-staging": {"env": "staging", "region": "eu"},
+	})
+	want := map[string][]string{
+		"eu-prod":    {"baseline", "greeter"},
+		"us-prod":    {"baseline", "greeter"},
+		"eu-staging": {"baseline", "staging-tools"},
+	}
+	releases := []string{"baseline", "greeter", "staging-tools"}
+	f.waitStatus("first convergence", 2*time.Minute, converged(head, want))
+
+	spki, err := browsertest.ServerSPKI(t.Context(), f.hub.APIURL(), f.hub.CAPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
+	base := f.hub.APIURL() + "/"
+	token := f.hub.AdminToken()
+	p := page{t: t, ctx: browsertest.NewTab(t, browser)}
+
+	t.Run("shows the revision each cluster runs", func(t *testing.T) {
+		p.t = t
+		p.do(chromedp.Navigate(base + "#token=" + token + "&view=matrix"))
+		p.waitUntil("matrix at the first commit", time.Minute, func() (bool, string) {
+			got := p.cells()
+			return cmp.Diff(wantMatrix(head, want, releases), got) == "", cmp.Diff(wantMatrix(head, want, releases), got)
+		})
+		if href := eval[string](p, `location.href`); strings.Contains(href, token) {
+			t.Errorf("the token is still in the address bar: %s", href)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-matrix", true)
+
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="overview"]`)), chromedp.WaitVisible(chromedp.CSS(`#view-overview tr[data-release="baseline"]`)))
+		counts := eval[map[string]string](p, `Object.fromEntries(Array.from(document.querySelectorAll('#view-overview tr[data-release="baseline"] td[data-state]')).map((td) => [td.dataset.state, td.textContent]))`)
+		wantCounts := map[string]string{"ready": "3", "progressing": "0", "pending": "0", "failed": "0", "unreachable": "0", "drifted": "0", "conflicted": "0"}
+		if diff := cmp.Diff(wantCounts, counts); diff != "" {
+			t.Errorf("overview counts of baseline (-want +got):\n%s", diff)
+		}
+		st, err := f.client.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev := eval[string](p, `document.querySelector('#view-overview .card .big').textContent`); rev == "" || !strings.Contains(st.Fleet.Revision, rev) {
+			t.Errorf("overview shows fleet revision %q, want a short form of %q", rev, st.Fleet.Revision)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-overview", true)
+	})
+
+	t.Run("filters by label, name, release and state", func(t *testing.T) {
+		p.t = t
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="matrix"]`)), chromedp.WaitVisible(chromedp.CSS(`#filter-q`)), chromedp.SendKeys(chromedp.CSS(`#filter-q`), "env=prod"))
+		p.waitUntil("rows for env=prod", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"eu-prod", "us-prod"}), fmt.Sprint(got)
+		})
+		p.selectOption("filter-release", "greeter")
+		p.waitUntil("only the greeter column", 10*time.Second, func() (bool, string) {
+			got := p.cells()
+			w := []matrixCell{{"eu-prod", "greeter", "ready", head[:7]}, {"us-prod", "greeter", "ready", head[:7]}}
+			return cmp.Diff(w, got) == "", cmp.Diff(w, got)
+		})
+		browsertest.Screenshot(t, p.ctx, "dashboard-filtered", false)
+
+		p.selectOption("filter-release", "")
+		p.fill("#filter-q", "eu region!=us")
+		p.waitUntil("rows for a name and a negated label", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"eu-prod", "eu-staging"}), fmt.Sprint(got)
+		})
+		p.selectOption("filter-state", "failed")
+		p.waitUntil("no failed cluster", 10*time.Second, func() (bool, string) {
+			n := eval[int](p, `document.querySelectorAll('#matrix-empty').length`)
+			return n == 1, fmt.Sprint(p.rows())
+		})
+		p.selectOption("filter-state", "ready")
+		p.waitUntil("ready clusters", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"eu-prod", "eu-staging"}), fmt.Sprint(got)
+		})
+		// The filter is in the URL, so it survives a reload and can be shared.
+		if h := eval[string](p, `location.hash`); !strings.Contains(h, "state=ready") || !strings.Contains(h, "q=eu") {
+			t.Errorf("location.hash = %q, want the filter in it", h)
+		}
+		p.fill("#filter-q", "")
+		p.selectOption("filter-state", "")
+	})
+
+	t.Run("follows a new commit without a reload", func(t *testing.T) {
+		p.t = t
+		p.route("#/matrix")
+		eval[bool](p, `(window.flotillaTestMarker = 'same page', true)`)
+		commit := rp.commit("tighten EU residency", map[string]string{
+			"apps/baseline/eu/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {region: eu, residency: eu-strict}\n",
+		})
+		start := time.Now()
+		p.waitUntil("matrix at the new commit", 2*time.Minute, func() (bool, string) {
+			got := p.cells()
+			return cmp.Diff(wantMatrix(commit, want, releases), got) == "", cmp.Diff(wantMatrix(commit, want, releases), got)
+		})
+		t.Logf("the open dashboard showed the commit on every cluster %s after it was made", time.Since(start).Round(100*time.Millisecond))
+		if m := eval[string](p, `window.flotillaTestMarker || 'reloaded'`); m != "same page" {
+			t.Errorf("the page was reloaded (marker %q)", m)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-new-commit", true)
+		head = commit
+	})
+
+	t.Run("cluster detail, skew, drift and audit", func(t *testing.T) {
+		p.t = t
+		p.route("#/matrix")
+		p.do(chromedp.Click(chromedp.CSS(`#matrix tr[data-cluster="eu-prod"] th a`)), chromedp.WaitVisible(chromedp.CSS(`#cluster-name`)))
+		p.waitUntil("eu-prod's assignments", 10*time.Second, func() (bool, string) {
+			got := eval[[]string](p, `Array.from(document.querySelectorAll('#view-cluster tr[data-release]')).map((tr) => tr.dataset.release + ' ' + tr.children[1].textContent + ' ' + tr.children[3].textContent)`)
+			w := []string{"baseline Ready " + head[:7], "greeter Ready " + head[:7]}
+			return slices.Equal(got, w), fmt.Sprint(got)
+		})
+		if got := eval[string](p, `document.querySelector('#view-cluster dd[data-field="Labels"]').textContent`); got != "env=prod region=eu" {
+			t.Errorf("eu-prod labels shown as %q", got)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-cluster", true)
+
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="skew"]`)))
+		p.waitUntil("skew view", 10*time.Second, func() (bool, string) {
+			got := eval[string](p, `document.getElementById('view-skew').innerText`)
+			return strings.Contains(got, "0 of 3 assigned releases"), got
+		})
+
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="drift"]`)))
+		p.waitUntil("drift view", 10*time.Second, func() (bool, string) {
+			got := eval[string](p, `document.getElementById('view-drift').innerText`)
+			return strings.Contains(got, "0 drifted"), got
+		})
+
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="audit"]`)), chromedp.SendKeys(chromedp.CSS(`#audit-cluster`), "eu-prod"))
+		p.waitUntil("eu-prod's audit records", 10*time.Second, func() (bool, string) {
+			got := eval[[]string](p, `Array.from(document.querySelectorAll('#audit-body tbody tr')).map((tr) => tr.children[3].textContent + ' ' + tr.children[4].textContent)`)
+			return slices.Contains(got, "cluster.added eu-prod") && !slices.ContainsFunc(got, func(s string) bool { return !strings.HasSuffix(s, " eu-prod") }), fmt.Sprint(got)
+		})
+		browsertest.Screenshot(t, p.ctx, "dashboard-audit", true)
+	})
+
+	t.Run("a wrong token shows an error and no data", func(t *testing.T) {
+		wrong := page{t: t, ctx: browsertest.NewTab(t, browser)}
+		wrong.do(chromedp.Navigate(base + "#token=not-the-admin-token&view=matrix"))
+		wrong.do(chromedp.WaitVisible(chromedp.CSS(`#error`)), chromedp.WaitVisible(chromedp.CSS(`#login`)))
+		if msg := eval[string](wrong, `document.getElementById('error').textContent`); !strings.Contains(msg, "refused") {
+			t.Errorf("error shown: %q, want that the hub refused the token", msg)
+		}
+		wrong.waitUntil("no fleet data", 5*time.Second, func() (bool, string) { return wrong.noFleetData("eu-prod", "baseline") })
+		if eval[bool](wrong, `document.getElementById('nav').checkVisibility()`) {
+			t.Error("the views' navigation is shown without a valid token")
+		}
+		browsertest.Screenshot(t, wrong.ctx, "dashboard-wrong-token", false)
+	})
+
+	t.Run("no token asks for one, and the form signs in", func(t *testing.T) {
+		none := page{t: t, ctx: browsertest.NewTab(t, browser)}
+		none.do(chromedp.Navigate(base+"#/matrix"), chromedp.WaitVisible(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS(`#error`)))
+		none.waitUntil("no fleet data", 5*time.Second, func() (bool, string) { return none.noFleetData("eu-prod", "baseline") })
+		browsertest.Screenshot(t, none.ctx, "dashboard-sign-in", false)
+		none.do(chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+		none.waitUntil("the matrix after signing in", 30*time.Second, func() (bool, string) {
+			got := none.cells()
+			return cmp.Diff(wantMatrix(head, want, releases), got) == "", cmp.Diff(wantMatrix(head, want, releases), got)
+		})
+	})
+}
