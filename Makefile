@@ -20,7 +20,7 @@ PG_START := tools/postgres/start.sh $(PG_DIR) $(PG_PORT)
 endif
 export FLOTILLA_TEST_POSTGRES
 
-.PHONY: all build kube-binaries demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
+.PHONY: all build kube-binaries chromium demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
 
 all: build
 
@@ -33,10 +33,17 @@ build: ## build bin/flotilla
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh
 
+chromium: ## install Debian's chromium for the dashboard's browser tests (only when /usr/bin/chromium is missing)
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" -ne 0 ]; then echo "chromium is missing: run 'sudo apt-get install -y chromium' (or make chromium as root)" >&2; exit 1; fi; \
+		echo "installing chromium from Debian's packages" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
+test: kube-binaries chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
@@ -67,10 +74,11 @@ fuzz: ## run each fuzz target for 5s (its committed seeds first); a failing inpu
 	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
 	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
 
-bench: kube-binaries ## benchmarks with real API servers (figures for issue notes)
+bench: kube-binaries chromium ## benchmarks with real API servers (figures for issue notes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/agent/render
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench
+	$(GO) test -run '^$$' -bench FirstPaint -benchtime 3x ./internal/hub/dashboard
 
 clean: ## remove built binaries (the Go build cache keeps rebuilds quick)
 	rm -rf $(BIN)
