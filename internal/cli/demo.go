@@ -76,6 +76,7 @@ kube-apiserver and etcd come from "make kube-binaries" (bin/ at the repository r
 			abs, _ := filepath.Abs(dataDir)
 			fmt.Fprintf(s.out, "\nThe fleet converged in %s. Everything is in %s:\n", time.Since(start).Round(100*time.Millisecond), abs)
 			fmt.Fprintf(s.out, "  hub API         %s (token: %s)\n", fleet.Hub.APIURL(), filepath.Join(abs, "hub", "admin.token"))
+			fmt.Fprintf(s.out, "  dashboard       %s (trust %s in the browser, see docs/dashboard.md)\n", fleet.DashboardURL(), fleet.Hub.CAPath())
 			fmt.Fprintf(s.out, "  hub for agents  %s\n", fleet.Hub.AgentURL())
 			fmt.Fprintf(s.out, "  fleet repo      %s (edit, commit; the hub polls every 5s)\n", fleet.RepoDir)
 			for _, c := range fleet.Clusters {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -190,6 +191,13 @@ func (f *Fleet) goRun(what string, run func() error) {
 	}()
 }
 
+// DashboardURL is the hub's dashboard with the admin token in the URL fragment: the page
+// moves it to the tab's sessionStorage and out of the address bar, and a fragment is never
+// sent to a server, so the token does not end up in any log.
+func (f *Fleet) DashboardURL() string {
+	return f.Hub.APIURL() + "/#token=" + url.QueryEscape(f.Hub.AdminToken())
+}
+
 // Errors reports a component that stopped with an error.
 func (f *Fleet) Errors() <-chan error { return f.errs }
 
@@ -228,10 +236,11 @@ func allReady(st hubapi.StatusView) bool {
 func (f *Fleet) writeEnv() error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "FLOTILLA_HUB=%s\nFLOTILLA_TOKEN=%s\nFLOTILLA_CA=%s\nFLEET_REPO=%s\n", f.Hub.APIURL(), f.Hub.AdminToken(), f.Hub.CAPath(), f.RepoDir)
+	fmt.Fprintf(&b, "FLOTILLA_DASHBOARD=%s\n", f.DashboardURL())
 	for _, c := range f.Clusters {
 		fmt.Fprintf(&b, "KUBECONFIG_%s=%s\n", envName(c.Name()), c.KubeconfigPath())
 	}
-	b.WriteString("export FLOTILLA_HUB FLOTILLA_TOKEN FLOTILLA_CA FLEET_REPO\n")
+	b.WriteString("export FLOTILLA_HUB FLOTILLA_TOKEN FLOTILLA_CA FLEET_REPO FLOTILLA_DASHBOARD\n")
 	return os.WriteFile(f.EnvFile, []byte(b.String()), 0o600)
 }
 
