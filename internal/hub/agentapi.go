@@ -208,6 +208,9 @@ func (h *Hub) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("artifact %s is not assigned to cluster %q", digest, cluster), http.StatusForbidden)
 		return
 	}
+	if err := h.ensureArtifact(r.Context(), digest); err != nil {
+		h.log.Warn("artifact not fetched from the shared store", "digest", digest, "error", err)
+	}
 	f, err := h.artifacts.Open(digest)
 	if err != nil {
 		status := http.StatusInternalServerError

@@ -52,8 +52,17 @@ func newController(h *Hub) *controller {
 	}
 }
 
-// kick asks for a reschedule soon (a cluster was added, relabelled or removed).
+// kick asks for a reschedule soon (a cluster was added, relabelled or removed), by whichever
+// replica holds the controller lease.
 func (c *controller) kick() {
+	c.wake()
+	if f := c.h.repl.fanout; f != nil {
+		f.publish(eventClusters, "")
+	}
+}
+
+// wake asks this replica's controller for a reschedule soon.
+func (c *controller) wake() {
 	select {
 	case c.trigger <- struct{}{}:
 	default:
@@ -62,7 +71,24 @@ func (c *controller) kick() {
 
 func (c *controller) run(ctx context.Context) {
 	var lastFleetCheck time.Time
+	lease := c.h.repl.lease
 	for {
+		// Only the replica holding the lease reads the fleet, polls and schedules; the others
+		// wait to take over. A replica that takes over re-reads the fleet and polls every
+		// source at once: what it knew from an earlier term may be stale.
+		if !lease.Held() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lease.changed:
+			case <-c.trigger: // a reschedule is the holder's to do
+			}
+			if lease.Held() {
+				lastFleetCheck = time.Time{}
+				clear(c.polled)
+			}
+			continue
+		}
 		changed := false
 		if time.Since(lastFleetCheck) >= c.h.opts.FleetInterval {
 			changed = c.loadFleet(ctx) || changed
@@ -81,13 +107,14 @@ func (c *controller) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.trigger:
-			c.kick() // handled at the top of the next round
+			c.wake() // handled at the top of the next round
 		case r := <-c.results:
 			// A poll finished: apply it now rather than at the next tick.
 			delete(c.inflight, r.source.Metadata.Name)
 			if c.applyPoll(ctx, r) {
-				c.kick()
+				c.wake()
 			}
+		case <-lease.changed: // lost: stop at the top of the next round
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -292,6 +319,10 @@ func (c *controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 	if err != nil {
 		return schedule.Artifact{}, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, res.Revision, err)
 	}
+	// The other replicas serve it from the shared store: not assigned before it is there.
+	if err := c.h.shareArtifact(ctx, digest); err != nil {
+		return schedule.Artifact{}, fmt.Errorf("source '%s': share artifact of %s: %w", s.Metadata.Name, res.Revision, err)
+	}
 	return schedule.Artifact{Source: s.Metadata.Name, URL: git.URL, Revision: res.Revision, Digest: digest}, nil
 }
 
@@ -368,6 +399,13 @@ func (c *controller) reschedule(ctx context.Context) {
 		c.h.log.Warn("artifact garbage collection", "error", err)
 	} else if len(removed) > 0 {
 		c.h.log.Info("artifacts garbage-collected", "removed", len(removed))
+	}
+	if sh := c.h.repl.shared; sh != nil {
+		if n, err := sh.DeleteArtifactsExcept(ctx, keep); err != nil {
+			c.h.log.Warn("shared artifact garbage collection", "error", err)
+		} else if n > 0 {
+			c.h.log.Info("shared artifacts garbage-collected", "removed", n)
+		}
 	}
 }
 

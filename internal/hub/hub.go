@@ -62,8 +62,10 @@ type Options struct {
 	// shown as unreachable (never as Ready). Agents heartbeat every 30s by default, so the
 	// default of 2m tolerates a few lost heartbeats.
 	UnreachableAfter time.Duration
-	Logger           *slog.Logger
-	Version          string
+	// Replica configures this hub as one of several sharing a PostgreSQL store.
+	Replica ReplicaOptions
+	Logger  *slog.Logger
+	Version string
 }
 
 func (o *Options) setDefaults() {
@@ -127,6 +129,7 @@ type Hub struct {
 	ctrl           *controller
 	seen           *lastSeen
 	desired        *desiredCache
+	repl           replication
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -149,6 +152,9 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
 	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers(), errs: connect.NewErrorWriter()}
+	if err := h.setupReplication(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.now()); err != nil {
 		return nil, err
@@ -203,6 +209,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })
 	g.Go(func() error { h.ctrl.run(ctx); return nil })
 	g.Go(func() error { h.seen.run(ctx); return nil })
+	h.runReplication(ctx, g)
 	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", h.opts.Fleet)
 	return g.Wait()
 }

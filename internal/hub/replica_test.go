@@ -1,0 +1,328 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/pgtest"
+	"github.com/flotilla/flotilla/internal/pki"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
+)
+
+// replica is one hub replica of a test, on a PostgreSQL store shared with the others.
+type replica struct {
+	*testHub
+	stop func()
+}
+
+// startReplica starts a hub named id on the database dsn, with its own data dir.
+func startReplica(t *testing.T, dsn, fleet, id string) *replica {
+	t.Helper()
+	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{
+		DataDir: filepath.Join(t.TempDir(), id), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		FleetInterval: 200 * time.Millisecond, Replica: ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("replica", id),
+	}
+	h, err := New(t.Context(), opts, st)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.Run(ctx); err != nil {
+			t.Errorf("hub %s: %v", id, err)
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done; st.Close() }) }
+	t.Cleanup(stop)
+	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(h.ca.CertPEM())
+	return &replica{testHub: &testHub{Hub: h, api: api, ca: pool}, stop: stop}
+}
+
+// agentOn is the agent identity a, talking to replica r instead of the one it joined through.
+func (a *testAgent) on(r *replica) *testAgent {
+	return &testAgent{http: a.http, client: agentv1connect.NewAgentServiceClient(a.http, r.AgentURL())}
+}
+
+// waitFor polls cond every 20ms until it holds or a minute passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replicaFleet makes a Git source with one release for clusters labelled env=test, and a fleet
+// directory naming it. It returns the fleet directory and the source repository.
+func replicaFleet(t *testing.T) (fleetDir, repoDir string) {
+	repoDir, fleetDir = t.TempDir(), t.TempDir()
+	commitFiles(t, repoDir, map[string][]byte{
+		"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: one}\n"),
+	})
+	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: apps}
+spec:
+  git: {url: file://%s, branch: main}
+  interval: 2s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: web}
+spec:
+  source: apps
+  path: apps/web
+  targets: [{selector: {matchLabels: {env: test}}}]
+  namespace: web
+`, repoDir)
+	if err := os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fleetDir, repoDir
+}
+
+// commitMore commits files on top of the repository at dir.
+func commitMore(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wt.Commit("change", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watch is an open Watch stream whose desired states arrive on a channel; the channel is
+// closed with the stream, and err holds why it ended.
+type watch struct {
+	states chan *agentv1.DesiredState
+	err    error
+}
+
+func openWatch(t *testing.T, a *testAgent) *watch {
+	t.Helper()
+	stream, err := a.client.Watch(t.Context(), connect.NewRequest(&agentv1.WatchRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watch{states: make(chan *agentv1.DesiredState, 16)}
+	go func() {
+		defer close(w.states)
+		defer stream.Close()
+		for stream.Receive() {
+			w.states <- stream.Msg().GetDesired()
+		}
+		w.err = stream.Err()
+	}()
+	return w
+}
+
+// next returns the next desired state the watch receives.
+func (w *watch) next(t *testing.T, what string) *agentv1.DesiredState {
+	t.Helper()
+	select {
+	case ds, ok := <-w.states:
+		if !ok {
+			t.Fatalf("%s: the watch ended: %v", what, w.err)
+		}
+		return ds
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no desired state within a minute", what)
+		return nil
+	}
+}
+
+// pollCount is how many polls of source the hub made, from its metrics.
+func pollCount(h *Hub, source string) string {
+	rec := httptest.NewRecorder()
+	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	prefix := fmt.Sprintf(`flotilla_hub_source_poll_duration_seconds_count{source=%q} `, source)
+	for line := range strings.Lines(rec.Body.String()) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return n
+		}
+	}
+	return "0"
+}
+
+func TestReplicas(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	fleet, repo := replicaFleet(t)
+	r1 := startReplica(t, dsn, fleet, "replica-1")
+	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	r2 := startReplica(t, dsn, fleet, "replica-2")
+
+	t.Run("replicas share one CA and admin token", func(t *testing.T) {
+		if !bytes.Equal(r1.Hub.ca.CertPEM(), r2.Hub.ca.CertPEM()) {
+			t.Error("the replicas have different CAs")
+		}
+		if r1.AdminToken() != r2.AdminToken() {
+			t.Error("the replicas have different admin tokens")
+		}
+	})
+
+	// The cluster is added through replica 2 (which does not schedule) and its agent watches
+	// on replica 2: the schedule made by replica 1 must reach it.
+	a := r2.addAgent(t, "edge-1", map[string]string{"env": "test"})
+	w := openWatch(t, a)
+	var first *agentv1.DesiredState
+	t.Run("a cluster added through one replica is scheduled by the lease holder", func(t *testing.T) {
+		for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
+		}
+	})
+
+	t.Run("only the lease holder polls", func(t *testing.T) {
+		if r2.IsLeader() {
+			t.Fatal("replica-2 holds the lease replica-1 holds")
+		}
+		if n := pollCount(r1.Hub, "apps"); n == "0" {
+			t.Error("replica-1, the lease holder, never polled source apps")
+		}
+		if n := pollCount(r2.Hub, "apps"); n != "0" {
+			t.Errorf("replica-2 polled source apps %s times without holding the lease", n)
+		}
+	})
+
+	t.Run("a replica serves an artifact another replica packed", func(t *testing.T) {
+		digest := first.GetAssignments()[0].GetDigest()
+		url := r2.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(digest, "sha256:")
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		resp, err := a.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sum := sha256.New()
+		if _, err := io.Copy(sum, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s from replica-2: %s", digest, resp.Status)
+		}
+		if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != digest {
+			t.Errorf("replica-2 served content with digest %s, want %s", got, digest)
+		}
+	})
+
+	t.Run("a relabel through one replica wakes a watch on the other", func(t *testing.T) {
+		start := time.Now()
+		if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
+			t.Fatal(err)
+		}
+		ds := w.next(t, "desired state after the relabel")
+		t.Logf("relabel through replica-1 reached the watch on replica-2 after %v", time.Since(start))
+		if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
+			t.Errorf("after the relabel: generation %d with %d assignments, want above %d with none",
+				ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
+		}
+		if _, err := r2.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("test")}); err != nil {
+			t.Fatal(err)
+		}
+		if ds := w.next(t, "desired state after relabelling back"); len(ds.GetAssignments()) != 1 {
+			t.Errorf("after relabelling back: %d assignments, want 1", len(ds.GetAssignments()))
+		}
+	})
+
+	t.Run("the lease moves when its holder stops, and the new holder polls", func(t *testing.T) {
+		r1.stop()
+		waitFor(t, "replica-2 holds the controller lease", r2.IsLeader)
+		commitMore(t, repo, map[string][]byte{
+			"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: two}\n"),
+		})
+		for {
+			ds := w.next(t, "desired state with the new commit")
+			if as := ds.GetAssignments(); len(as) == 1 && as[0].GetRevision() != first.GetAssignments()[0].GetRevision() {
+				break
+			}
+		}
+	})
+
+	t.Run("removing a cluster through one replica ends its watch on the other", func(t *testing.T) {
+		r3 := startReplica(t, dsn, fleet, "replica-3")
+		b := r3.addAgent(t, "edge-2", map[string]string{"env": "test"})
+		wb := openWatch(t, b.on(r3))
+		wb.next(t, "edge-2's first desired state")
+		if err := r2.api.RemoveCluster(t.Context(), "edge-2"); err != nil {
+			t.Fatal(err)
+		}
+		for range wb.states {
+		}
+		if code := connect.CodeOf(wb.err); code != connect.CodePermissionDenied {
+			t.Errorf("watch of the removed cluster ended with %v, want permission_denied", wb.err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestReplicaRefusesForeignCA(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	startReplica(t, dsn, t.TempDir(), "replica-1")
+
+	// A data dir that belonged to another hub (its own CA) must not join the replicas: the
+	// agents that trust its CA would be locked out if it were overwritten.
+	dir := t.TempDir()
+	if _, err := pki.LoadOrCreateCA(dir, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = New(t.Context(), Options{DataDir: dir, Fleet: t.TempDir(), AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0"}, st)
+	if err == nil || !strings.Contains(err.Error(), "differs from the ca.crt the other hub replicas share") {
+		t.Fatalf("New with another hub's data dir: err = %v, want one saying its CA differs", err)
+	}
+}
