@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/version"
@@ -14,9 +17,9 @@ import (
 
 func newHubCommand(s streams) *cobra.Command {
 	var (
-		opts          hub.Options
-		metricsAddr   string
-		storeLocation string
+		opts        hub.Options
+		metricsAddr string
+		sinkHeaders []string
 	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
@@ -30,14 +33,14 @@ schedules releases onto the clusters their selectors match, and serves:
 
 On first start it writes to --data-dir: admin.token (the user API token), ca.crt (the CA that
 signs its serving certificate and every agent certificate), hub.db (SQLite), artifacts/ and git/.
-Everything survives a restart. With --store postgres://..., the state lives in PostgreSQL instead
-and several hubs may share it (docs/ha.md).`,
+Everything survives a restart.`,
 		Example: `  # A fleet in a local directory
   flotilla hub --data-dir ./hub-data --fleet ./fleet
 
-  # One of several replicas sharing a PostgreSQL database (see docs/ha.md)
-  flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
-    --store "postgres://flotilla:$PGPASSWORD@db.example.com:5432/flotilla?sslmode=verify-full"
+  # Stream the audit trail to a log collector, with a token read from a file
+  flotilla hub --data-dir ./hub-data --fleet ./fleet \
+    --audit-sink https://logs.example.com/ingest/flotilla \
+    --audit-sink-header 'Authorization: @/etc/flotilla/sink-token'
 
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
@@ -47,10 +50,13 @@ and several hubs may share it (docs/ha.md).`,
 			ctx := cmd.Context()
 			opts.Logger = loggerFrom(ctx)
 			opts.Version = version.Get().Version
+			if err := parseSinkHeaders(&opts.AuditSink, sinkHeaders); err != nil {
+				return usageError{err}
+			}
 			if opts.DataDir == "" || opts.Fleet == "" {
 				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
 			}
-			st, err := openStore(cmd, opts.DataDir, storeLocation)
+			st, err := openStore(cmd, opts.DataDir)
 			if err != nil {
 				return err
 			}
@@ -74,9 +80,6 @@ and several hubs may share it (docs/ha.md).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
-	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas (default: SQLite, hub.db in --data-dir)")
-	f.StringVar(&opts.Replica.ID, "replica-id", "", "name of this hub replica, unique among those sharing --store (default: host name and a random suffix)")
-	f.DurationVar(&opts.Replica.LeaseTTL, "lease-ttl", 0, "with a shared --store: how long the replica that polls sources keeps that job without renewing it; another takes over after it dies (default 15s)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	f.StringVar(&opts.Fleet, "fleet", "", "fleet configuration: a directory or a Git URL (required)")
 	f.StringVar(&opts.FleetBranch, "fleet-branch", "", "branch of a Git fleet repository (default: its HEAD)")
@@ -92,12 +95,42 @@ and several hubs may share it (docs/ha.md).`,
 	f.IntVar(&opts.GlobalBurst, "global-burst", 4000, "requests the agent endpoint takes at once from all agents")
 	f.IntVar(&opts.MaxArtifactDownloads, "max-artifact-downloads", 16, "artifact downloads served at once")
 	f.IntVar(&opts.MaxInflightReports, "max-inflight-reports", 64, "agent reports decoded and stored at once (bounds the memory a report storm takes)")
+	f.StringVar(&opts.AuditSink.URL, "audit-sink", "", "stream every audit record to this http(s) URL by POST, at least once, resuming after a restart (default: off)")
+	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
+	f.StringVar(&opts.AuditSink.Format, "audit-sink-format", audit.SinkFormatJSONL, "audit sink body: jsonl (one record per line) or json (an array)")
 	return cmd
 }
 
-func openStore(cmd *cobra.Command, dataDir, location string) (store.Store, error) {
+// parseSinkHeaders reads --audit-sink-header values into o.Header. A value "@FILE" is read
+// from FILE (trailing newline trimmed), so a token need not appear in the process list.
+func parseSinkHeaders(o *audit.SinkOptions, values []string) error {
+	if len(values) > 0 && o.URL == "" {
+		return fmt.Errorf("--audit-sink-header needs --audit-sink")
+	}
+	for _, v := range values {
+		name, value, ok := strings.Cut(v, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("--audit-sink-header %q: want 'Name: value'", v)
+		}
+		if file, ok := strings.CutPrefix(value, "@"); ok {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return fmt.Errorf("--audit-sink-header %s: %w", name, err)
+			}
+			value = strings.TrimRight(string(data), "\r\n")
+		}
+		if o.Header == nil {
+			o.Header = http.Header{}
+		}
+		o.Header.Add(name, value)
+	}
+	return nil
+}
+
+func openStore(cmd *cobra.Command, dataDir string) (store.Store, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	return store.Open(cmd.Context(), location, dataDir)
+	return store.OpenSQLite(cmd.Context(), filepath.Join(dataDir, "hub.db"))
 }

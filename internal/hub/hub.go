@@ -62,8 +62,11 @@ type Options struct {
 	// shown as unreachable (never as Ready). Agents heartbeat every 30s by default, so the
 	// default of 2m tolerates a few lost heartbeats.
 	UnreachableAfter time.Duration
-	// Replica configures this hub as one of several sharing a PostgreSQL store.
-	Replica ReplicaOptions
+	// AuditSink streams every audit record to an HTTP receiver when its URL is set (see
+	// audit.SinkOptions; Logger defaults to the hub's).
+	AuditSink audit.SinkOptions
+	// Notify configures the evaluation and delivery of the fleet's Notification objects.
+	Notify  NotifyOptions
 	Logger  *slog.Logger
 	Version string
 }
@@ -128,8 +131,9 @@ type Hub struct {
 	errs           *connect.ErrorWriter
 	ctrl           *controller
 	seen           *lastSeen
+	auditSink      *audit.Sink // nil without Options.AuditSink
+	notifier       *notifier
 	desired        *desiredCache
-	repl           replication
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -152,9 +156,6 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
 	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers(), errs: connect.NewErrorWriter()}
-	if err := h.setupReplication(ctx); err != nil {
-		return nil, err
-	}
 	var err error
 	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.now()); err != nil {
 		return nil, err
@@ -173,6 +174,11 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	h.desired = newDesiredCache()
 	h.metrics = newMetrics(h)
 	h.ctrl = newController(h)
+	h.notifier = newNotifier(h)
+	if err := h.newAuditSink(ctx); err != nil {
+		h.audit.Close()
+		return nil, err
+	}
 	if h.agentLn, err = net.Listen("tcp", opts.AgentAddr); err != nil {
 		h.audit.Close()
 		return nil, fmt.Errorf("agent endpoint %s: %w", opts.AgentAddr, err)
@@ -209,7 +215,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })
 	g.Go(func() error { h.ctrl.run(ctx); return nil })
 	g.Go(func() error { h.seen.run(ctx); return nil })
-	h.runReplication(ctx, g)
+	g.Go(func() error { h.runAuditSink(ctx); return nil })
+	g.Go(func() error { h.notifier.run(ctx); return nil })
 	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", h.opts.Fleet)
 	return g.Wait()
 }
