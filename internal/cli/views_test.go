@@ -25,7 +25,7 @@ func TestViews(t *testing.T) {
 		return out.String(), errOut.String()
 	}
 	// Of 60 clusters: i%10==3 on the old revision (6), i%20==7 failed (3), i%10==5 drifted
-	// (6), cluster-0011 and cluster-0036 conflicted on release-00 (i%25==11), cluster-0049
+	// (6; healed on release-00 and release-02, left in place on release-01), cluster-0011 and cluster-0036 conflicted on release-00 (i%25==11), cluster-0049
 	// unreachable (i%10==9: otherwise Ready).
 	t.Run("status counts per release", func(t *testing.T) {
 		out, _ := run(t, 0, "status")
@@ -38,7 +38,8 @@ func TestViews(t *testing.T) {
 			t.Errorf("header = %v, want %v", got, wantHead)
 		}
 		// 60 - 6 old - 3 failed - 1 unreachable = 50 Ready; release-00 also has one conflict.
-		for i, want := range []string{"release-00 %s 60 50 6 0 3 1 6 2", "release-01 %s 60 50 6 0 3 1 6 0", "release-02 %s 60 50 6 0 3 1 6 0"} {
+		// Drift is healed on even releases: only release-01 counts drifted clusters.
+		for i, want := range []string{"release-00 %s 60 50 6 0 3 1 0 2", "release-01 %s 60 50 6 0 3 1 6 0", "release-02 %s 60 50 6 0 3 1 0 0"} {
 			if got, want := strings.Join(strings.Fields(lines[i+1]), " "), fmt.Sprintf(want, short(f.Revision)); got != want {
 				t.Errorf("line %d = %q, want %q", i+1, got, want)
 			}
@@ -88,7 +89,7 @@ func TestViews(t *testing.T) {
 			"cluster-0000": short(f.Revision) + " " + short(f.Revision) + " Ready Current -",
 			"cluster-0003": short(f.Revision) + " " + short(hubtest.OldRevision) + " Progressing",
 			"cluster-0007": "Failed Failed - 0",
-			"cluster-0005": "Ready Current drifted",
+			"cluster-0005": "Ready Current drifted", // release-01: drift left in place
 			"cluster-0049": "Unreachable (last Ready)",
 		}
 		for c, want := range checks {

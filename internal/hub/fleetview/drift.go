@@ -1,6 +1,7 @@
 package fleetview
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 
@@ -11,7 +12,7 @@ import (
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-// Drift lists the drifted objects in the statuses' reports (store.AssignmentStatus.Detail, the
+// Drift lists the drifted objects, healed or left in place, in the statuses' reports (store.AssignmentStatus.Detail, the
 // agent's AssignmentStatus as protojson), ordered by cluster, release, namespace and object.
 // A status whose Detail cannot be decoded is an error naming it; it never hides the others,
 // which are returned with it.
@@ -19,7 +20,9 @@ func Drift(statuses []store.AssignmentStatus) ([]hubapi.DriftedObject, error) {
 	out := []hubapi.DriftedObject{}
 	var firstErr error
 	for _, s := range statuses {
-		if !s.Drifted || len(s.Detail) == 0 {
+		// Drifted is set only for drift left in place; healed drift is in the detail alone.
+		// Most reports have none: skip decoding those.
+		if !bytes.Contains(s.Detail, []byte(`"drift"`)) {
 			continue
 		}
 		var st agentv1.AssignmentStatus

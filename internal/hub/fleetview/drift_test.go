@@ -15,7 +15,7 @@ import (
 func TestDrift(t *testing.T) {
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	detail := func(drift ...*agentv1.DriftedObject) []byte {
-		b, err := protojson.Marshal(&agentv1.AssignmentStatus{Release: "web", Drifted: len(drift) > 0, Drift: drift})
+		b, err := protojson.Marshal(&agentv1.AssignmentStatus{Release: "web", Drift: drift})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,11 @@ func TestDrift(t *testing.T) {
 			&agentv1.DriftedObject{Object: "configmap/web", Namespace: "web", Paths: []string{".data.level", ".metadata.labels.team"}},
 		)},
 		{Cluster: "a", Release: "web", Drifted: false, ReportedAt: at, Detail: detail()},
-		{Cluster: "a", Release: "api", Drifted: true, ReportedAt: at, Detail: []byte("{not json")},
+		{Cluster: "a", Release: "api", Drifted: true, ReportedAt: at, Detail: []byte(`{"drift": not json`)},
+		// Healed drift only: the agent does not set Drifted, the detail lists it.
+		{Cluster: "c", Release: "web", ReportedAt: at, Detail: detail(
+			&agentv1.DriftedObject{Object: "configmap/web", Namespace: "web", Paths: []string{".data.level"}, Healed: true},
+		)},
 	}
 	got, err := Drift(in)
 	if err == nil || err.Error()[:30] != "report of release api on clust" {
@@ -36,6 +40,7 @@ func TestDrift(t *testing.T) {
 	want := []hubapi.DriftedObject{
 		{Cluster: "b", Release: "web", Object: "configmap/web", Namespace: "web", Paths: []string{".data.level", ".metadata.labels.team"}, ReportedAt: at},
 		{Cluster: "b", Release: "web", Object: "deployment.apps/web", Namespace: "web", Paths: []string{".spec.replicas"}, Healed: true, ReportedAt: at},
+		{Cluster: "c", Release: "web", Object: "configmap/web", Namespace: "web", Paths: []string{".data.level"}, Healed: true, ReportedAt: at},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Drift (-want +got):\n%s", diff)

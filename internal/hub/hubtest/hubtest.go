@@ -169,8 +169,8 @@ const (
 // Seed is the status seeded for release j (of the desired state a) on cluster i, name:
 //   - i%10 == 3: Progressing, still on OldRevision (a skew of 10% on every release);
 //   - i%20 == 7: Failed on the desired revision, with an error;
-//   - i%10 == 5: Ready but drifted: ConfigMap/settings-<release> in namespace "apps" had
-//     data.level changed, healed when j is even, only reported when j is odd;
+//   - i%10 == 5: Ready, and ConfigMap/settings-<release> in namespace "apps" had data.level
+//     changed by hand: healed when j is even, only reported (Drifted) when j is odd;
 //   - i%25 == 11 and j == 0: Ready with one conflict;
 //   - otherwise Ready on the desired revision, healthy.
 func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.AssignmentStatus {
@@ -185,7 +185,9 @@ func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.Ass
 	case i%20 == 7:
 		s.Phase, s.Health, s.Error = "Failed", "Failed", fmt.Sprintf("ConfigMap/apps/settings-%s apply failed: admission webhook denied the request", a.Release)
 	case i%10 == 5:
-		s.Drifted = true
+		// As the agent does: Drifted only for drift left in place, healed drift is in the
+		// detail alone.
+		s.Drifted = j%2 == 1
 		report.Drift = []*agentv1.DriftedObject{{Object: "configmap/settings-" + a.Release, Namespace: "apps", Paths: []string{".data.level"}, Healed: j%2 == 0}}
 	case i%25 == 11 && j == 0:
 		s.Conflicts = 1
