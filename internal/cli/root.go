@@ -86,6 +86,7 @@ the hub or the network is gone, and reports back.`,
 		newSkewCommand(s),
 		newDriftCommand(s),
 		newAuditCommand(s),
+		newBenchCommand(s),
 	)
 	return root
 }

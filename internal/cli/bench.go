@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/fleetsim"
+)
+
+func newBenchCommand(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Flotilla at fleet scale with simulated clusters",
+		Long: `Measure Flotilla at fleet scale. The spokes are simulated: each cluster is an in-memory
+store, while the agents, the hub process, Git and mTLS on loopback are real.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchFleetCommand(s), newBenchPushControllerCommand(s))
+	return cmd
+}
+
+func newBenchFleetCommand(s streams) *cobra.Command {
+	var (
+		opts   fleetsim.Options
+		dir    string
+		keep   bool
+		output = newChoice("table", "json")
+	)
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Simulate a fleet: real hub and agents, in-memory clusters, pull against a push baseline",
+		Long: `Simulate a fleet and measure it. The command generates a fleet configuration and a local Git
+source (RELEASES releases of OBJECTS ConfigMaps each, every release assigned to every
+cluster), starts ` + "`flotilla hub`" + ` as its own process, registers CLUSTERS clusters and joins one real
+agent per cluster in this process (join, watch, fetch, verify, unpack, render, diff, report),
+each reconciling into an in-memory cluster that keeps object hashes and counts writes.
+
+It measures two waves: the first sync, then a commit changing every object of every release.
+Each wave ends when the hub's status API shows every assignment Ready at the commit. For each
+wave it reports the time, the hub's CPU seconds and peak resident memory, the bytes each way
+and the requests, counted at the agents' end of their connections.
+
+With --push (the default) it then runs the push baseline on the same commits: a push controller
+process renders every assignment per cluster and sends each object over HTTPS to that cluster's
+simulated endpoint, and the report gives pull/push ratios and checks that both modes left
+every cluster with the same objects. The spokes are simulated; see docs/simulator.md.`,
+		Example: `  # A small fleet, with the push baseline, as a table
+  flotilla bench fleet --clusters 20 --releases 3 --objects 10
+
+  # The argocd-agent scale test's shape, JSON for scripts
+  flotilla bench fleet --clusters 480 --releases 65 --objects 100 -o json > fleet.json
+
+  # Incompressible payloads, agents reporting every second, no push baseline
+  flotilla bench fleet --payload random --report-interval 1s --push=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the flotilla binary: %w", err)
+			}
+			opts.Binary = bin
+			cleanup, err := workDir(&dir, keep, s)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			opts.Dir = dir
+			opts.Logger = loggerFrom(ctx)
+			rep, err := fleetsim.Run(ctx, opts)
+			if err != nil {
+				return err
+			}
+			if output.value == "json" {
+				return rep.WriteJSON(s.out)
+			}
+			return rep.WriteTable(s.out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Clusters, "clusters", 20, "simulated clusters, one real agent each")
+	f.IntVar(&opts.Releases, "releases", 3, "releases, each assigned to every cluster")
+	f.IntVar(&opts.Objects, "objects", 10, "ConfigMaps per release")
+	f.IntVar(&opts.ObjectSize, "object-size", 512, "approximate bytes per ConfigMap")
+	f.StringVar(&opts.Payload, "payload", "text", "ConfigMap content: text (config-file-like, compressible) or random (hex, barely compressible)")
+	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "agents' report (outbox flush) interval (default 5s)")
+	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "agents' heartbeat interval (default 30s)")
+	f.DurationVar(&opts.SourceInterval, "source-interval", 0, "how often the hub polls the source (default 2s)")
+	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often the hub's status API is read for the all-synced moment (default 2s)")
+	f.DurationVar(&opts.Timeout, "timeout", 0, "bound for each wave (default 30m)")
+	f.BoolVar(&opts.Push, "push", true, "also run the push baseline and compare")
+	f.IntVar(&opts.PushWorkers, "push-workers", 16, "clusters the push controller syncs at once")
+	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")
+	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
+	f.BoolVar(&keep, "keep", false, "keep the work directory")
+	f.VarP(output, "output", "o", "output format: table or json")
+	return cmd
+}
+
+// workDir makes the run's directory: the one given, or a temporary one removed afterwards
+// unless keep.
+func workDir(dir *string, keep bool, s streams) (func(), error) {
+	if *dir != "" {
+		return func() {}, os.MkdirAll(*dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "flotilla-bench-")
+	if err != nil {
+		return nil, err
+	}
+	*dir = d
+	if keep {
+		fmt.Fprintf(s.errOut, "Work directory: %s\n", d)
+		return func() {}, nil
+	}
+	return func() { os.RemoveAll(d) }, nil
+}
+
+// newBenchPushControllerCommand is the push baseline's hub side, started by "bench fleet".
+func newBenchPushControllerCommand(s streams) *cobra.Command {
+	var specFile string
+	cmd := &cobra.Command{
+		Use:    "push-controller --spec FILE",
+		Short:  "The push baseline's controller (started by flotilla bench fleet)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := os.ReadFile(specFile)
+			if err != nil {
+				return err
+			}
+			var spec fleetsim.PushSpec
+			if err := json.Unmarshal(data, &spec); err != nil {
+				return fmt.Errorf("push spec %s: %w", specFile, err)
+			}
+			return fleetsim.RunPushController(cmd.Context(), spec, cmd.InOrStdin(), s.out)
+		},
+	}
+	cmd.Flags().StringVar(&specFile, "spec", "", "push spec (JSON) written by flotilla bench fleet")
+	return cmd
+}

@@ -1,0 +1,178 @@
+package fleetsim
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// hubProc is `flotilla hub` running as its own process, so that its CPU time and memory are
+// its own and can be read from /proc.
+type hubProc struct {
+	bin, dataDir, fleetDir string
+	extra                  []string
+	agentAddr, apiAddr     string
+	cmd                    *exec.Cmd
+	exited                 chan struct{}
+}
+
+func newHubProc(bin, dataDir, fleetDir string, extra []string) *hubProc {
+	return &hubProc{bin: bin, dataDir: dataDir, fleetDir: fleetDir, extra: extra, agentAddr: "127.0.0.1:0", apiAddr: "127.0.0.1:0"}
+}
+
+// start runs the hub and waits until it prints its endpoints; the first start picks free
+// ports, a restart reuses them so that agents find the hub where it was.
+func (h *hubProc) start(ctx context.Context) error {
+	args := append([]string{"hub", "--data-dir", h.dataDir, "--fleet", h.fleetDir,
+		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--fleet-interval", "2s", "--log-level", "warn"}, h.extra...)
+	h.cmd = exec.Command(h.bin, args...)
+	stderr, err := h.cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := h.cmd.Start(); err != nil {
+		return fmt.Errorf("start hub %s: %w", h.bin, err)
+	}
+	h.exited = make(chan struct{})
+	go func() { h.cmd.Wait(); close(h.exited) }()
+	agentURL, apiURL, err := readAddresses(stderr)
+	if err != nil {
+		h.kill()
+		return fmt.Errorf("hub %s: %w", h.bin, err)
+	}
+	h.agentAddr, h.apiAddr = strings.TrimPrefix(agentURL, "https://"), strings.TrimPrefix(apiURL, "https://")
+	return nil
+}
+
+// readAddresses reads the endpoints the hub prints on start, then keeps draining its
+// stderr (warnings) so that the hub never blocks on a full pipe.
+func readAddresses(r io.Reader) (agentURL, apiURL string, err error) {
+	sc := bufio.NewScanner(r)
+	var last []string
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "Hub agent endpoint: "); ok {
+			agentURL = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(line, "Hub API:"); ok {
+			apiURL = strings.TrimSpace(v)
+		} else {
+			last = append(last, line)
+		}
+		if agentURL != "" && apiURL != "" {
+			go io.Copy(io.Discard, r)
+			return agentURL, apiURL, nil
+		}
+	}
+	return "", "", fmt.Errorf("exited before printing its addresses: %s", strings.Join(last, "\n"))
+}
+
+func (h *hubProc) agentURL() string { return "https://" + h.agentAddr }
+
+func (h *hubProc) pid() int { return h.cmd.Process.Pid }
+
+// stop interrupts the hub and waits for it (killing it after 20s).
+func (h *hubProc) stop() error {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return nil
+	}
+	_ = h.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-h.exited:
+		return nil
+	case <-time.After(20 * time.Second):
+		h.kill()
+		return errors.New("hub did not stop within 20s of SIGINT; killed")
+	}
+}
+
+func (h *hubProc) kill() {
+	if h.cmd != nil && h.cmd.Process != nil {
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+	}
+}
+
+func (h *hubProc) client() (*hubapi.Client, error) {
+	token, err := os.ReadFile(filepath.Join(h.dataDir, "admin.token"))
+	if err != nil {
+		return nil, err
+	}
+	return hubapi.NewClient(hubapi.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dataDir, "ca.crt")})
+}
+
+// procCPU is a process's CPU time so far, user and system, its waited-for children (the
+// hub's git) included.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it are space-separated.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	var ticks int64
+	for _, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime (fields 14-17)
+		v, err := strconv.ParseInt(f[idx], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, fixed at 100 on Linux.
+const clockTicks = 100
+
+// procStatus reads a kB field (VmHWM, VmRSS) of /proc/PID/status, in bytes.
+func procStatus(pid int, field string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
+}
+
+// resetPeak makes VmHWM start again from the current resident size, so that each wave's peak
+// is its own.
+func resetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// procSample is a process's CPU time and peak memory, read together.
+type procSample struct {
+	CPU  time.Duration
+	Peak int64
+}
+
+func sampleProc(pid int) (procSample, error) {
+	cpu, err := procCPU(pid)
+	if err != nil {
+		return procSample{}, err
+	}
+	hwm, err := procStatus(pid, "VmHWM")
+	return procSample{CPU: cpu, Peak: hwm}, err
+}

@@ -1,0 +1,200 @@
+package fleetsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Run simulates a fleet: it generates the fleet configuration and a Git source, starts the
+// hub process, joins one real agent per simulated cluster, and measures two waves (the first
+// sync, then a commit changing every object of every release); with Push it then runs the
+// push baseline over the same commits and compares.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	raiseFileLimit()
+	log := opts.Logger
+	rep := &Report{Spokes: SpokesNote, Shape: Shape{
+		Clusters: opts.Clusters, Releases: opts.Releases, ObjectsPerRelease: opts.Objects, ObjectSize: opts.ObjectSize,
+		Payload: opts.Payload, ReportIntervalSeconds: opts.ReportInterval.Seconds(),
+		Assignments: opts.Clusters * opts.Releases, Objects: int64(opts.Clusters) * int64(opts.Releases) * int64(opts.Objects),
+	}}
+	src, err := newFleetSource(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	commits := make([]string, 2)
+	if commits[0], err = src.commit(ctx, 1); err != nil {
+		return nil, err
+	}
+
+	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, opts.HubArgs)
+	if err := hub.start(ctx); err != nil {
+		return nil, err
+	}
+	defer hub.kill()
+	api, err := hub.client()
+	if err != nil {
+		return nil, err
+	}
+	log.Info("hub started; registering and joining clusters", "clusters", opts.Clusters, "agent", hub.agentURL())
+	started := time.Now()
+	fleet, err := joinFleet(ctx, opts, hub.agentURL(), api, filepath.Join(opts.Dir, "agents"), opts.Clusters)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("clusters joined", "seconds", time.Since(started).Seconds())
+	agentCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	probe := waveProbe{pid: hub.pid(), meter: &fleet.meter, clusters: fleet.clusters}
+	synced := func(commit string) func(context.Context) error {
+		return func(ctx context.Context) error { return waitSynced(ctx, api, opts, commit) }
+	}
+	w, err := probe.measure(ctx, "wave 1", commits[0], opts.Timeout, func() error { fleet.run(agentCtx); return nil }, synced(commits[0]))
+	if err != nil {
+		return nil, fmt.Errorf("pull wave 1: %w", err)
+	}
+	rep.Pull = append(rep.Pull, w)
+	log.Info("pull wave 1 converged", "seconds", w.ConvergedSeconds)
+	w, err = probe.measure(ctx, "wave 2", "", opts.Timeout, func() error {
+		c, err := src.commit(ctx, 2)
+		commits[1] = c
+		return err
+	}, func(ctx context.Context) error { return waitSynced(ctx, api, opts, commits[1]) })
+	if err != nil {
+		return nil, fmt.Errorf("pull wave 2: %w", err)
+	}
+	w.Commit = commits[1]
+	rep.Pull = append(rep.Pull, w)
+	log.Info("pull wave 2 converged", "seconds", w.ConvergedSeconds)
+	stopAgents()
+	fleet.wait()
+	if err := hub.stop(); err != nil {
+		log.Warn("stop hub", "error", err)
+	}
+	if !opts.Push {
+		return rep, nil
+	}
+
+	push, err := runPush(ctx, opts, src, commits)
+	if err != nil {
+		return nil, fmt.Errorf("push baseline: %w", err)
+	}
+	rep.Push = push.waves
+	rep.computeRatios()
+	a := &Agreement{Clusters: opts.Clusters}
+	for i, mc := range fleet.clusters {
+		if mc.Objects() > 0 && mc.Digest() == push.clusters[i].Digest() {
+			a.Matching++
+		}
+	}
+	a.Agree = a.Matching == a.Clusters
+	rep.Agreement = a
+	return rep, nil
+}
+
+// waveProbe measures a wave from the outside: the hub process's CPU and peak memory, the
+// traffic at the spokes, and the writes at the simulated clusters.
+type waveProbe struct {
+	pid      int
+	meter    *meter
+	clusters []*MemCluster
+}
+
+func (p waveProbe) measure(ctx context.Context, name, commit string, timeout time.Duration, start func() error, done func(context.Context) error) (Wave, error) {
+	if err := resetPeak(p.pid); err != nil {
+		return Wave{}, fmt.Errorf("reset the hub's peak memory: %w", err)
+	}
+	before, err := sampleProc(p.pid)
+	if err != nil {
+		return Wave{}, err
+	}
+	t0, c0 := p.meter.snapshot(), sumCounts(p.clusters)
+	begin := time.Now()
+	if err := start(); err != nil {
+		return Wave{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := done(ctx); err != nil {
+		return Wave{}, err
+	}
+	took := time.Since(begin)
+	after, err := sampleProc(p.pid)
+	if err != nil {
+		return Wave{}, err
+	}
+	t, c := p.meter.snapshot().sub(t0), sumCounts(p.clusters).sub(c0)
+	return Wave{
+		Name: name, Commit: commit, ConvergedSeconds: took.Seconds(),
+		HubCPUSeconds: (after.CPU - before.CPU).Seconds(), HubPeakRSSBytes: after.Peak,
+		BytesHubToSpokes: t.FromHub, BytesSpokesToHub: t.ToHub, Requests: t.Requests,
+		RequestsPerSecond: float64(t.Requests) / took.Seconds(),
+		ObjectsWritten:    c.Writes, ObjectsUnchanged: c.Unchanged,
+	}, nil
+}
+
+// waitSynced polls the hub's status API until every assignment of every cluster shows the
+// commit applied and Ready: the moment the hub, not the simulator, says the fleet is synced.
+func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit string) error {
+	want := opts.Clusters * opts.Releases
+	t := time.NewTicker(opts.PollInterval)
+	defer t.Stop()
+	last := ""
+	for {
+		st, err := api.Status(ctx)
+		if err == nil {
+			done := 0
+			for _, a := range st.Assignments {
+				if a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
+					done++
+				}
+				if a.Phase == "Failed" && strings.Contains(a.AppliedRevision, commit) {
+					// Simulated clusters fail only on bad input, which no retry mends.
+					return fmt.Errorf("release %s on cluster %s failed: %s", a.Release, a.Cluster, a.Error)
+				}
+			}
+			last = fmt.Sprintf("%d of %d assignments synced at %s", done, want, commit)
+			if done == want && len(st.Assignments) == want {
+				return nil
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("not synced in time: %s", last)
+			}
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// raiseFileLimit lifts the open-file limit as far as the process may: every simulated agent
+// holds a connection and its state file open.
+func raiseFileLimit() {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	want := uint64(1 << 17)
+	if lim.Max < want {
+		// Raising the hard limit needs CAP_SYS_RESOURCE; without it, stay at the hard limit.
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: want, Max: want}); err == nil {
+			return
+		}
+		want = lim.Max
+	}
+	lim.Cur = want
+	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+}

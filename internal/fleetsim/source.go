@@ -1,0 +1,121 @@
+package fleetsim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// fleetSource is the generated fleet: a fleet configuration directory (one Source, every
+// release assigned to every cluster labelled sim=true) and a local Git repository holding
+// each release's ConfigMaps.
+type fleetSource struct {
+	opts     Options
+	fleetDir string
+	repoDir  string
+}
+
+// releaseName and clusterName are the generated names.
+func releaseName(i int) string { return fmt.Sprintf("r-%03d", i) }
+func clusterName(i int) string { return fmt.Sprintf("sim-%05d", i) }
+
+// simLabels are every simulated cluster's labels; every release selects them.
+var simLabels = map[string]string{"sim": "true", "region": "loopback"}
+
+func newFleetSource(ctx context.Context, opts Options) (*fleetSource, error) {
+	s := &fleetSource{opts: opts, fleetDir: filepath.Join(opts.Dir, "fleet"), repoDir: filepath.Join(opts.Dir, "source")}
+	for _, d := range []string{s.fleetDir, s.repoDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("fleet simulator: %w", err)
+		}
+	}
+	if err := s.git(ctx, "init", "-q", "-b", "main"); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: apps}
+spec:
+  git: {url: "file://%s", branch: main}
+  interval: %s
+`, s.repoDir, opts.SourceInterval)
+	for r := range opts.Releases {
+		fmt.Fprintf(&b, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: %[1]s}
+spec:
+  source: apps
+  path: releases/%[1]s
+  targets: [{selector: {matchLabels: {sim: "true"}}}]
+  namespace: %[1]s
+  createNamespace: true
+  prune: true
+  interval: %[2]s
+`, releaseName(r), opts.DriftInterval)
+	}
+	if err := os.WriteFile(filepath.Join(s.fleetDir, "fleet.yaml"), []byte(b.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("fleet simulator: write fleet configuration: %w", err)
+	}
+	return s, nil
+}
+
+// commit writes every release's ConfigMaps at revision rev (every object changes from one
+// revision to the next) and commits them; it returns the commit hash.
+func (s *fleetSource) commit(ctx context.Context, rev int) (string, error) {
+	for r := range s.opts.Releases {
+		dir := filepath.Join(s.repoDir, "releases", releaseName(r))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		for o := range s.opts.Objects {
+			writeConfigMap(&b, s.opts, r, o, rev)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "configmaps.yaml"), []byte(b.String()), 0o644); err != nil {
+			return "", fmt.Errorf("fleet simulator: write release %s: %w", releaseName(r), err)
+		}
+	}
+	if err := s.git(ctx, "add", "-A"); err != nil {
+		return "", err
+	}
+	if err := s.git(ctx, "commit", "-q", "-m", fmt.Sprintf("revision %d of every release", rev)); err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", s.repoDir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "", fmt.Errorf("fleet simulator: source repository %s: rev-parse: %w", s.repoDir, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (s *fleetSource) git(ctx context.Context, args ...string) error {
+	full := append([]string{"-C", s.repoDir, "-c", "user.name=fleet simulator", "-c", "user.email=sim@flotilla.invalid"}, args...)
+	if out, err := exec.CommandContext(ctx, "git", full...).CombinedOutput(); err != nil {
+		return fmt.Errorf("fleet simulator: source repository %s: git %s: %w: %s", s.repoDir, args[0], err, out)
+	}
+	return nil
+}
+
+// writeConfigMap writes one ConfigMap of about opts.ObjectSize bytes. ${cluster_name} makes
+// every cluster's rendering its own, as per-cluster values do in real fleets: a push
+// controller cannot send one rendering to all.
+func writeConfigMap(b *strings.Builder, opts Options, release, object, rev int) {
+	start := b.Len()
+	fmt.Fprintf(b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\n  labels: {app.kubernetes.io/part-of: %s}\ndata:\n  cluster: ${cluster_name}\n  revision: \"%d\"\n  settings: |\n",
+		object, releaseName(release), rev)
+	for line := 0; b.Len()-start < opts.ObjectSize; line++ {
+		if opts.Payload == "random" {
+			sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d/%d", release, object, line, rev))
+			fmt.Fprintf(b, "    key-%03d=%s\n", line, hex.EncodeToString(sum[:12]))
+			continue
+		}
+		fmt.Fprintf(b, "    option.%03d.enabled=%t\n    option.%03d.limit=%d\n", line, (object+line+rev)%3 == 0, line, (object*31+line*7+rev)%1000)
+	}
+}
