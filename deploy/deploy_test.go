@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"hub", "agent"} {
+	for _, dir := range []string{"hub", "hub-ha", "agent"} {
 		t.Run(dir, func(t *testing.T) {
 			objs, err := render.Render(context.Background(), render.Options{Root: ".", Path: dir})
 			if err != nil {
@@ -36,13 +37,17 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 				}
 			}
 			want := map[string][]string{
-				"hub":   {"Namespace", "PersistentVolumeClaim", "Deployment", "Service"},
-				"agent": {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolumeClaim", "Deployment"},
+				"hub":    {"Namespace", "PersistentVolumeClaim", "Deployment", "Service"},
+				"hub-ha": {"Namespace", "Secret", "Deployment", "Service", "PodDisruptionBudget", "StatefulSet"},
+				"agent":  {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolumeClaim", "Deployment"},
 			}[dir]
 			for _, k := range want {
 				if !kinds[k] {
 					t.Errorf("deploy/%s has no %s", dir, k)
 				}
+			}
+			if dir == "hub-ha" {
+				wantReplicatedHub(t, objs)
 			}
 			// The namespace must exist for the API server to validate what goes in it. Both
 			// kustomizations declare flotilla-system, so they share one assignment name.
@@ -66,4 +71,30 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantReplicatedHub checks what makes deploy/hub-ha replicated: two or more hub replicas,
+// each on the shared store and with a replica ID of its own.
+func wantReplicatedHub(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" || o.GetName() != "flotilla-hub" {
+			continue
+		}
+		if n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); n < 2 {
+			t.Errorf("deploy/hub-ha runs %d hub replicas, want 2 or more", n)
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if len(containers) != 1 {
+			t.Fatalf("deploy/hub-ha hub has %d containers, want 1", len(containers))
+		}
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		for _, want := range []string{"--store=$(FLOTILLA_STORE)", "--replica-id=$(POD_NAME)"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("deploy/hub-ha hub args %q lack %s", args, want)
+			}
+		}
+		return
+	}
+	t.Error("deploy/hub-ha has no Deployment flotilla-hub")
 }
