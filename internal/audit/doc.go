@@ -24,6 +24,15 @@
 // and `flotilla audit verify` prints it, so a copy taken now exposes any later rewrite of the
 // history before it.
 //
+// # Streaming
+//
+// A [Sink] sends every record, in sequence order and at least once, to an HTTP receiver, in
+// batches of JSON Lines (or JSON arrays) with the fields ExportJSONL writes and the detail as
+// the exact text that was hashed, so a receiver can check the chain. The last seq the
+// receiver acknowledged (the cursor) is kept in the same file (table sink_cursor, one row per
+// URL), apart from the chain: Verify neither reads nor needs it. Failures are retried with
+// jittered exponential backoff, honouring Retry-After, and nothing is skipped.
+//
 // # Concurrency
 //
 // Appends are serialised on one writer connection (BEGIN IMMEDIATE); reads (List,
