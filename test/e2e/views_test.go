@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,9 +80,15 @@ spec:
 		if !strings.Contains(words(st), "views-a") || !strings.Contains(words(st), "Ready drifted 0") {
 			t.Errorf("status watched does not show the drift:\n%s", st)
 		}
-		show := flotilla("cluster", "show", "views-a")
-		if !strings.Contains(words(show), "Drifted True DriftReported drift in watched") {
-			t.Errorf("cluster show views-a:\n%s", show)
+		show := words(flotilla("cluster", "show", "views-a"))
+		for _, want := range []string{"Drifted True DriftReported drift in watched", "Reachable True AgentReporting"} {
+			if !strings.Contains(show, want) {
+				t.Errorf("cluster show views-a lacks %q:\n%s", want, show)
+			}
+		}
+		// Agents here heartbeat every second, with their outbox depth.
+		if !regexp.MustCompile(`Outbox: \d+ reports waiting`).MatchString(show) {
+			t.Errorf("cluster show views-a has no outbox depth:\n%s", show)
 		}
 	})
 	t.Run("drift healed with selfHeal", func(t *testing.T) {
