@@ -26,6 +26,7 @@ func (h *Hub) record(ctx context.Context, e audit.Event) {
 	if e.Time.IsZero() {
 		e.Time = h.now()
 	}
+	h.tagReplica(&e)
 	if _, err := h.audit.Append(context.WithoutCancel(ctx), e); err != nil {
 		h.log.Error("audit record not written", "action", e.Action, "cluster", e.Cluster, "release", e.Release, "error", err)
 	}

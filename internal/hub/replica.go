@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/flotilla/flotilla/internal/audit"
 )
 
 // ReplicaOptions configure this hub as one of several replicas sharing a store (PostgreSQL).
@@ -76,3 +79,16 @@ func (h *Hub) IsLeader() bool { return h.repl.lease.Held() }
 
 // ReplicaID names this replica.
 func (h *Hub) ReplicaID() string { return h.opts.Replica.ID }
+
+// tagReplica names this replica in e's detail when it is one of several: each replica keeps
+// its own audit chain (audit.db in its data dir), and a record says which chain, and so which
+// replica, it belongs to once the chains are read side by side.
+func (h *Hub) tagReplica(e *audit.Event) {
+	if h.repl.shared == nil {
+		return
+	}
+	d := make(map[string]any, len(e.Detail)+1)
+	maps.Copy(d, e.Detail)
+	d["replica"] = h.opts.Replica.ID
+	e.Detail = d
+}

@@ -222,6 +222,30 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
+	t.Run("each replica's audit records name it", func(t *testing.T) {
+		for _, r := range []*replica{r1, r2} {
+			recs, err := r.api.Audit(t.Context(), hubapi.AuditFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == 0 {
+				t.Errorf("%s has no audit records", r.ReplicaID())
+			}
+			for _, rec := range recs {
+				if rec.Detail["replica"] != r.ReplicaID() {
+					t.Errorf("%s: record %d (%s) names replica %v", r.ReplicaID(), rec.Seq, rec.Action, rec.Detail["replica"])
+				}
+			}
+		}
+		recs, err := r2.api.Audit(t.Context(), hubapi.AuditFilter{Action: "cluster.added", Cluster: "edge-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 {
+			t.Errorf("replica-2, which added edge-1, has %d cluster.added records for it, want 1", len(recs))
+		}
+	})
+
 	t.Run("only the lease holder polls", func(t *testing.T) {
 		if r2.IsLeader() {
 			t.Fatal("replica-2 holds the lease replica-1 holds")
