@@ -38,7 +38,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 			}
 			want := map[string][]string{
 				"hub":    {"Namespace", "PersistentVolumeClaim", "Deployment", "Service"},
-				"hub-ha": {"Namespace", "Secret", "Deployment", "Service", "PodDisruptionBudget", "StatefulSet"},
+				"hub-ha": {"Namespace", "Secret", "StatefulSet", "Service", "PodDisruptionBudget"},
 				"agent":  {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolumeClaim", "Deployment"},
 			}[dir]
 			for _, k := range want {
@@ -78,7 +78,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 func wantReplicatedHub(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() != "Deployment" || o.GetName() != "flotilla-hub" {
+		if o.GetKind() != "StatefulSet" || o.GetName() != "flotilla-hub" {
 			continue
 		}
 		if n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); n < 2 {
@@ -96,5 +96,5 @@ func wantReplicatedHub(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 		return
 	}
-	t.Error("deploy/hub-ha has no Deployment flotilla-hub")
+	t.Error("deploy/hub-ha has no StatefulSet flotilla-hub")
 }
