@@ -114,6 +114,12 @@ func (n *notifier) run(ctx context.Context) {
 }
 
 func (n *notifier) evaluate(ctx context.Context) {
+	if !n.h.IsLeader() {
+		// Of several replicas sharing a store, the one that runs the controller notifies,
+		// so each transition is announced once.
+		n.started = time.Time{}
+		return
+	}
 	if n.started.IsZero() {
 		n.started = n.h.now()
 	}
