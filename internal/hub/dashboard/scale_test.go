@@ -1,0 +1,123 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/hub/hubtest"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// TestMatrixAtScale opens the dashboard on a hub with 1,000 clusters x 20 releases of stored
+// status (hubtest's mix of Ready, Progressing, Failed, drifted, conflicted and unreachable)
+// and checks that the matrix draws one page of rows, not 20,000 cells, that paging and the
+// filters select what the status API says they should, and that the overview's counts are
+// the API's.
+func TestMatrixAtScale(t *testing.T) {
+	f := hubtest.Start(t, hubtest.Options{})
+	client, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := client.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters, err := client.Clusters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]map[string]string{}
+	for _, c := range clusters {
+		labels[c.Name] = c.Labels
+	}
+	// want counts the clusters the status API says match: a label, and a release whose
+	// assignment is in phase (any release and any phase when empty).
+	want := func(label, release, phase string) int {
+		k, v, _ := strings.Cut(label, "=")
+		match := map[string]bool{}
+		for _, a := range st.Assignments {
+			if (label == "" || labels[a.Cluster][k] == v) && (release == "" || a.Release == release) && (phase == "" || a.Phase == phase) {
+				match[a.Cluster] = true
+			}
+		}
+		return len(match)
+	}
+
+	spki, err := browsertest.ServerSPKI(t.Context(), f.APIURL, f.CAPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
+	run := func(actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(tab, actions...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	// waitText waits until the element's text contains want.
+	waitText := func(sel, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
+			if strings.Contains(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %q, want it to contain %q", sel, got, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	run(chromedp.Navigate(f.APIURL + "/#token=" + f.AdminToken + "&view=matrix"))
+	waitText("#matrix-summary", "clusters 1–50 of 1000 shown")
+	if n := eval(`String(document.querySelectorAll('#matrix td').length)`); n != "1000" {
+		t.Errorf("%s matrix cells in the DOM, want one page: 50 clusters x 20 releases", n)
+	}
+	browsertest.Screenshot(t, tab, "dashboard-1000-clusters", false)
+
+	run(chromedp.Click(chromedp.CSS(`#page-next`)))
+	waitText("#matrix-summary", "clusters 51–100 of 1000 shown (1000 in the fleet), page 2 of 20")
+	if first := eval(`document.querySelector('#matrix tbody tr').dataset.cluster`); first != f.Clusters[50] {
+		t.Errorf("page 2 starts with %s, want %s", first, f.Clusters[50])
+	}
+
+	for _, tc := range []struct{ hash, label, release, phase string }{
+		{"#/matrix?state=failed", "", "", hubapi.PhaseFailed},
+		{"#/matrix?state=unreachable", "", "", hubapi.PhaseUnreachable},
+		{"#/matrix?q=region%3Dap&release=release-03&state=progressing", "region=ap", "release-03", hubapi.PhaseProgressing},
+		{"#/matrix?q=env%3Dstaging", "env=staging", "", ""},
+	} {
+		run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = %q`, tc.hash)))
+		n := want(tc.label, tc.release, tc.phase)
+		if n == 0 {
+			t.Fatalf("%s: the seeded fleet has no such cluster; the test would prove nothing", tc.hash)
+		}
+		waitText("#matrix-summary", fmt.Sprintf("of %d shown", n))
+	}
+
+	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="overview"]`)))
+	waitText(`#view-overview tr[data-release="release-00"]`, "release-00")
+	got := eval(`Array.from(document.querySelectorAll('#view-overview tr[data-release="release-00"] td.num')).map((td) => td.textContent).join(' ')`)
+	s := st.Releases[slices.IndexFunc(st.Releases, func(r hubapi.ReleaseSummary) bool { return r.Release == "release-00" })]
+	if w := fmt.Sprintf("%d %d %d %d %d %d %d %d", s.Clusters, s.Ready, s.Progressing, s.Pending, s.Failed, s.Unreachable, s.Drifted, s.Conflicted); got != w {
+		t.Errorf("overview counts of release-00: %q, want the status API's %q", got, w)
+	}
+	browsertest.Screenshot(t, tab, "dashboard-1000-overview", true)
+}
