@@ -280,13 +280,17 @@ func (h *Hub) listSources(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// status is the fleet's status; ?release=R and ?cluster=C keep only those assignments.
+// status is the fleet's status; ?release=R and ?cluster=C keep only those assignments, and
+// ?summary=true leaves the assignments out (the per-release counts stay).
 func (h *Hub) status(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out, err := h.statusView(r.Context(), hubapi.StatusFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
 	if err != nil {
 		writeViewError(w, err)
 		return
+	}
+	if q.Get("summary") == "true" {
+		out.Assignments = []hubapi.AssignmentView{}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

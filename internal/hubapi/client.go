@@ -185,7 +185,11 @@ func (c *Client) Status(ctx context.Context) (StatusView, error) {
 // unknown release or cluster is a *StatusError with Code 404.
 func (c *Client) FilteredStatus(ctx context.Context, f StatusFilter) (StatusView, error) {
 	var out StatusView
-	err := c.do(ctx, http.MethodGet, "/api/v1/status"+query(map[string]string{"release": f.Release, "cluster": f.Cluster}), nil, &out)
+	q := map[string]string{"release": f.Release, "cluster": f.Cluster}
+	if f.SummaryOnly {
+		q["summary"] = "true"
+	}
+	err := c.do(ctx, http.MethodGet, "/api/v1/status"+query(q), nil, &out)
 	return out, err
 }
 

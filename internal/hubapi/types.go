@@ -135,6 +135,9 @@ type StatusView struct {
 type StatusFilter struct {
 	Release string
 	Cluster string
+	// SummaryOnly asks for the per-release counts without the assignments (an empty list):
+	// what `flotilla status` prints, without moving 20,000 assignments for it.
+	SummaryOnly bool
 }
 
 // SkewView lists, per release and desired revision, the revisions its clusters run.
