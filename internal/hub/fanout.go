@@ -30,6 +30,10 @@ type sharedStore interface {
 	DeleteArtifactsExcept(ctx context.Context, keep map[string]bool) (int, error)
 	// ShareFiles stores files whose names are not stored yet and returns the stored ones.
 	ShareFiles(ctx context.Context, files map[string][]byte) (map[string][]byte, error)
+	// PutSharedFile stores data under name, replacing what was there.
+	PutSharedFile(ctx context.Context, name string, data []byte) error
+	// SharedFiles returns the stored files among names.
+	SharedFiles(ctx context.Context, names []string) (map[string][]byte, error)
 }
 
 var _ sharedStore = (*store.Postgres)(nil)
@@ -41,6 +45,7 @@ const (
 	eventDesired  eventKind = "desired"  // a cluster's desired state changed: wake its watches
 	eventRemoved  eventKind = "removed"  // a cluster was removed: end its watches
 	eventClusters eventKind = "clusters" // a cluster was added or relabelled: reschedule
+	eventView     eventKind = "view"     // the lease holder stored a new fleet view
 )
 
 // event is the payload of a change notification.
@@ -122,12 +127,14 @@ func (f *fanout) receive(ctx context.Context, payload string) {
 		f.h.watchers.closeLocal(e.Cluster)
 	case eventClusters:
 		f.h.ctrl.wake()
+	case eventView:
+		f.h.ctrl.adoptView(ctx)
 	}
 }
 
 // resync makes up for notifications missed while not listening: every watch stream here
-// re-reads its desired state (and ends if its cluster is gone), and the controller
-// reschedules if it holds the lease.
+// re-reads its desired state (and ends if its cluster is gone), the controller reschedules
+// if it holds the lease, and otherwise adopts the holder's fleet view.
 func (f *fanout) resync(ctx context.Context) {
 	for _, c := range f.h.watchers.clusters() {
 		if _, err := f.h.store.GetCluster(ctx, c); errors.Is(err, store.ErrNotFound) {
@@ -137,4 +144,5 @@ func (f *fanout) resync(ctx context.Context) {
 		f.h.watchers.notifyLocal(c)
 	}
 	f.h.ctrl.wake()
+	f.h.ctrl.adoptView(ctx)
 }

@@ -21,6 +21,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -243,6 +244,19 @@ func TestReplicas(t *testing.T) {
 		}
 		if len(recs) != 1 {
 			t.Errorf("replica-2, which added edge-1, has %d cluster.added records for it, want 1", len(recs))
+		}
+	})
+
+	t.Run("a replica that does not schedule shows the same releases", func(t *testing.T) {
+		var want, got []hubapi.ReleaseView
+		waitFor(t, "replica-2 lists what replica-1 lists", func() bool {
+			var err1, err2 error
+			want, err1 = r1.api.Releases(t.Context())
+			got, err2 = r2.api.Releases(t.Context())
+			return err1 == nil && err2 == nil && len(want) == 1 && cmp.Equal(want, got)
+		})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("releases on replica-2 (-replica-1 +replica-2):\n%s", diff)
 		}
 	})
 

@@ -189,3 +189,13 @@ func (s *Postgres) SharedFiles(ctx context.Context, names []string) (map[string]
 	}
 	return out, rows.Err()
 }
+
+// PutSharedFile stores data under name, replacing what was there.
+func (s *Postgres) PutSharedFile(ctx context.Context, name string, data []byte) error {
+	if _, err := s.db.ExecContext(ctx, `
+INSERT INTO shared_files (name, data) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET data = excluded.data`,
+		name, notNil(data)); err != nil {
+		return fmt.Errorf("postgres store %s: shared file %s: %w", s.where, name, err)
+	}
+	return nil
+}

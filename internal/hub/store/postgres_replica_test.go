@@ -175,4 +175,11 @@ func TestPostgresShareFiles(t *testing.T) {
 	if diff := cmp.Diff(map[string][]byte{"ca.crt": []byte("A cert")}, got); diff != "" {
 		t.Errorf("SharedFiles (-want +got):\n%s", diff)
 	}
+	must(t, b.PutSharedFile(ctx, "view.json", []byte("one")))
+	must(t, a.PutSharedFile(ctx, "view.json", []byte("two")))
+	got, err = b.SharedFiles(ctx, []string{"view.json"})
+	must(t, err)
+	if diff := cmp.Diff(map[string][]byte{"view.json": []byte("two")}, got); diff != "" {
+		t.Errorf("after PutSharedFile twice (-want +got):\n%s", diff)
+	}
 }
