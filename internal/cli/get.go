@@ -15,8 +15,12 @@ func newGetCommand(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get clusters|releases|sources",
 		Short: "List clusters, releases or sources",
+		Long: `List clusters (labels, reachability, last seen, desired-state generation, number of
+assignments), releases (source, path, namespace, number of clusters assigned; -o json names
+them) or sources (URL, last resolved revision, last poll error).`,
 		Example: `  flotilla get clusters
-  flotilla get releases -o json`,
+  flotilla get releases -o json | jq -r '.[] | "\(.name): \(.clusters | length)"'
+  flotilla get sources`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"clusters", "releases", "sources"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,9 +50,11 @@ func newGetCommand(s streams) *cobra.Command {
 				}
 				return printOut(s.out, format.value, v, func(w io.Writer) {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tSOURCE\tPATH\tCLUSTERS")
+					// A count, not the names: a release on 1,000 clusters must stay one line
+					// (-o json lists them).
+					fmt.Fprintln(tw, "NAME\tSOURCE\tPATH\tNAMESPACE\tCLUSTERS")
 					for _, r := range v {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Source, r.Path, strings.Join(r.Clusters, ","))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Name, r.Source, r.Path, r.Namespace, len(r.Clusters))
 					}
 					tw.Flush()
 				})

@@ -164,6 +164,21 @@ func TestViews(t *testing.T) {
 			t.Errorf("drift of a clean cluster: %q", out)
 		}
 	})
+	t.Run("get lists clusters, releases and sources", func(t *testing.T) {
+		out, _ := run(t, 0, "get", "releases")
+		if want := "NAME SOURCE PATH NAMESPACE CLUSTERS release-00 apps apps/release-00 apps 60 release-01 apps apps/release-01 apps 60 release-02 apps apps/release-02 apps 60"; strings.Join(strings.Fields(out), " ") != want {
+			t.Errorf("get releases:\n%s\nwant (words) %s", out, want)
+		}
+		out, _ = run(t, 0, "get", "clusters")
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 61 || !strings.Contains(strings.Join(strings.Fields(lines[50]), " "), "cluster-0049 env=staging,region=us false 2h0m") {
+			t.Errorf("get clusters: %d lines; cluster-0049's: %q", len(lines), lines[min(50, len(lines)-1)])
+		}
+		out, _ = run(t, 0, "get", "sources", "-o", "json")
+		var srcs []hubapi.SourceView
+		if err := json.Unmarshal([]byte(out), &srcs); err != nil || len(srcs) != 1 || srcs[0].Name != "apps" || srcs[0].Revision != f.Revision {
+			t.Errorf("get sources -o json (%v): %s", err, out)
+		}
+	})
 	t.Run("cluster show has conditions and assignments", func(t *testing.T) {
 		out, _ := run(t, 0, "cluster", "show", "cluster-0007")
 		words := strings.Join(strings.Fields(out), " ")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -170,7 +169,7 @@ func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
 	}
 	if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
 		v.Generation = ds.Generation
-		if as, err := schedule.Decode(ds.Document); err == nil {
+		if as, err := h.desired.decode(c.Name, ds.Document); err == nil {
 			for _, a := range as {
 				v.Assignments = append(v.Assignments, a.Release)
 			}
@@ -258,7 +257,7 @@ func (h *Hub) assignedClusters(r *http.Request) map[string][]string {
 	clusters, _ := h.store.ListClusters(r.Context())
 	for _, c := range clusters {
 		if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
-			as, _ := schedule.Decode(ds.Document)
+			as, _ := h.desired.decode(c.Name, ds.Document)
 			for _, a := range as {
 				out[a.Release] = append(out[a.Release], c.Name)
 			}
