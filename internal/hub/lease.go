@@ -46,7 +46,11 @@ func (l *lease) run(ctx context.Context) {
 	defer t.Stop()
 	var lastOK time.Time
 	for {
-		held, err := l.st.TryLease(ctx, l.name, l.holder, l.ttl)
+		// Bounded, so that a database that stops answering counts as a failed renewal in
+		// time, not as a renewal still under way while the lease expires.
+		tryCtx, cancel := context.WithTimeout(ctx, l.ttl/3)
+		held, err := l.st.TryLease(tryCtx, l.name, l.holder, l.ttl)
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			l.release()

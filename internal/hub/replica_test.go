@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -362,5 +364,44 @@ func TestReplicaRefusesForeignCA(t *testing.T) {
 	_, err = New(t.Context(), Options{DataDir: dir, Fleet: t.TempDir(), AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0"}, st)
 	if err == nil || !strings.Contains(err.Error(), "differs from the ca.crt the other hub replicas share") {
 		t.Fatalf("New with another hub's data dir: err = %v, want one saying its CA differs", err)
+	}
+}
+
+// TestReplicaLeaseLostWhenDatabaseUnreachable cuts one replica off the database without
+// closing anything (a partition that does not answer): it must stop acting as the lease holder
+// before the lease expires, and the other replica must take over.
+func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+	fleet, _ := replicaFleet(t)
+
+	r1 := startReplica(t, u.String(), fleet, "replica-1")
+	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	r2 := startReplica(t, dsn, fleet, "replica-2")
+
+	proxy.Blackhole(true)
+	defer proxy.Blackhole(false) // so that replica-1 can stop cleanly
+	waitFor(t, "replica-2 takes the lease over", func() bool {
+		if r1.IsLeader() && r2.IsLeader() {
+			t.Fatal("both replicas hold the controller lease")
+		}
+		return r2.IsLeader()
+	})
+	if r1.IsLeader() {
+		t.Error("replica-1, cut off the database, still acts as the lease holder")
+	}
+	proxy.Blackhole(false)
+	time.Sleep(2 * time.Second) // a few renewals by both
+	if r1.IsLeader() {
+		t.Error("replica-1 took the lease back from replica-2, which kept renewing it")
 	}
 }
