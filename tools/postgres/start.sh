@@ -32,22 +32,32 @@ if [ -z "$bin" ]; then
 	bin=$(bindir)
 fi
 
-# PostgreSQL refuses to run as root: as root, run it as the package's "postgres" user.
+# PostgreSQL refuses to run as root: as root, run it as the package's "postgres" user. That
+# user must reach the data directory; a checkout under a private home (/root, mode 700) is out
+# of its reach, so the server's files then go under /var/tmp, and DIR/pgdir says where.
 run=()
+pgdir=$dir
 if [ "$(id -u)" -eq 0 ]; then
-	chown postgres:postgres "$dir"
 	run=(runuser -u postgres --)
+	chown postgres:postgres "$dir"
+	if ! runuser -u postgres -- test -w "$dir"; then
+		pgdir=/var/tmp/flotilla-postgres-$(printf '%s' "$dir" | sha256sum | cut -c1-12)
+		mkdir -p "$pgdir"
+		chown postgres:postgres "$pgdir"
+		chmod 700 "$pgdir"
+	fi
 fi
+echo "$pgdir" >"$dir/pgdir"
 
-if "${run[@]}" "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+if "${run[@]}" "$bin/pg_ctl" -D "$pgdir/data" status >/dev/null 2>&1; then
 	exit 0
 fi
-if [ ! -f "$dir/data/PG_VERSION" ]; then
-	"${run[@]}" "$bin/initdb" -D "$dir/data" -U flotilla --auth=trust --no-locale -E UTF8 >"$dir/initdb.log" 2>&1 ||
+if [ ! -f "$pgdir/data/PG_VERSION" ]; then
+	"${run[@]}" "$bin/initdb" -D "$pgdir/data" -U flotilla --auth=trust --no-locale -E UTF8 >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; exit 1; }
 fi
 # fsync off: a throwaway test server; nothing here must survive a power cut.
-"${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-	-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null ||
-	{ tail -n 30 "$dir/server.log" >&2; exit 1; }
-echo "PostgreSQL for tests: postgres://flotilla@127.0.0.1:$port/postgres?sslmode=disable (data in $dir/data)" >&2
+"${run[@]}" "$bin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w -t 60 start \
+	-o "-c listen_addresses=127.0.0.1 -p $port -k $pgdir -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null ||
+	{ tail -n 30 "$pgdir/server.log" >&2; exit 1; }
+echo "PostgreSQL for tests: postgres://flotilla@127.0.0.1:$port/postgres?sslmode=disable (data in $pgdir/data)" >&2
