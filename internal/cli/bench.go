@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +27,9 @@ func newBenchFleetCommand(s streams) *cobra.Command {
 	var (
 		opts   fleetsim.Options
 		dir    string
-		keep   bool
-		output = newChoice("table", "json")
+		keep    bool
+		profile string
+		output  = newChoice("table", "json")
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -70,6 +72,17 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 			defer cleanup()
 			opts.Dir = dir
 			opts.Logger = loggerFrom(ctx)
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			rep, err := fleetsim.Run(ctx, opts)
 			if err != nil {
 				return err
@@ -96,6 +109,7 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")
 	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
 	f.BoolVar(&keep, "keep", false, "keep the work directory")
+	f.StringVar(&profile, "cpu-profile", "", "write the simulator's own CPU profile (agents, push endpoints) to this file")
 	f.VarP(output, "output", "o", "output format: table or json")
 	return cmd
 }

@@ -45,7 +45,12 @@ func (h *hubProc) start(ctx context.Context) error {
 	}
 	h.exited = make(chan struct{})
 	go func() { h.cmd.Wait(); close(h.exited) }()
-	agentURL, apiURL, err := readAddresses(stderr)
+	logFile, err := os.OpenFile(filepath.Join(filepath.Dir(h.dataDir), "hub.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		h.kill()
+		return err
+	}
+	agentURL, apiURL, err := readAddresses(stderr, logFile)
 	if err != nil {
 		h.kill()
 		return fmt.Errorf("hub %s: %w", h.bin, err)
@@ -54,9 +59,9 @@ func (h *hubProc) start(ctx context.Context) error {
 	return nil
 }
 
-// readAddresses reads the endpoints the hub prints on start, then keeps draining its
-// stderr (warnings) so that the hub never blocks on a full pipe.
-func readAddresses(r io.Reader) (agentURL, apiURL string, err error) {
+// readAddresses reads the endpoints the hub prints on start, then copies the rest of its
+// stderr (warnings) to log, so that the hub never blocks on a full pipe.
+func readAddresses(r io.Reader, log *os.File) (agentURL, apiURL string, err error) {
 	sc := bufio.NewScanner(r)
 	var last []string
 	for sc.Scan() {
@@ -69,10 +74,11 @@ func readAddresses(r io.Reader) (agentURL, apiURL string, err error) {
 			last = append(last, line)
 		}
 		if agentURL != "" && apiURL != "" {
-			go io.Copy(io.Discard, r)
+			go func() { _, _ = io.Copy(log, r); log.Close() }()
 			return agentURL, apiURL, nil
 		}
 	}
+	log.Close()
 	return "", "", fmt.Errorf("exited before printing its addresses: %s", strings.Join(last, "\n"))
 }
 

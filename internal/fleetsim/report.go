@@ -54,6 +54,12 @@ type Wave struct {
 	// start).
 	HubCPUSeconds   float64 `json:"hubCPUSeconds"`
 	HubPeakRSSBytes int64   `json:"hubPeakRSSBytes"`
+	// SpokesCPUSeconds is the simulator process's CPU during the wave: the simulated spokes
+	// (pull: every agent's fetch, unpack, render and diff; push: the endpoints). On a real
+	// fleet each cluster spends its share on its own cores; here all share this machine's,
+	// and when it is close to the machine's cores x ConvergedSeconds the spokes, not the hub,
+	// bound the convergence time.
+	SpokesCPUSeconds float64 `json:"spokesCPUSeconds"`
 	// BytesHubToSpokes and BytesSpokesToHub cross the connections, TLS included.
 	BytesHubToSpokes  int64   `json:"bytesHubToSpokes"`
 	BytesSpokesToHub  int64   `json:"bytesSpokesToHub"`
@@ -142,6 +148,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	row("converged (s)", func(x Wave) string { return fmt.Sprintf("%.1f", x.ConvergedSeconds) })
 	row("hub CPU (s)", func(x Wave) string { return fmt.Sprintf("%.1f", x.HubCPUSeconds) })
+	row("simulated spokes CPU (s)", func(x Wave) string { return fmt.Sprintf("%.1f", x.SpokesCPUSeconds) })
 	row("hub peak RSS (MiB)", func(x Wave) string { return fmt.Sprintf("%.0f", float64(x.HubPeakRSSBytes)/(1<<20)) })
 	row("bytes hub->spokes", func(x Wave) string { return humanBytes(x.BytesHubToSpokes) })
 	row("bytes spokes->hub", func(x Wave) string { return humanBytes(x.BytesSpokesToHub) })
