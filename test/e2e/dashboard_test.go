@@ -290,15 +290,25 @@ func TestDashboard(t *testing.T) {
 		browsertest.Screenshot(t, wrong.ctx, "dashboard-wrong-token", false)
 	})
 
-	t.Run("no token asks for one, and the form signs in", func(t *testing.T) {
+	t.Run("no token asks for one; the form signs in, sign out forgets", func(t *testing.T) {
 		none := page{t: t, ctx: browsertest.NewTab(t, browser)}
 		none.do(chromedp.Navigate(base+"#/matrix"), chromedp.WaitVisible(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS(`#error`)))
 		none.waitUntil("no fleet data", 5*time.Second, func() (bool, string) { return none.noFleetData("eu-prod", "baseline") })
 		browsertest.Screenshot(t, none.ctx, "dashboard-sign-in", false)
-		none.do(chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
-		none.waitUntil("the matrix after signing in", 30*time.Second, func() (bool, string) {
-			got := none.cells()
-			return cmp.Diff(wantMatrix(head, want, releases), got) == "", cmp.Diff(wantMatrix(head, want, releases), got)
-		})
+		signIn := func(what string) {
+			none.do(chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+			none.waitUntil(what, 30*time.Second, func() (bool, string) {
+				got := none.cells()
+				return cmp.Diff(wantMatrix(head, want, releases), got) == "", cmp.Diff(wantMatrix(head, want, releases), got)
+			})
+		}
+		signIn("the matrix after signing in")
+
+		none.do(chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#login`)))
+		none.waitUntil("no fleet data after signing out", 5*time.Second, func() (bool, string) { return none.noFleetData("eu-prod", "baseline") })
+		if kept := eval[string](none, `sessionStorage.getItem('flotilla.token') || ''`); kept != "" {
+			t.Error("the token is still in sessionStorage after signing out")
+		}
+		signIn("the matrix after signing in again")
 	})
 }

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
@@ -120,4 +122,36 @@ func TestMatrixAtScale(t *testing.T) {
 		t.Errorf("overview counts of release-00: %q, want the status API's %q", got, w)
 	}
 	browsertest.Screenshot(t, tab, "dashboard-1000-overview", true)
+
+	skew, err := client.Skew(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkew := map[string]int{}
+	for _, r := range skew.Releases {
+		if r.Skewed > 0 {
+			wantSkew[r.Release] += r.Skewed
+		}
+	}
+	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="skew"]`)))
+	waitText(`#view-skew`, "assigned releases run more than one revision")
+	gotSkew := map[string]int{}
+	if err := json.Unmarshal([]byte(eval(`JSON.stringify(Object.fromEntries(Array.from(document.querySelectorAll('#view-skew .skew')).map((d) => [d.dataset.release, Number(d.dataset.skewed)])))`)), &gotSkew); err != nil {
+		t.Fatal(err)
+	}
+	if len(wantSkew) == 0 {
+		t.Fatal("the seeded fleet has no skew; the test would prove nothing")
+	}
+	if diff := cmp.Diff(wantSkew, gotSkew); diff != "" {
+		t.Errorf("clusters off the desired revision per release, page vs GET /api/v1/skew (-want +got):\n%s", diff)
+	}
+	browsertest.Screenshot(t, tab, "dashboard-1000-skew", false)
+
+	drift, err := client.Drift(t.Context(), hubapi.DriftFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="drift"]`)))
+	waitText(`#drift-summary`, fmt.Sprintf("%d drifted object(s)", len(drift.Objects)))
+	browsertest.Screenshot(t, tab, "dashboard-1000-drift", false)
 }

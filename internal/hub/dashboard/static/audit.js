@@ -26,7 +26,7 @@ function detail(d) {
 }
 
 export async function render(root, params, app, isCurrent) {
-  if (!controls || controls.root !== root) buildControls(root, app);
+  if (!controls || controls.root !== root || !root.contains(controls.body)) buildControls(root, app); // again after a sign-out emptied root
   const q = new URLSearchParams({ limit: String(LIMIT) });
   ['cluster', 'release', 'action'].forEach((k, i) => {
     const v = params.get(k) || '';

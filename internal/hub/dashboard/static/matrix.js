@@ -60,7 +60,7 @@ function setOptions(select, values, label) {
 }
 
 export function render(root, fleet, params, app) {
-  if (!controls || controls.root !== root) buildControls(root, app);
+  if (!controls || controls.root !== root || !root.contains(controls.body)) buildControls(root, app); // again after a sign-out emptied root
   const c = controls;
   const filter = { q: params.get('q') || '', release: params.get('release') || '', state: params.get('state') || '' };
   if (document.activeElement !== c.q) c.q.value = filter.q;

@@ -34,7 +34,7 @@ export function render(root, fleet) {
   show(root, 
     h('h2', null, 'Skew'),
     h('p', { class: 'muted' }, `${skewed.length} of ${all.length} assigned releases run more than one revision or not the desired one.`),
-    skewed.map((r) => h('div', { class: 'skew', data: { release: r.release } },
+    skewed.map((r) => h('div', { class: 'skew', data: { release: r.release, skewed: String(r.groups.filter((g) => !g.desired).reduce((n, g) => n + g.clusters.length, 0)) } },
       h('h3', null, h('a', { href: `#/matrix?release=${encodeURIComponent(r.release)}&state=not-ready` }, r.release), ` (${r.assigned} clusters)`),
       h('ul', null, r.groups.map((g) => {
         const names = g.clusters.slice(0, LIST).map((i) => fleet.clusters[i].name);
