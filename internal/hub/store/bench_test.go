@@ -7,17 +7,28 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/pgtest"
 )
 
 // BenchmarkIngestReport ingests reports of 20 statuses each, round-robin from 100 clusters,
-// every report a new seq with newer statuses: the hub's steady state.
+// every report a new seq with newer statuses: the hub's steady state. It runs on both stores;
+// compare the two in one run. The PostgreSQL test server (make postgres) runs with fsync off,
+// so its figure leaves out the cost of durable commits that SQLite's includes.
 func BenchmarkIngestReport(b *testing.B) {
+	b.Run("store=sqlite", func(b *testing.B) {
+		benchmarkIngestReport(b, openSQLite(b, filepath.Join(b.TempDir(), "hub.db")))
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		benchmarkIngestReport(b, openPostgres(b, pgtest.NewDatabase(b)))
+	})
+}
+
+func benchmarkIngestReport(b *testing.B, s store.Store) {
 	const (
 		clusters = 100
 		releases = 20
 	)
 	ctx := b.Context()
-	s := openSQLite(b, filepath.Join(b.TempDir(), "hub.db"))
 	defer s.Close()
 
 	names := make([]string, clusters)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // PutDesiredState stores doc for cluster, raising the generation by one only when doc differs
@@ -91,13 +92,19 @@ INSERT INTO reports (cluster, seq, ingested_at) VALUES ($1, $2, $3) ON CONFLICT 
 			duplicate = true
 			return nil
 		}
-		// Only a stored status with a strictly later ReportedAt is kept; an equal one is
-		// replaced, as the contract says. NULL is the zero time, earlier than any other.
-		for _, st := range statuses {
-			if _, err := tx.ExecContext(ctx, `
+		if len(statuses) == 0 {
+			return nil
+		}
+		// One statement for all statuses: a report's statuses cost one round trip, not one
+		// each. Only a stored status with a strictly later ReportedAt is kept; an equal one
+		// is replaced, as the contract says. NULL is the zero time, earlier than any other.
+		c := statusColumns(statuses)
+		_, err = tx.ExecContext(ctx, `
 INSERT INTO statuses (cluster, release, observed_generation, revision, digest, phase, health,
 	objects, drifted, conflicts, error, detail, reported_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+SELECT $1, s.* , $14::timestamptz FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+	$7::text[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bytea[], $13::timestamptz[])
+	AS s (release, observed_generation, revision, digest, phase, health, objects, drifted, conflicts, error, detail, reported_at)
 ON CONFLICT (cluster, release) DO UPDATE SET
 	observed_generation = excluded.observed_generation, revision = excluded.revision,
 	digest = excluded.digest, phase = excluded.phase, health = excluded.health,
@@ -105,11 +112,10 @@ ON CONFLICT (cluster, release) DO UPDATE SET
 	error = excluded.error, detail = excluded.detail, reported_at = excluded.reported_at,
 	updated_at = excluded.updated_at
 WHERE coalesce(excluded.reported_at, '-infinity') >= coalesce(statuses.reported_at, '-infinity')`,
-				cluster, st.Release, st.ObservedGeneration, st.Revision, st.Digest, st.Phase,
-				st.Health, st.Objects, st.Drifted, st.Conflicts, st.Error, st.Detail,
-				pgTime(st.ReportedAt), now); err != nil {
-				return fmt.Errorf("release %q: %w", st.Release, err)
-			}
+			cluster, c.release, c.observedGeneration, c.revision, c.digest, c.phase, c.health,
+			c.objects, c.drifted, c.conflicts, c.errs, c.detail, c.reportedAt, now)
+		if err != nil {
+			return fmt.Errorf("statuses: %w", err)
 		}
 		return nil
 	})
@@ -192,4 +198,49 @@ FROM statuses ORDER BY release COLLATE "C", cluster COLLATE "C"`)
 		return nil, fmt.Errorf("statuses: %w", err)
 	}
 	return out, nil
+}
+
+// statusArrays are a report's statuses as one array per column, for unnest.
+type statusArrays struct {
+	release, revision, digest, phase, health, errs []string
+	observedGeneration, objects, conflicts       []int64
+	drifted                                      []bool
+	detail                                       [][]byte
+	reportedAt                                   []*time.Time
+}
+
+// statusColumns turns statuses into columns, one row per release. One statement may not
+// update a row twice, so of several statuses of one release it keeps the one that applying
+// them in order would leave: the last of those with the latest ReportedAt.
+func statusColumns(statuses []AssignmentStatus) statusArrays {
+	winner := map[string]int{}
+	for i, st := range statuses {
+		if j, ok := winner[st.Release]; !ok || !st.ReportedAt.Before(statuses[j].ReportedAt) {
+			winner[st.Release] = i
+		}
+	}
+	var c statusArrays
+	for i, st := range statuses {
+		if winner[st.Release] != i {
+			continue
+		}
+		c.release = append(c.release, st.Release)
+		c.observedGeneration = append(c.observedGeneration, st.ObservedGeneration)
+		c.revision = append(c.revision, st.Revision)
+		c.digest = append(c.digest, st.Digest)
+		c.phase = append(c.phase, st.Phase)
+		c.health = append(c.health, st.Health)
+		c.objects = append(c.objects, int64(st.Objects))
+		c.drifted = append(c.drifted, st.Drifted)
+		c.conflicts = append(c.conflicts, int64(st.Conflicts))
+		c.errs = append(c.errs, st.Error)
+		c.detail = append(c.detail, st.Detail)
+		var t *time.Time
+		if !st.ReportedAt.IsZero() {
+			u := st.ReportedAt.UTC()
+			t = &u
+		}
+		c.reportedAt = append(c.reportedAt, t)
+	}
+	return c
 }

@@ -286,6 +286,37 @@ func (o opener) testReports(t *testing.T) {
 		}
 	})
 
+	t.Run("a release named twice in one report keeps what applying them in order leaves", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			phases    []string
+			times     []time.Duration
+			wantPhase string
+		}{
+			{"later time wins", []string{"A", "B"}, []time.Duration{time.Second, 0}, "A"},
+			{"equal times: the last wins", []string{"A", "B", "C"}, []time.Duration{time.Second, 0, time.Second}, "C"},
+			{"in order", []string{"A", "B"}, []time.Duration{0, time.Second}, "B"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx, s := t.Context(), o.new(t)
+				addCluster(t, ctx, s, "edge-1")
+				var sts []store.AssignmentStatus
+				for i, p := range tc.phases {
+					st := status("edge-1", "web", at(tc.times[i]))
+					st.Phase = p
+					sts = append(sts, st)
+				}
+				_, err := s.IngestReport(ctx, "edge-1", 1, sts)
+				must(t, err)
+				got, err := s.ListStatuses(ctx)
+				must(t, err)
+				if len(got) != 1 || got[0].Phase != tc.wantPhase {
+					t.Errorf("statuses = %+v, want one with phase %s", got, tc.wantPhase)
+				}
+			})
+		}
+	})
+
 	t.Run("concurrent duplicates are ingested once", func(t *testing.T) {
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
