@@ -14,7 +14,8 @@
 //   - failed: its phase is Failed, or it reports conflicts;
 //   - drifted: its cluster reports objects changed by hand;
 //   - skewed: its applied revision has differed from the desired one for at least
-//     Rules.SkewAfter (a rollout in progress is not news);
+//     Rules.SkewAfter (a rollout in progress is not news), on a cluster that is not
+//     unreachable (which explains it);
 //   - unreachable: its cluster's agent was heard from once but not lately (a cluster whose
 //     agent never connected never reaches the desired revision, so it shows as skewed).
 //

@@ -154,10 +154,17 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 		if snap.ReachabilityKnown {
 			st.Unreachable = !a.Reachable && !a.LastSeen.IsZero()
 		}
+		if st.Unreachable && !onDesired {
+			// The grace for skew starts again when the cluster is back: it cannot catch up
+			// before.
+			st.OffDesiredSince = now
+		}
 		active := map[string]bool{
-			Failed:      a.Phase == "Failed" || a.Conflicts > 0,
-			Drifted:     a.Drifted,
-			Skewed:      !onDesired && now.Sub(st.OffDesiredSince) >= r.SkewAfter,
+			Failed:  a.Phase == "Failed" || a.Conflicts > 0,
+			Drifted: a.Drifted,
+			// An unreachable cluster cannot move to a new revision: that is said once, as
+			// unreachable, not twice.
+			Skewed:      !onDesired && !st.Unreachable && now.Sub(st.OffDesiredSince) >= r.SkewAfter,
 			Unreachable: st.Unreachable,
 		}
 		ev := func(typ string) Event {

@@ -114,6 +114,19 @@ func TestEvaluate(t *testing.T) {
 			},
 		},
 		{
+			name: "an unreachable cluster is not also skewed", rules: all,
+			steps: []step{
+				{at: 0, as: []Assignment{unreachable(newRevision(web))}, want: []string{"unreachable web/c1"}},
+				{at: 20 * time.Minute, as: []Assignment{unreachable(newRevision(web))}},
+				// Back: the grace for skew counts from the last time it was unreachable.
+				{at: 21 * time.Minute, as: []Assignment{newRevision(web)}},
+				{at: 29 * time.Minute, as: []Assignment{newRevision(web)}},
+				{at: 30 * time.Minute, as: []Assignment{newRevision(web)}, want: []string{"skewed web/c1 since=20m0s"}},
+				{at: 32 * time.Minute, as: []Assignment{with(web, func(a *Assignment) { a.DesiredRevision, a.AppliedRevision = "main@sha1:2222", "main@sha1:2222" })},
+					want: []string{"recovered web/c1 cleared=[unreachable skewed]"}},
+			},
+		},
+		{
 			name: "a cluster whose agent never connected is skewed, not unreachable", rules: all,
 			steps: []step{
 				{at: 0, as: []Assignment{neverSeen(web)}},
