@@ -203,10 +203,10 @@ FROM statuses ORDER BY release COLLATE "C", cluster COLLATE "C"`)
 // statusArrays are a report's statuses as one array per column, for unnest.
 type statusArrays struct {
 	release, revision, digest, phase, health, errs []string
-	observedGeneration, objects, conflicts       []int64
-	drifted                                      []bool
-	detail                                       [][]byte
-	reportedAt                                   []*time.Time
+	observedGeneration, objects, conflicts         []int64
+	drifted                                        []bool
+	detail                                         [][]byte
+	reportedAt                                     []*time.Time
 }
 
 // statusColumns turns statuses into columns, one row per release. One statement may not
