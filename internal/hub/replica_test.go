@@ -40,7 +40,7 @@ type replica struct {
 }
 
 // startReplica starts a hub named id on the database dsn, with its own data dir.
-func startReplica(t *testing.T, dsn, fleet, id string) *replica {
+func startReplica(t testing.TB, dsn, fleet, id string) *replica {
 	t.Helper()
 	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
 	if err != nil {
@@ -82,7 +82,7 @@ func (a *testAgent) on(r *replica) *testAgent {
 }
 
 // waitFor polls cond every 20ms until it holds or a minute passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
@@ -403,5 +403,33 @@ func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
 	time.Sleep(2 * time.Second) // a few renewals by both
 	if r1.IsLeader() {
 		t.Error("replica-1 took the lease back from replica-2, which kept renewing it")
+	}
+}
+
+// BenchmarkReplicaFanout measures how long a desired-state change takes to wake a watch: on
+// the replica that made it (the baseline: a local wake, plus the NOTIFY it sends) and on
+// another replica (through PostgreSQL's LISTEN/NOTIFY). Compare the two in one run.
+func BenchmarkReplicaFanout(b *testing.B) {
+	dsn := pgtest.NewDatabase(b)
+	fleet := b.TempDir()
+	r1 := startReplica(b, dsn, fleet, "replica-1")
+	r2 := startReplica(b, dsn, fleet, "replica-2")
+	for _, bc := range []struct {
+		name string
+		on   *replica
+	}{{"watch=same-replica", r1}, {"watch=other-replica", r2}} {
+		b.Run(bc.name, func(b *testing.B) {
+			woken, cancel := bc.on.watchers.subscribe("edge-1")
+			defer cancel()
+			b.ReportAllocs()
+			for b.Loop() {
+				r1.watchers.notify("edge-1")
+				select {
+				case <-woken:
+				case <-time.After(10 * time.Second):
+					b.Fatal("the watch was not woken within 10s")
+				}
+			}
+		})
 	}
 }
