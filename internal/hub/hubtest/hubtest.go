@@ -67,7 +67,7 @@ type Fleet struct {
 // registered in the store before the hub starts, and last seen times are written with
 // store.TouchCluster. It fails tb if any step fails, and stops the hub when the test ends.
 //
-// With the defaults (1,000 clusters x 20 releases) it takes a few seconds.
+// With the defaults (1,000 clusters x 20 releases) it took 8.5 s on a busy 2-core machine.
 func Start(tb testing.TB, opts Options) *Fleet {
 	tb.Helper()
 	if opts.Clusters <= 0 {
