@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,14 +20,14 @@ func newBenchCommand(s streams) *cobra.Command {
 store, while the agents, the hub process, Git and mTLS on loopback are real.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchFleetCommand(s), newBenchPushControllerCommand(s))
+	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchPushControllerCommand(s))
 	return cmd
 }
 
 func newBenchFleetCommand(s streams) *cobra.Command {
 	var (
-		opts   fleetsim.Options
-		dir    string
+		opts    fleetsim.Options
+		dir     string
 		keep    bool
 		profile string
 		output  = newChoice("table", "json")
@@ -110,6 +111,66 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
 	f.BoolVar(&keep, "keep", false, "keep the work directory")
 	f.StringVar(&profile, "cpu-profile", "", "write the simulator's own CPU profile (agents, push endpoints) to this file")
+	f.VarP(output, "output", "o", "output format: table or json")
+	return cmd
+}
+
+func newBenchIdleCommand(s streams) *cobra.Command {
+	var (
+		opts   fleetsim.IdleOptions
+		dir    string
+		keep   bool
+		output = newChoice("table", "json")
+	)
+	cmd := &cobra.Command{
+		Use:   "idle",
+		Short: "Measure what an idle fleet of connected agents costs the hub, and a hub restart under it",
+		Long: `Connect AGENTS real agents (in this process, one mTLS connection each) to a hub process, let
+each apply one small release, then measure the hub while nothing changes: every agent keeps its
+watch stream open and sends heartbeats. Reports the hub's CPU over the window (seconds and percent
+of one core), its memory, and the traffic. With --restart the hub is then stopped for --down
+and started again: the report gives the time until every agent is connected again, the most
+connections opened in one second, and the restarted hub's peak memory. The spokes are simulated
+(in-memory clusters); see docs/simulator.md.`,
+		Example: `  # 10,000 idle agents for a minute, then a hub restart
+  flotilla bench idle --agents 10000 --window 1m --restart
+
+  # A quick look
+  flotilla bench idle --agents 500 --window 20s -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the flotilla binary: %w", err)
+			}
+			opts.Binary = bin
+			cleanup, err := workDir(&dir, keep, s)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			opts.Dir = dir
+			opts.Logger = loggerFrom(cmd.Context())
+			rep, err := fleetsim.RunIdle(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if output.value == "json" {
+				return rep.WriteJSON(s.out)
+			}
+			return rep.WriteTable(s.out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Agents, "agents", 10000, "connected agents")
+	f.DurationVar(&opts.Window, "window", time.Minute, "idle window measured")
+	f.BoolVar(&opts.Restart, "restart", false, "then restart the hub and measure the reconnection")
+	f.DurationVar(&opts.Down, "down", 10*time.Second, "how long the hub stays down on --restart")
+	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "agents' heartbeat interval")
+	f.DurationVar(&opts.Timeout, "timeout", 20*time.Minute, "bound for the first sync and for the reconnection")
+	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process (repeatable)")
+	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
+	f.BoolVar(&keep, "keep", false, "keep the work directory")
 	f.VarP(output, "output", "o", "output format: table or json")
 	return cmd
 }

@@ -12,6 +12,8 @@ import (
 type meter struct {
 	toHub, fromHub atomic.Int64 // spoke -> hub, hub -> spoke
 	requests       atomic.Int64
+	// dials counts connections opened to the hub, open those not closed yet.
+	dials, open atomic.Int64
 }
 
 // traffic is a snapshot of a meter.
@@ -34,7 +36,9 @@ func (m *meter) dial(ctx context.Context, network, addr string) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
-	return &countedConn{Conn: c, read: &m.fromHub, written: &m.toHub}, nil
+	m.dials.Add(1)
+	m.open.Add(1)
+	return &countedConn{Conn: c, read: &m.fromHub, written: &m.toHub, open: &m.open}, nil
 }
 
 // wrap counts the requests a spoke makes.
@@ -66,6 +70,15 @@ func (l countedListener) Accept() (net.Conn, error) {
 type countedConn struct {
 	net.Conn
 	read, written *atomic.Int64
+	open          *atomic.Int64 // nil: not tracked
+	closed        atomic.Bool
+}
+
+func (c *countedConn) Close() error {
+	if c.open != nil && c.closed.CompareAndSwap(false, true) {
+		c.open.Add(-1)
+	}
+	return c.Conn.Close()
 }
 
 func (c *countedConn) Read(p []byte) (int, error) {

@@ -1,0 +1,263 @@
+package fleetsim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// IdleOptions shape an idle-fleet run.
+type IdleOptions struct {
+	// Binary is the flotilla binary that runs the hub. Required.
+	Binary string
+	// Dir holds the run's files. Required.
+	Dir string
+	// Agents is the number of connected agents. Default 10,000.
+	Agents int
+	// Window is how long the idle fleet is measured. Default 1m.
+	Window time.Duration
+	// Restart restarts the hub after the window and measures the reconnection storm.
+	Restart bool
+	// Down is how long the hub stays down on restart. Default 10s.
+	Down time.Duration
+	// HeartbeatInterval is the agents' heartbeat interval. Default 30s (the agent's default).
+	HeartbeatInterval time.Duration
+	// JoinConcurrency is how many agents register and join at once. Default 16.
+	JoinConcurrency int
+	// Timeout bounds the first sync and the reconnection. Default 20m.
+	Timeout time.Duration
+	// HubArgs are extra flags for `flotilla hub`.
+	HubArgs []string
+	Logger  *slog.Logger
+}
+
+// IdleReport is what an idle fleet costs the hub.
+type IdleReport struct {
+	Agents int    `json:"agents"`
+	Spokes string `json:"spokes"`
+	// JoinSeconds registered and joined every agent; SyncSeconds brought every agent's one
+	// small release to Ready.
+	JoinSeconds float64 `json:"joinSeconds"`
+	SyncSeconds float64 `json:"syncSeconds"`
+	// WindowSeconds is the measured idle window: the hub's CPU in it (seconds, and percent of
+	// one core), its resident memory at the end, and the traffic and requests in it.
+	WindowSeconds     float64 `json:"windowSeconds"`
+	HubCPUSeconds     float64 `json:"hubCPUSeconds"`
+	HubCPUPercentCore float64 `json:"hubCPUPercentOfOneCore"`
+	HubRSSBytes       int64   `json:"hubRSSBytes"`
+	HubPeakRSSBytes   int64   `json:"hubPeakRSSBytes"`
+	BytesHubToSpokes  int64   `json:"bytesHubToSpokes"`
+	BytesSpokesToHub  int64   `json:"bytesSpokesToHub"`
+	Requests          int64   `json:"requests"`
+	// Restart, when measured: the hub was stopped with every agent connected and started
+	// again after DownSeconds.
+	Restart *RestartReport `json:"restart,omitempty"`
+}
+
+// RestartReport is a hub restart with the idle fleet connected.
+type RestartReport struct {
+	DownSeconds float64 `json:"downSeconds"`
+	// AllBackSeconds: from the restarted hub's start until every agent had a connection
+	// open again.
+	AllBackSeconds float64 `json:"allBackSeconds"`
+	// PeakConnectsPerSecond: the most connections agents opened in any one second.
+	PeakConnectsPerSecond int64 `json:"peakConnectsPerSecond"`
+	// HubPeakRSSBytes is the restarted hub's peak resident memory during the storm;
+	// HubCPUSeconds its CPU until all were back.
+	HubPeakRSSBytes int64   `json:"hubPeakRSSBytes"`
+	HubCPUSeconds   float64 `json:"hubCPUSeconds"`
+}
+
+func (o *IdleOptions) setDefaults() error {
+	if o.Binary == "" || o.Dir == "" {
+		return fmt.Errorf("idle fleet: a flotilla binary and a work directory are required")
+	}
+	if o.Agents <= 0 {
+		o.Agents = 10000
+	}
+	if o.Window <= 0 {
+		o.Window = time.Minute
+	}
+	if o.Down <= 0 {
+		o.Down = 10 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = 30 * time.Second
+	}
+	if o.JoinConcurrency <= 0 {
+		o.JoinConcurrency = 16
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 20 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// RunIdle connects Agents real agents (one small release each, so that each has applied
+// something and then has nothing to do) and measures what they cost the hub while idle
+// (watch streams open, heartbeats), then optionally restarts the hub under them.
+func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	raiseFileLimit()
+	log := opts.Logger
+	sim := Options{Binary: opts.Binary, Dir: opts.Dir, Clusters: opts.Agents, Releases: 1, Objects: 1,
+		HeartbeatInterval: opts.HeartbeatInterval, PollInterval: 5 * time.Second, JoinConcurrency: opts.JoinConcurrency}
+	if err := sim.setDefaults(); err != nil {
+		return nil, err
+	}
+	rep := &IdleReport{Agents: opts.Agents, Spokes: SpokesNote}
+	src, err := newFleetSource(ctx, sim)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := src.commit(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, opts.HubArgs)
+	if err := hub.start(ctx); err != nil {
+		return nil, err
+	}
+	defer hub.kill()
+	api, err := hub.client()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	fleet, err := joinFleet(ctx, sim, hub.agentURL(), api, filepath.Join(opts.Dir, "agents"), opts.Agents)
+	if err != nil {
+		return nil, err
+	}
+	rep.JoinSeconds = time.Since(start).Seconds()
+	log.Info("agents joined", "agents", opts.Agents, "seconds", rep.JoinSeconds)
+	agentCtx, stopAgents := context.WithCancel(ctx)
+	defer func() { stopAgents(); fleet.wait() }()
+	start = time.Now()
+	fleet.run(agentCtx)
+	syncCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	err = waitSynced(syncCtx, api, sim, commit)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("idle fleet: first sync: %w", err)
+	}
+	rep.SyncSeconds = time.Since(start).Seconds()
+	log.Info("agents synced; settling before the idle window", "seconds", rep.SyncSeconds)
+	// Let the last reports and acks cross before measuring.
+	if !sleep(ctx, 2*sim.ReportInterval) {
+		return nil, ctx.Err()
+	}
+
+	if err := resetPeak(hub.pid()); err != nil {
+		return nil, err
+	}
+	before, err := sampleProc(hub.pid())
+	if err != nil {
+		return nil, err
+	}
+	t0 := fleet.meter.snapshot()
+	begin := time.Now()
+	if !sleep(ctx, opts.Window) {
+		return nil, ctx.Err()
+	}
+	took := time.Since(begin)
+	after, err := sampleProc(hub.pid())
+	if err != nil {
+		return nil, err
+	}
+	rss, err := procStatus(hub.pid(), "VmRSS")
+	if err != nil {
+		return nil, err
+	}
+	t := fleet.meter.snapshot().sub(t0)
+	rep.WindowSeconds = took.Seconds()
+	rep.HubCPUSeconds = (after.CPU - before.CPU).Seconds()
+	rep.HubCPUPercentCore = 100 * rep.HubCPUSeconds / took.Seconds()
+	rep.HubRSSBytes, rep.HubPeakRSSBytes = rss, after.Peak
+	rep.BytesHubToSpokes, rep.BytesSpokesToHub, rep.Requests = t.FromHub, t.ToHub, t.Requests
+	log.Info("idle window measured", "hubCPUPercent", rep.HubCPUPercentCore)
+	if !opts.Restart {
+		return rep, nil
+	}
+
+	if err := hub.stop(); err != nil {
+		log.Warn("stop hub", "error", err)
+	}
+	if !sleep(ctx, opts.Down) {
+		return nil, ctx.Err()
+	}
+	dialsBefore := fleet.meter.dials.Load()
+	if err := hub.start(ctx); err != nil {
+		return nil, fmt.Errorf("restart hub: %w", err)
+	}
+	restarted := time.Now()
+	cpu0, err := procCPU(hub.pid())
+	if err != nil {
+		return nil, err
+	}
+	rr := &RestartReport{DownSeconds: opts.Down.Seconds()}
+	perSecond := map[int]int64{}
+	last := dialsBefore
+	deadline := restarted.Add(opts.Timeout)
+	for fleet.meter.open.Load() < int64(opts.Agents) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("idle fleet: %d of %d agents back %s after the restart", fleet.meter.open.Load(), opts.Agents, opts.Timeout)
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+		now := fleet.meter.dials.Load()
+		perSecond[int(time.Since(restarted).Seconds())] += now - last
+		last = now
+	}
+	rr.AllBackSeconds = time.Since(restarted).Seconds()
+	for _, v := range perSecond {
+		rr.PeakConnectsPerSecond = max(rr.PeakConnectsPerSecond, v)
+	}
+	s, err := sampleProc(hub.pid())
+	if err != nil {
+		return nil, err
+	}
+	rr.HubPeakRSSBytes, rr.HubCPUSeconds = s.Peak, (s.CPU - cpu0).Seconds()
+	rep.Restart = rr
+	return rep, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *IdleReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for people.
+func (r *IdleReport) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "Idle fleet: %d connected agents (watch stream + heartbeats each)\n%s\n\n", r.Agents, r.Spokes)
+	fmt.Fprintf(w, "joined in %.1fs, first sync in %.1fs\n", r.JoinSeconds, r.SyncSeconds)
+	fmt.Fprintf(w, "idle window %.0fs: hub CPU %.2fs = %.2f%% of one core; hub RSS %.0f MiB (peak %.0f MiB); %s to agents, %s from agents, %d requests\n",
+		r.WindowSeconds, r.HubCPUSeconds, r.HubCPUPercentCore, float64(r.HubRSSBytes)/(1<<20), float64(r.HubPeakRSSBytes)/(1<<20),
+		humanBytes(r.BytesHubToSpokes), humanBytes(r.BytesSpokesToHub), r.Requests)
+	if x := r.Restart; x != nil {
+		_, err := fmt.Fprintf(w, "hub restart (down %.0fs): all %d agents back %.1fs after the start, at most %d connections in one second; restarted hub peak RSS %.0f MiB, CPU %.1fs until all were back\n",
+			x.DownSeconds, r.Agents, x.AllBackSeconds, x.PeakConnectsPerSecond, float64(x.HubPeakRSSBytes)/(1<<20), x.HubCPUSeconds)
+		return err
+	}
+	return nil
+}
