@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -43,6 +45,28 @@ func TestViews(t *testing.T) {
 			if got, want := strings.Join(strings.Fields(lines[i+1]), " "), fmt.Sprintf(want, short(f.Revision)); got != want {
 				t.Errorf("line %d = %q, want %q", i+1, got, want)
 			}
+		}
+	})
+	t.Run("every view has help with examples and -o", func(t *testing.T) {
+		for _, args := range [][]string{{"status"}, {"skew"}, {"drift"}, {"cluster", "show"}, {"get"}, {"audit"}} {
+			var out bytes.Buffer
+			if code := Run(t.Context(), append(args, "--help"), &out, &out); code != 0 || !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), "-o, --output") {
+				t.Errorf("flotilla %s --help (exit %d):\n%s", strings.Join(args, " "), code, out.String())
+			}
+		}
+		_, errOut := run(t, 2, "skew", "-o", "xml")
+		if !strings.Contains(errOut, `want table or json or yaml, got "xml"`) {
+			t.Errorf("skew -o xml: %s", errOut)
+		}
+	})
+	t.Run("summary only leaves the assignments out", func(t *testing.T) {
+		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.FilteredStatus(t.Context(), hubapi.StatusFilter{SummaryOnly: true})
+		if err != nil || len(v.Assignments) != 0 || len(v.Releases) != 3 || v.Releases[1].Drifted != 6 {
+			t.Errorf("summary: %v, %d assignments, releases %+v", err, len(v.Assignments), v.Releases)
 		}
 	})
 	t.Run("status json keeps the assignments contract", func(t *testing.T) {
@@ -109,6 +133,26 @@ func TestViews(t *testing.T) {
 		_, errOut = run(t, 1, "status", "--cluster", "nope")
 		if !strings.Contains(errOut, `cluster "nope" not found`) {
 			t.Errorf("stderr: %s", errOut)
+		}
+		_, errOut = run(t, 1, "skew", "nope")
+		if !strings.Contains(errOut, `release "nope" is not in the fleet configuration in force`) {
+			t.Errorf("skew nope: %s", errOut)
+		}
+		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range []func() error{
+			func() error {
+				_, err := c.FilteredStatus(t.Context(), hubapi.StatusFilter{Release: "nope"})
+				return err
+			},
+			func() error { _, err := c.Drift(t.Context(), hubapi.DriftFilter{Cluster: "nope"}); return err },
+		} {
+			var se *hubapi.StatusError
+			if err := call(); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+				t.Errorf("unknown name: %v, want a 404", err)
+			}
 		}
 	})
 	t.Run("status --cluster json is filtered by the hub", func(t *testing.T) {
