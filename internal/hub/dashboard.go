@@ -23,8 +23,11 @@ func (h *Hub) dashboardHandler() http.Handler {
 
 // dashboardAPI adds the API routes only the dashboard uses (behind the same admin token):
 //
-//   - GET /api/v1/dashboard/fleet: the compact fleet document (dashboard.Fleet) with an ETag;
-//     computed at most once a second however many dashboards poll it.
+//   - GET /api/v1/dashboard/fleet: the compact fleet document (dashboard.Fleet) with an ETag,
+//     computed on demand and shared by every open dashboard for dashboard.DefaultMaxAge. No
+//     change notice feeds it yet (Snapshots.Changed): calling it where reports are ingested
+//     and desired states written would let the document live longer when the fleet is quiet
+//     and show changes sooner.
 //
 // Everything else the page shows comes from the user API itself (clusters/{name}, drift,
 // audit).
