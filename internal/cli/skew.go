@@ -22,7 +22,7 @@ func newSkewCommand(s streams) *cobra.Command {
 		Long: `Show, per release, the revisions its clusters actually run. Clusters that should be
 identical (same release, same desired revision and artifact) are grouped by the revision
 they applied; every cluster outside the desired group is skewed: still on an old revision,
-failed before applying the new one, or not reported yet ("none").
+failed applying one ("failed on"), or not reported yet ("none").
 
 -o json lists every group with all its clusters.`,
 		Example: `  flotilla skew
@@ -58,7 +58,8 @@ failed before applying the new one, or not reported yet ("none").
 	return cmd
 }
 
-// skewLine reads "baseline: 88 of 100 on main@sha1:abc (desired); 12 on main@sha1:9f8: c-3, c-7".
+// skewLine reads "baseline: 88 of 100 on main@sha1:abc (desired); 10 on main@sha1:9f8: c-3, c-7;
+// 2 failed on main@sha1:abc: c-5, c-9".
 func skewLine(r hubapi.ReleaseSkew, maxNames int) string {
 	var parts []string
 	if len(r.Groups) == 0 || !r.Groups[0].Desired {
@@ -77,7 +78,11 @@ func skewLine(r hubapi.ReleaseSkew, maxNames int) string {
 		if maxNames > 0 && len(names) > maxNames {
 			names, more = names[:maxNames], len(names)-maxNames
 		}
-		p := fmt.Sprintf("%d on %s: %s", g.Count, rev, strings.Join(names, ", "))
+		on := "on"
+		if g.Failed {
+			on = "failed on"
+		}
+		p := fmt.Sprintf("%d %s %s: %s", g.Count, on, rev, strings.Join(names, ", "))
 		if more > 0 {
 			p += fmt.Sprintf(" and %d more", more)
 		}

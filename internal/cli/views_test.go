@@ -167,8 +167,8 @@ func TestViews(t *testing.T) {
 	})
 	t.Run("skew names the clusters on the old revision", func(t *testing.T) {
 		out, _ := run(t, 0, "skew", "release-02", "--max-names", "4")
-		want := fmt.Sprintf("release-02: 54 of 60 on %s (desired); 6 on %s: cluster-0003, cluster-0013, cluster-0023, cluster-0033 and 2 more\n",
-			short(f.Revision), short(hubtest.OldRevision))
+		want := fmt.Sprintf("release-02: 51 of 60 on %s (desired); 6 on %s: cluster-0003, cluster-0013, cluster-0023, cluster-0033 and 2 more; 3 failed on %s: cluster-0007, cluster-0027, cluster-0047\n",
+			short(f.Revision), short(hubtest.OldRevision), short(f.Revision))
 		if out != want {
 			t.Errorf("skew release-02:\n got %q\nwant %q", out, want)
 		}
@@ -177,7 +177,7 @@ func TestViews(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}
-		if len(v.Releases) != 3 || v.Releases[0].Skewed != 6 || len(v.Releases[0].Groups) != 2 || len(v.Releases[0].Groups[1].Clusters) != 6 {
+		if len(v.Releases) != 3 || v.Releases[0].Skewed != 9 || len(v.Releases[0].Groups) != 3 || len(v.Releases[0].Groups[1].Clusters) != 6 || !v.Releases[0].Groups[2].Failed {
 			t.Errorf("skew -o json: %+v", v.Releases)
 		}
 	})

@@ -158,11 +158,12 @@ type ReleaseSkew struct {
 }
 
 // RevisionGroup is the clusters of a ReleaseSkew that applied one revision ("" and "": none
-// reported yet).
+// reported yet), or, with Failed, that failed to apply it.
 type RevisionGroup struct {
 	Revision string   `json:"revision"`
 	Digest   string   `json:"digest"`
 	Desired  bool     `json:"desired"`
+	Failed   bool     `json:"failed"`
 	Count    int      `json:"count"`
 	Clusters []string `json:"clusters"`
 }

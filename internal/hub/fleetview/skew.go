@@ -7,19 +7,24 @@ import (
 )
 
 // Skew groups the assignments that should be identical (same release, desired revision and
-// desired artifact) by the revision and artifact they applied. Results are ordered by
+// desired artifact) by the revision and artifact they applied. A cluster whose last report
+// is Failed did not apply the revision it names (the agent reports the revision it tried):
+// it is grouped apart, as failed on that revision, and counted as skewed. Results are ordered by
 // release, then by desired revision; within one, the desired group comes first, then the
 // others by size (largest first) and revision. Cluster names are sorted.
 func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 	type cohortKey struct{ release, revision, digest string }
-	type groupKey struct{ revision, digest string }
+	type groupKey struct {
+		revision, digest string
+		failed           bool
+	}
 	cohorts := map[cohortKey]map[groupKey][]string{}
 	for _, a := range assignments {
 		ck := cohortKey{a.Release, a.DesiredRevision, a.DesiredDigest}
 		if cohorts[ck] == nil {
 			cohorts[ck] = map[groupKey][]string{}
 		}
-		gk := groupKey{a.AppliedRevision, a.AppliedDigest}
+		gk := groupKey{a.AppliedRevision, a.AppliedDigest, a.ReportedPhase == hubapi.PhaseFailed}
 		cohorts[ck][gk] = append(cohorts[ck][gk], a.Cluster)
 	}
 	out := make([]hubapi.ReleaseSkew, 0, len(cohorts))
@@ -27,8 +32,8 @@ func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 		rs := hubapi.ReleaseSkew{Release: ck.release, DesiredRevision: ck.revision, DesiredDigest: ck.digest, Groups: make([]hubapi.RevisionGroup, 0, len(groups))}
 		for gk, clusters := range groups {
 			sort.Strings(clusters)
-			g := hubapi.RevisionGroup{Revision: gk.revision, Digest: gk.digest, Count: len(clusters), Clusters: clusters}
-			g.Desired = gk.revision == ck.revision && gk.digest == ck.digest
+			g := hubapi.RevisionGroup{Revision: gk.revision, Digest: gk.digest, Failed: gk.failed, Count: len(clusters), Clusters: clusters}
+			g.Desired = gk.revision == ck.revision && gk.digest == ck.digest && !gk.failed
 			rs.Clusters += g.Count
 			if !g.Desired {
 				rs.Skewed += g.Count
@@ -46,7 +51,10 @@ func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 			if a.Revision != b.Revision {
 				return a.Revision < b.Revision
 			}
-			return a.Digest < b.Digest
+			if a.Digest != b.Digest {
+				return a.Digest < b.Digest
+			}
+			return !a.Failed
 		})
 		out = append(out, rs)
 	}

@@ -67,6 +67,22 @@ func TestSkew(t *testing.T) {
 			}}},
 		},
 		{
+			name: "failed on the desired revision is skew",
+			in: []hubapi.AssignmentView{av("web", "a", "r2", "r2"), func() hubapi.AssignmentView {
+				v := av("web", "b", "r2", "r2")
+				v.Phase, v.ReportedPhase = "Failed", "Failed"
+				return v
+			}(), func() hubapi.AssignmentView {
+				v := av("web", "c", "r2", "r2")
+				v.Phase, v.ReportedPhase = "Unreachable", "Failed"
+				return v
+			}()},
+			want: []hubapi.ReleaseSkew{{Release: "web", DesiredRevision: "r2", DesiredDigest: "d-r2", Clusters: 3, Skewed: 2, Groups: []hubapi.RevisionGroup{
+				{Revision: "r2", Digest: "d-r2", Desired: true, Count: 1, Clusters: []string{"a"}},
+				{Revision: "r2", Digest: "d-r2", Failed: true, Count: 2, Clusters: []string{"b", "c"}},
+			}}},
+		},
+		{
 			name: "same revision, another artifact is skew",
 			in: []hubapi.AssignmentView{av("web", "a", "r1", "r1"), {
 				Release: "web", Cluster: "b", DesiredRevision: "r1", DesiredDigest: "d-r1", AppliedRevision: "r1", AppliedDigest: "other",
