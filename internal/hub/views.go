@@ -62,7 +62,11 @@ type fleetData struct {
 func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
 	if f.Release != "" {
 		if known := h.releaseNames(); !slices.Contains(known, f.Release) {
-			return fleetData{}, errUnknown{fmt.Sprintf("release %q is not in the fleet configuration in force (releases: %s)", f.Release, strings.Join(known, ", "))}
+			have := "it has none"
+			if len(known) > 0 {
+				have = "releases: " + strings.Join(known, ", ")
+			}
+			return fleetData{}, errUnknown{fmt.Sprintf("release %q is not in the fleet configuration in force (%s)", f.Release, have)}
 		}
 	}
 	var clusters []store.Cluster
