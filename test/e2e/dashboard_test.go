@@ -276,6 +276,32 @@ func TestDashboard(t *testing.T) {
 		browsertest.Screenshot(t, p.ctx, "dashboard-audit", true)
 	})
 
+	t.Run("a rejected fleet configuration shows on the overview", func(t *testing.T) {
+		p.t = t
+		p.route("#/overview")
+		good := fleetFiles(repoURL)["fleet/releases.yaml"]
+		rp.commit("break the fleet", map[string]string{"fleet/releases.yaml": good + "---\nkind: [not yaml\n"})
+		p.waitUntil("the fleet error on the overview", time.Minute, func() (bool, string) {
+			got := eval[string](p, `(document.getElementById('fleet-error') || {}).textContent || ''`)
+			return got != "", "no #fleet-error"
+		})
+		st, err := f.client.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eval[string](p, `document.getElementById('fleet-error').textContent`); st.Fleet.Error == "" || got != st.Fleet.Error {
+			t.Errorf("overview shows fleet error %q, the API says %q", got, st.Fleet.Error)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-fleet-error", false)
+		// The source is the same repository: the clusters move to this commit too.
+		head = rp.commit("repair the fleet", map[string]string{"fleet/releases.yaml": good})
+		f.waitStatus("convergence after the repair", 2*time.Minute, converged(head, want))
+		p.waitUntil("the fleet error gone", time.Minute, func() (bool, string) {
+			n := eval[int](p, `document.querySelectorAll('#fleet-error').length`)
+			return n == 0, "#fleet-error still shown"
+		})
+	})
+
 	t.Run("a wrong token shows an error and no data", func(t *testing.T) {
 		wrong := page{t: t, ctx: browsertest.NewTab(t, browser)}
 		wrong.do(chromedp.Navigate(base + "#token=not-the-admin-token&view=matrix"))
