@@ -66,7 +66,9 @@ type Options struct {
 	// audit.SinkOptions; Logger defaults to the hub's).
 	AuditSink audit.SinkOptions
 	// Notify configures the evaluation and delivery of the fleet's Notification objects.
-	Notify  NotifyOptions
+	Notify NotifyOptions
+	// Replica configures this hub as one of several sharing a PostgreSQL store.
+	Replica ReplicaOptions
 	Logger  *slog.Logger
 	Version string
 }
@@ -131,9 +133,10 @@ type Hub struct {
 	errs           *connect.ErrorWriter
 	ctrl           *controller
 	seen           *lastSeen
+	desired        *desiredCache
 	auditSink      *audit.Sink // nil without Options.AuditSink
 	notifier       *notifier
-	desired        *desiredCache
+	repl           replication
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -156,6 +159,9 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
 	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers(), errs: connect.NewErrorWriter()}
+	if err := h.setupReplication(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.now()); err != nil {
 		return nil, err
@@ -215,6 +221,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })
 	g.Go(func() error { h.ctrl.run(ctx); return nil })
 	g.Go(func() error { h.seen.run(ctx); return nil })
+	h.runReplication(ctx, g)
 	g.Go(func() error { h.runAuditSink(ctx); return nil })
 	g.Go(func() error { h.notifier.run(ctx); return nil })
 	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", h.opts.Fleet)
