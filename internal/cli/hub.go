@@ -17,9 +17,10 @@ import (
 
 func newHubCommand(s streams) *cobra.Command {
 	var (
-		opts        hub.Options
-		metricsAddr string
-		sinkHeaders []string
+		opts          hub.Options
+		metricsAddr   string
+		sinkHeaders   []string
+		storeLocation string
 	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
@@ -33,7 +34,8 @@ schedules releases onto the clusters their selectors match, and serves:
 
 On first start it writes to --data-dir: admin.token (the user API token), ca.crt (the CA that
 signs its serving certificate and every agent certificate), hub.db (SQLite), artifacts/ and git/.
-Everything survives a restart.`,
+Everything survives a restart. With --store postgres://..., the state lives in PostgreSQL instead
+and several hubs may share it (docs/ha.md).`,
 		Example: `  # A fleet in a local directory
   flotilla hub --data-dir ./hub-data --fleet ./fleet
 
@@ -41,6 +43,10 @@ Everything survives a restart.`,
   flotilla hub --data-dir ./hub-data --fleet ./fleet \
     --audit-sink https://logs.example.com/ingest/flotilla \
     --audit-sink-header 'Authorization: @/etc/flotilla/sink-token'
+
+  # One of several replicas sharing a PostgreSQL database (see docs/ha.md)
+  flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
+    --store "postgres://flotilla:$PGPASSWORD@db.example.com:5432/flotilla?sslmode=verify-full"
 
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
@@ -56,7 +62,7 @@ Everything survives a restart.`,
 			if opts.DataDir == "" || opts.Fleet == "" {
 				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
 			}
-			st, err := openStore(cmd, opts.DataDir)
+			st, err := openStore(cmd, opts.DataDir, storeLocation)
 			if err != nil {
 				return err
 			}
@@ -80,6 +86,9 @@ Everything survives a restart.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
+	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas (default: SQLite, hub.db in --data-dir)")
+	f.StringVar(&opts.Replica.ID, "replica-id", "", "name of this hub replica, unique among those sharing --store (default: host name and a random suffix)")
+	f.DurationVar(&opts.Replica.LeaseTTL, "lease-ttl", 0, "with a shared --store: how long the replica that polls sources keeps that job without renewing it; another takes over after it dies (default 15s)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	f.StringVar(&opts.Fleet, "fleet", "", "fleet configuration: a directory or a Git URL (required)")
 	f.StringVar(&opts.FleetBranch, "fleet-branch", "", "branch of a Git fleet repository (default: its HEAD)")
@@ -98,6 +107,7 @@ Everything survives a restart.`,
 	f.StringVar(&opts.AuditSink.URL, "audit-sink", "", "stream every audit record to this http(s) URL by POST, at least once, resuming after a restart (default: off)")
 	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
 	f.StringVar(&opts.AuditSink.Format, "audit-sink-format", audit.SinkFormatJSONL, "audit sink body: jsonl (one record per line) or json (an array)")
+	cmd.AddCommand(newHubCopyStoreCommand(s))
 	return cmd
 }
 
@@ -128,9 +138,9 @@ func parseSinkHeaders(o *audit.SinkOptions, values []string) error {
 	return nil
 }
 
-func openStore(cmd *cobra.Command, dataDir string) (store.Store, error) {
+func openStore(cmd *cobra.Command, dataDir, location string) (store.Store, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
-	return store.OpenSQLite(cmd.Context(), filepath.Join(dataDir, "hub.db"))
+	return store.Open(cmd.Context(), location, dataDir)
 }

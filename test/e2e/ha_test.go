@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,9 +29,20 @@ func (r *hubReplica) agentURL() string { return "https://" + r.agentAddr }
 func startReplica(t *testing.T, root, id, dsn, fleetURL string) *hubReplica {
 	t.Helper()
 	r := &hubReplica{id: id, dir: filepath.Join(root, id), agentAddr: freeAddr(t), apiAddr: freeAddr(t)}
-	r.proc = startProc(t, filepath.Join(root, id+".log"), "hub", "--data-dir", r.dir, "--store", dsn,
-		"--replica-id", id, "--lease-ttl", "3s", "--fleet", fleetURL, "--fleet-branch", "main", "--fleet-path", "fleet",
-		"--agent-addr", r.agentAddr, "--api-addr", r.apiAddr, "--fleet-interval", "300ms", "--log-level", "debug")
+	r.start(t, root, dsn, fleetURL)
+	return r
+}
+
+// start runs the hub process on its data dir and addresses: on the database dsn as replica
+// r.id, or on SQLite in its data dir when dsn is "".
+func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
+	t.Helper()
+	args := []string{"hub", "--data-dir", r.dir, "--fleet", fleetURL, "--fleet-branch", "main", "--fleet-path", "fleet",
+		"--agent-addr", r.agentAddr, "--api-addr", r.apiAddr, "--fleet-interval", "300ms", "--log-level", "debug"}
+	if dsn != "" {
+		args = append(args, "--store", dsn, "--replica-id", r.id, "--lease-ttl", "3s")
+	}
+	r.proc = startProc(t, filepath.Join(root, r.id+".log"), args...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		token, err := os.ReadFile(filepath.Join(r.dir, "admin.token"))
@@ -38,12 +50,12 @@ func startReplica(t *testing.T, root, id, dsn, fleetURL string) *hubReplica {
 			r.client, err = hubapi.NewClient(hubapi.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")})
 			if err == nil {
 				if _, err = r.client.Clusters(t.Context()); err == nil {
-					return r
+					return
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hub replica %s did not come up: %v\n%s", id, err, tail(r.proc.log))
+			t.Fatalf("hub %s did not come up: %v\n%s", r.id, err, tail(r.proc.log))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -146,4 +158,76 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 			fmt.Fprintf(os.Stderr, "--- %s log:\n%s\n", r.id, tail(r.proc.log))
 		}
 	}
+}
+
+// TestHAMoveFromSQLite moves a running fleet from a SQLite hub to two replicas on PostgreSQL:
+// stop the hub, copy its store (flotilla hub copy-store), start the first replica on the old
+// data dir and address and a second one beside it. The agent, untouched, carries on: its
+// certificate is still valid, a new commit rolls out, and every report it produced, before and
+// after the move, is ingested exactly once.
+func TestHAMoveFromSQLite(t *testing.T) {
+	repoDir, root := t.TempDir(), t.TempDir()
+	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
+	clusters := clustertest.StartAll(t, "a")
+
+	old := &hubReplica{id: "sqlite-hub", dir: filepath.Join(root, "hub"), agentAddr: freeAddr(t), apiAddr: freeAddr(t)}
+	old.start(t, root, "", "file://"+repoDir)
+	f := &procFleet{
+		t: t, dir: root, hub: old.proc, client: old.client,
+		clusters: clusters, agents: map[string]*proc{},
+		produced: map[string]int64{}, lost: map[string]int64{}, firstSeq: map[string]uint64{"a": 1},
+	}
+	var replicas []*hubReplica
+	t.Cleanup(func() {
+		for _, a := range f.agents {
+			a.stop()
+		}
+		for _, r := range append(replicas, old) {
+			r.proc.stop()
+		}
+	})
+	j, err := old.client.AddCluster(t.Context(), "a", map[string]string{"env": "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.agents["a"] = startProc(t, filepath.Join(root, "agent-a.log"), "agent",
+		"--hub", old.agentURL(), "--join-token", j.JoinToken,
+		"--kubeconfig", clusters["a"].KubeconfigPath(), "--state-dir", f.stateDir("a"),
+		"--heartbeat-interval", "1s", "--report-interval", "200ms", "--log-level", "debug")
+	f.waitStatus("convergence on SQLite", 2*time.Minute, everyWebReady("", 1))
+	before, err := old.client.Cluster(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	old.proc.stop()
+	dsn := pgtest.NewDatabase(t)
+	out, err := exec.Command(flotilla(t), "hub", "copy-store", "--data-dir", old.dir, "--to", dsn, "-o", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flotilla hub copy-store: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"clusters": 1`) {
+		t.Errorf("copy-store output does not say it copied one cluster:\n%s", out)
+	}
+
+	// The first replica takes the old hub's place: data dir (its CA) and addresses.
+	r1 := &hubReplica{id: "replica-1", dir: old.dir, agentAddr: old.agentAddr, apiAddr: old.apiAddr}
+	r1.start(t, root, dsn, "file://"+repoDir)
+	r2 := startReplica(t, root, "replica-2", dsn, "file://"+repoDir)
+	replicas = append(replicas, r1, r2)
+	f.hub, f.client = r2.proc, r2.client
+
+	after, err := r2.client.Cluster(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ReportsIngested < before.ReportsIngested {
+		t.Errorf("reports ingested: %d on SQLite, %d on PostgreSQL after the copy", before.ReportsIngested, after.ReportsIngested)
+	}
+	commit := rp.commit("v2", map[string]string{"apps/web/configs.yaml": configMaps(5, "v2")})
+	f.waitStatus("a commit after the move rolls out", 2*time.Minute, everyWebReady(commit, 1))
+	if v, ok := configMapData(t, clusters["a"], "web", "cfg-0000", "version"); !ok || v != "v2" {
+		t.Errorf("cfg-0000 version = %q (found %v), want v2", v, ok)
+	}
+	f.checkReports()
 }

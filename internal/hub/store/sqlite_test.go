@@ -85,7 +85,23 @@ func TestSQLiteRestartLosesNothing(t *testing.T) {
 	s := openSQLite(t, path)
 	now := time.Date(2031, 1, 2, 3, 4, 5, 6, time.UTC)
 	s.SetNow(func() time.Time { return now })
+	populate(t, ctx, s, now)
 
+	before := takeSnapshot(t, ctx, s)
+	must(t, s.Close())
+
+	s = openSQLite(t, path)
+	defer s.Close()
+	after := takeSnapshot(t, ctx, s)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("state after reopening (-before +after):\n%s", diff)
+	}
+	wantCarriesOn(t, ctx, s, now)
+}
+
+// populate gives s two clusters, a and b, with everything a hub stores about them.
+func populate(t *testing.T, ctx context.Context, s store.Store, now time.Time) {
+	t.Helper()
 	for _, c := range []string{"a", "b"} {
 		must(t, s.AddCluster(ctx, store.Cluster{Name: c, Labels: map[string]string{"env": "prod", "name": c}, CreatedAt: now}))
 		must(t, s.TouchCluster(ctx, c, now.Add(time.Second), "v1.0.0"))
@@ -95,7 +111,7 @@ func TestSQLiteRestartLosesNothing(t *testing.T) {
 		}
 		for seq := range uint64(3) {
 			_, err := s.IngestReport(ctx, c, seq, []store.AssignmentStatus{
-				{Release: "web", ObservedGeneration: 2, Phase: "Ready", Detail: []byte(`{"x":1}`), ReportedAt: now.Add(time.Duration(seq))},
+				{Release: "web", ObservedGeneration: 2, Phase: "Ready", Detail: []byte(`{"x":1}`), ReportedAt: now.Add(time.Duration(seq) * time.Microsecond)},
 			})
 			must(t, err)
 		}
@@ -108,29 +124,26 @@ func TestSQLiteRestartLosesNothing(t *testing.T) {
 	must(t, s.AddCertificate(ctx, store.Certificate{Serial: "02", Cluster: "a", NotAfter: now.Add(time.Hour), Revoked: true}))
 	must(t, s.PutSourceStatus(ctx, store.SourceStatus{Name: "apps", URL: "https://git.example/apps", Revision: "main@sha1:01", CheckedAt: now}))
 	must(t, s.PutFleetStatus(ctx, store.FleetStatus{Revision: "main@sha1:02", UpdatedAt: now}))
+}
 
-	before := takeSnapshot(t, ctx, s)
-	must(t, s.Close())
-
-	s = openSQLite(t, path)
-	defer s.Close()
-	after := takeSnapshot(t, ctx, s)
-	if diff := cmp.Diff(before, after); diff != "" {
-		t.Errorf("state after reopening (-before +after):\n%s", diff)
-	}
+// wantCarriesOn checks that s, holding what populate stored, behaves as the store it was:
+// a used token stays used, a spare one works, an ingested report is a duplicate, and the
+// stored document keeps its generation.
+func wantCarriesOn(t *testing.T, ctx context.Context, s store.Store, now time.Time) {
+	t.Helper()
 	if err := s.ConsumeJoinToken(ctx, "used", []byte("h1"), "a", now); !errors.Is(err, store.ErrTokenInvalid) {
-		t.Errorf("ConsumeJoinToken of a token used before the restart: err = %v, want ErrTokenInvalid", err)
+		t.Errorf("ConsumeJoinToken of a token used before: err = %v, want ErrTokenInvalid", err)
 	}
 	must(t, s.ConsumeJoinToken(ctx, "spare", []byte("h2"), "a", now))
 	dup, err := s.IngestReport(ctx, "a", 2, nil)
 	must(t, err)
 	if !dup {
-		t.Error("a report ingested before the restart is not a duplicate after it")
+		t.Error("a report ingested before is not a duplicate")
 	}
 	gen, changed, err := s.PutDesiredState(ctx, "a", []byte("v2"))
 	must(t, err)
 	if gen != 2 || changed {
-		t.Errorf("PutDesiredState of the stored document after the restart = (%d, %v), want (2, false)", gen, changed)
+		t.Errorf("PutDesiredState of the stored document = (%d, %v), want (2, false)", gen, changed)
 	}
 }
 

@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/pgtest"
+)
+
+func TestCopyToPostgres(t *testing.T) {
+	ctx := t.Context()
+	src := openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
+	defer src.Close()
+	// Microseconds: what PostgreSQL keeps.
+	now := time.Date(2031, 1, 2, 3, 4, 5, 6000, time.UTC)
+	src.SetNow(func() time.Time { return now })
+	populate(t, ctx, src, now)
+	must(t, src.RecordCompacted(ctx, "a", 2, 5))
+	must(t, src.AddCluster(ctx, store.Cluster{Name: "never-seen"})) // zero times throughout
+
+	dst := openPostgres(t, pgtest.NewDatabase(t))
+	defer dst.Close()
+	stats, err := store.CopyToPostgres(ctx, src, dst)
+	must(t, err)
+	want := store.CopyStats{"clusters": 3, "join_tokens": 2, "certificates": 2, "desired_states": 2, "reports": 6,
+		"statuses": 2, "source_statuses": 1, "fleet_status": 1, "compactions": 1}
+	if diff := cmp.Diff(want, stats); diff != "" {
+		t.Errorf("rows copied (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(takeSnapshot(t, ctx, src), takeSnapshot(t, ctx, dst)); diff != "" {
+		t.Errorf("PostgreSQL after the copy (-sqlite +postgres):\n%s", diff)
+	}
+	for _, c := range []string{"a", "b", "never-seen"} {
+		a, err := src.ReportStats(ctx, c)
+		must(t, err)
+		b, err := dst.ReportStats(ctx, c)
+		must(t, err)
+		if a != b {
+			t.Errorf("ReportStats(%s): sqlite %+v, postgres %+v", c, a, b)
+		}
+	}
+	wantCarriesOn(t, ctx, dst, now)
+
+	if _, err := store.CopyToPostgres(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("a second copy into the same database: err = %v, want a refusal", err)
+	}
+}
