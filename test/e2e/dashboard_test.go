@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/hub"
 )
 
 // matrixCell is one cell of the dashboard's matrix as the page shows it.
@@ -137,7 +138,7 @@ func TestDashboard(t *testing.T) {
 		"eu-prod":    {"env": "prod", "region": "eu"},
 		"us-prod":    {"env": "prod", "region": "us"},
 		"eu-staging": {"env": "staging", "region": "eu"},
-	})
+	}, func(o *hub.Options) { o.UnreachableAfter = 10 * time.Second }) // agents heartbeat every second here
 	want := map[string][]string{
 		"eu-prod":    {"baseline", "greeter"},
 		"us-prod":    {"baseline", "greeter"},
@@ -274,6 +275,25 @@ func TestDashboard(t *testing.T) {
 			return slices.Contains(got, "cluster.added eu-prod") && !slices.ContainsFunc(got, func(s string) bool { return !strings.HasSuffix(s, " eu-prod") }), fmt.Sprint(got)
 		})
 		browsertest.Screenshot(t, p.ctx, "dashboard-audit", true)
+	})
+
+	t.Run("a silent cluster turns unreachable, never Ready", func(t *testing.T) {
+		p.t = t
+		p.route("#/matrix?q=us-prod")
+		f.stopAgent("us-prod")
+		start := time.Now()
+		p.waitUntil("us-prod unreachable", time.Minute, func() (bool, string) {
+			got := p.cells()
+			w := []matrixCell{{"us-prod", "baseline", "unreachable", head[:7]}, {"us-prod", "greeter", "unreachable", head[:7]}, {"us-prod", "staging-tools", "unassigned", ""}}
+			return cmp.Diff(w, got) == "", cmp.Diff(w, got)
+		})
+		t.Logf("us-prod shown unreachable %s after its agent stopped (threshold 10s)", time.Since(start).Round(100*time.Millisecond))
+		browsertest.Screenshot(t, p.ctx, "dashboard-unreachable", false)
+		f.startAgent("us-prod", "")
+		p.waitUntil("us-prod back", time.Minute, func() (bool, string) {
+			got := eval[[]string](p, `Array.from(document.querySelectorAll('#matrix td[data-cluster="us-prod"]')).map((td) => td.dataset.state)`)
+			return slices.Equal(got, []string{"ready", "ready", "unassigned"}), fmt.Sprint(got)
+		})
 	})
 
 	t.Run("a rejected fleet configuration shows on the overview", func(t *testing.T) {
