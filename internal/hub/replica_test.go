@@ -433,3 +433,38 @@ func BenchmarkReplicaFanout(b *testing.B) {
 		})
 	}
 }
+
+// TestReplicasStartingAtOnceShareOneCA prepares replicas together on a fresh database: each
+// creates a CA of its own before offering it, and all must end up with the one stored first.
+func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	fleet := t.TempDir()
+	hubs := make([]*Hub, 3)
+	errs := make([]error, len(hubs))
+	var wg sync.WaitGroup
+	for i := range hubs {
+		wg.Go(func() {
+			st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			t.Cleanup(func() { st.Close() })
+			opts := Options{DataDir: t.TempDir(), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+				Replica: ReplicaOptions{ID: fmt.Sprintf("replica-%d", i)}}
+			hubs[i], errs[i] = New(t.Context(), opts, st)
+		})
+	}
+	wg.Wait()
+	for i, h := range hubs {
+		if errs[i] != nil {
+			t.Fatalf("replica-%d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { h.agentLn.Close(); h.apiLn.Close(); h.audit.Close() })
+	}
+	for i, h := range hubs[1:] {
+		if !bytes.Equal(h.ca.CertPEM(), hubs[0].ca.CertPEM()) || h.AdminToken() != hubs[0].AdminToken() {
+			t.Errorf("replica-%d and replica-0 have different CAs or admin tokens", i+1)
+		}
+	}
+}
