@@ -55,6 +55,7 @@ func newMetrics(h *Hub) *metrics {
 	m.registry.MustRegister(m.reports, m.desiredUpdates, m.artifactBytes, m.pollDuration, m.pollErrors,
 		m.reschedule, m.storeOperations, connected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.registry.MustRegister(replicaCollectors(h)...)
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/internal/audit"
@@ -91,4 +92,19 @@ func (h *Hub) tagReplica(e *audit.Event) {
 	maps.Copy(d, e.Detail)
 	d["replica"] = h.opts.Replica.ID
 	e.Detail = d
+}
+
+// replicaCollectors are the metrics of replication: whether this replica holds the controller
+// lease (1 on exactly one replica of a healthy set; always 1 on a single hub).
+func replicaCollectors(h *Hub) []prometheus.Collector {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flotilla_hub_controller_lease_held",
+		Help: "1 while this hub replica holds the controller lease (reads the fleet, polls sources, schedules), else 0.",
+	}, func() float64 {
+		if h.IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	return []prometheus.Collector{held}
 }

@@ -188,11 +188,16 @@ func (w *watch) next(t *testing.T, what string) *agentv1.DesiredState {
 
 // pollCount is how many polls of source the hub made, from its metrics.
 func pollCount(h *Hub, source string) string {
+	return metricValue(h, fmt.Sprintf(`flotilla_hub_source_poll_duration_seconds_count{source=%q}`, source))
+}
+
+// metricValue is the value of the series named (with its labels) in the hub's metrics, "0"
+// if absent.
+func metricValue(h *Hub, series string) string {
 	rec := httptest.NewRecorder()
 	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	prefix := fmt.Sprintf(`flotilla_hub_source_poll_duration_seconds_count{source=%q} `, source)
 	for line := range strings.Lines(rec.Body.String()) {
-		if n, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
 			return n
 		}
 	}
@@ -271,6 +276,11 @@ func TestReplicas(t *testing.T) {
 		}
 		if n := pollCount(r2.Hub, "apps"); n != "0" {
 			t.Errorf("replica-2 polled source apps %s times without holding the lease", n)
+		}
+		for r, want := range map[*replica]string{r1: "1", r2: "0"} {
+			if got := metricValue(r.Hub, "flotilla_hub_controller_lease_held"); got != want {
+				t.Errorf("%s: flotilla_hub_controller_lease_held = %s, want %s", r.ReplicaID(), got, want)
+			}
 		}
 	})
 
