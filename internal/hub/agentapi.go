@@ -187,6 +187,7 @@ func (s *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 		} else {
 			h.metrics.reports.WithLabelValues("ingested").Inc()
 			h.recordReport(ctx, cluster, r, urls)
+			h.dashboardChanged()
 		}
 		resp.Acked = append(resp.Acked, r.GetSeq())
 	}

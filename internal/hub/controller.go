@@ -384,6 +384,7 @@ func (c *controller) reschedule(ctx context.Context) {
 			c.h.metrics.desiredUpdates.Inc()
 			c.h.log.Info("desired state changed", "cluster", cl.Name, "generation", gen, "assignments", len(assignments))
 			c.h.watchers.notify(cl.Name)
+			c.h.dashboardChanged()
 		}
 	}
 	for _, p := range plan.Problems {

@@ -24,16 +24,23 @@ func (h *Hub) dashboardHandler() http.Handler {
 // dashboardAPI adds the API routes only the dashboard uses (behind the same admin token):
 //
 //   - GET /api/v1/dashboard/fleet: the compact fleet document (dashboard.Fleet) with an ETag,
-//     computed on demand and shared by every open dashboard for dashboard.DefaultMaxAge. No
-//     change notice feeds it yet (Snapshots.Changed): calling it where reports are ingested
-//     and desired states written would let the document live longer when the fleet is quiet
-//     and show changes sooner.
+//     computed on demand and shared by every open dashboard; computed again after a change
+//     (dashboardChanged) or dashboard.DefaultMaxAge, at a pace bounded by its cost.
 //
 // Everything else the page shows comes from the user API itself (clusters/{name}, drift,
 // audit).
 func (h *Hub) dashboardAPI(mux *http.ServeMux) {
-	snaps := dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return h.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: h.now})
-	mux.Handle("GET /api/v1/dashboard/fleet", snaps)
+	h.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return h.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: h.now})
+	mux.Handle("GET /api/v1/dashboard/fleet", h.dash)
+}
+
+// dashboardChanged tells the dashboard that the fleet's status changed (a report ingested, a
+// desired state written), so open dashboards show it at their next poll. It costs an atomic
+// store, and nothing before the API handler exists.
+func (h *Hub) dashboardChanged() {
+	if h.dash != nil {
+		h.dash.Changed()
+	}
 }
 
 func (h *Hub) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {

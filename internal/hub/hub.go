@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -137,6 +138,7 @@ type Hub struct {
 	auditSink      *audit.Sink // nil without Options.AuditSink
 	notifier       *notifier
 	repl           replication
+	dash           *dashboard.Snapshots // the dashboard's fleet document; set by dashboardAPI
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.

@@ -17,19 +17,22 @@ import (
 )
 
 // DefaultMaxAge bounds how stale the dashboard's fleet document can be when nothing
-// announced a change. At 1,000 clusters x 20 releases one computation takes the hub about as
-// long as GET /api/v1/status (see BenchmarkFirstPaint's status-api-ms), so an open dashboard
-// costs the hub one such computation per DefaultMaxAge, and nothing while none is open.
-const DefaultMaxAge = 5 * time.Second
+// announced a change (Snapshots.Changed): a cluster that turns unreachable with time, or a
+// report ingested by another hub replica, shows within it.
+const DefaultMaxAge = 15 * time.Second
 
 // SnapshotOptions configure a Snapshots cache.
 type SnapshotOptions struct {
 	// MinInterval is the least time between two computations, however often the fleet
 	// changes: with a thousand agents reporting, something changes all the time. Default 1s.
 	MinInterval time.Duration
-	// MaxAge is how long a document is served when no change was announced (Changed): what
-	// no notice covers, such as a cluster turning unreachable with time or a report ingested
-	// by another hub replica, shows within MaxAge. Default DefaultMaxAge.
+	// MaxBusy is the largest share of one CPU the computations may take while the fleet keeps
+	// changing: after a computation that took d, the next waits at least d/MaxBusy. At 1,000
+	// clusters x 20 releases, where one computation takes about as long as GET /api/v1/status,
+	// this, not MinInterval, sets the pace. Default 0.2.
+	MaxBusy float64
+	// MaxAge is how long a document is served when no change was announced. Default
+	// DefaultMaxAge.
 	MaxAge time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -38,6 +41,9 @@ type SnapshotOptions struct {
 func (o *SnapshotOptions) setDefaults() {
 	if o.MinInterval <= 0 {
 		o.MinInterval = time.Second
+	}
+	if o.MaxBusy <= 0 || o.MaxBusy > 1 {
+		o.MaxBusy = 0.2
 	}
 	if o.MaxAge <= 0 {
 		o.MaxAge = DefaultMaxAge
@@ -50,11 +56,11 @@ func (o *SnapshotOptions) setDefaults() {
 	}
 }
 
-// Snapshots serves a JSON document computed only when something changed (see Changed), and
-// then at most once per MinInterval however many dashboards poll it; gzipped once, with a
-// strong ETag over its content, so a poller whose copy is current gets 304 Not Modified and no
-// body. Requests that arrive while the document is being computed wait for that computation
-// instead of starting their own.
+// Snapshots serves a JSON document computed on demand, again only when a change was announced
+// (Changed) or MaxAge passed, and never more often than MinInterval and MaxBusy allow, however
+// many dashboards poll it. It is gzipped once and carries a strong ETag over its content, so a
+// poller whose copy is current gets 304 Not Modified and no body. Requests that arrive while
+// the document is being computed wait for that computation instead of starting their own.
 type Snapshots struct {
 	opts    SnapshotOptions
 	compute func(context.Context) (any, error)
@@ -62,6 +68,7 @@ type Snapshots struct {
 
 	mu   sync.Mutex
 	at   time.Time
+	cost time.Duration // of the last computation
 	snap *snapshot
 }
 
@@ -86,7 +93,8 @@ func (s *Snapshots) get(ctx context.Context) (*snapshot, error) {
 	now := s.opts.Now()
 	if s.snap != nil {
 		age := now.Sub(s.at)
-		if age < s.opts.MinInterval || (age < s.opts.MaxAge && !s.changed.Load()) {
+		gap := max(s.opts.MinInterval, time.Duration(float64(s.cost)/s.opts.MaxBusy))
+		if age < gap || (age < s.opts.MaxAge && !s.changed.Load()) {
 			return s.snap, nil
 		}
 	}
@@ -97,6 +105,7 @@ func (s *Snapshots) get(ctx context.Context) (*snapshot, error) {
 		s.changed.Store(true)
 		return nil, err
 	}
+	s.cost = s.opts.Now().Sub(now)
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard document: %w", err)

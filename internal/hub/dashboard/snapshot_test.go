@@ -135,6 +135,29 @@ func TestSnapshots(t *testing.T) {
 		}
 	})
 
+	t.Run("a costly computation spaces the next ones out", func(t *testing.T) {
+		slow := NewSnapshots(func(context.Context) (any, error) {
+			clock.add(time.Second) // the computation takes a second
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			return map[string]string{"v": value}, nil
+		}, SnapshotOptions{MinInterval: time.Second, MaxBusy: 0.2, MaxAge: time.Minute, Now: clock.now})
+		get(t, slow, "", true)
+		before := computed()
+		slow.Changed()
+		clock.add(3 * time.Second)
+		get(t, slow, "", true)
+		if computed() != before {
+			t.Errorf("recomputed 4s after a computation of 1s; MaxBusy 0.2 asks for 5s between them")
+		}
+		clock.add(2 * time.Second)
+		get(t, slow, "", true)
+		if computed() != before+1 {
+			t.Errorf("not recomputed 6s after a computation of 1s with a change announced")
+		}
+	})
+
 	t.Run("a failed computation is a 500 and not cached", func(t *testing.T) {
 		fail := NewSnapshots(func(context.Context) (any, error) { return nil, errors.New("store: closed") }, SnapshotOptions{Now: clock.now})
 		resp := get(t, fail, "", true)
