@@ -78,8 +78,9 @@ const CellInts = 4
 
 // Fleet is the compact document the dashboard polls: the fleet as a release x cluster matrix
 // of small integers plus a table of revisions, about 10 bytes a cell before compression.
-// It holds no time that changes by itself (no last-seen times), so it only changes when the
-// fleet does, and its ETag lets an idle dashboard poll for a 304.
+// It holds no per-cluster time (no last-seen times, which move with every heartbeat): it
+// changes when the fleet does or when the hub re-reads its configuration or polls a source
+// (fleet.updatedAt, sources[].checkedAt), so between those an idle dashboard polls for a 304.
 type Fleet struct {
 	Fleet    hubapi.FleetStatus  `json:"fleet"`
 	Sources  []hubapi.SourceView `json:"sources"`
