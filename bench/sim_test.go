@@ -22,7 +22,7 @@ func TestFleetSimulator(t *testing.T) {
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
 		Binary: buildFlotillaT(t), Dir: t.TempDir(),
 		Clusters: clusters, Releases: releases, Objects: objects, Push: true,
-		SourceInterval: time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
+		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -77,6 +77,9 @@ func (o *Options) setDefaults() error {
 	defD(&o.DriftInterval, 10*time.Minute)
 	defD(&o.PollInterval, 2*time.Second)
 	defD(&o.Timeout, 30*time.Minute)
+	if o.SourceInterval < 2*time.Second {
+		return fmt.Errorf("source interval %s: the hub polls a source at most every 2s", o.SourceInterval)
+	}
 	if o.Payload == "" {
 		o.Payload = "text"
 	}

@@ -68,6 +68,9 @@ type Wave struct {
 	// ObjectsWritten and ObjectsUnchanged are counted at the simulated clusters.
 	ObjectsWritten   int64 `json:"objectsWritten"`
 	ObjectsUnchanged int64 `json:"objectsUnchanged"`
+	// LoadAverage is the machine's one-minute load average when the wave ended: on a shared
+	// machine, how much else competed for the cores.
+	LoadAverage float64 `json:"loadAverage"`
 }
 
 // Ratios are pull divided by push for one wave.
@@ -156,6 +159,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("requests/s at hub", func(x Wave) string { return fmt.Sprintf("%.0f", x.RequestsPerSecond) })
 	row("objects written", func(x Wave) string { return fmt.Sprint(x.ObjectsWritten) })
 	row("objects unchanged", func(x Wave) string { return fmt.Sprint(x.ObjectsUnchanged) })
+	row("machine load (1 min)", func(x Wave) string { return fmt.Sprintf("%.1f", x.LoadAverage) })
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -149,6 +149,7 @@ func (p waveProbe) measure(ctx context.Context, name, commit string, timeout tim
 		BytesHubToSpokes: t.FromHub, BytesSpokesToHub: t.ToHub, Requests: t.Requests,
 		RequestsPerSecond: float64(t.Requests) / took.Seconds(),
 		ObjectsWritten:    c.Writes, ObjectsUnchanged: c.Unchanged,
+		LoadAverage: loadAverage(),
 	}, nil
 }
 
@@ -161,6 +162,10 @@ func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit st
 	last := ""
 	for {
 		st, err := api.Status(ctx)
+		if err == nil && st.Fleet.Error != "" {
+			// The hub keeps the last valid configuration; the generated one never became it.
+			return fmt.Errorf("the hub rejected the generated fleet configuration: %s", st.Fleet.Error)
+		}
 		if err == nil {
 			done, failed := 0, ""
 			for _, a := range st.Assignments {
@@ -177,8 +182,8 @@ func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit st
 			if done == want && len(st.Assignments) == want {
 				return nil
 			}
-		} else {
-			last = err.Error()
+		} else if last == "" || ctx.Err() == nil {
+			last = err.Error() // keep the last progress when the deadline cut the read
 		}
 		select {
 		case <-ctx.Done():
@@ -208,4 +213,16 @@ func raiseFileLimit() {
 	}
 	lim.Cur = want
 	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+}
+
+// loadAverage is the machine's one-minute load average (0 if unknown): on a shared machine
+// it says how much others competed for the cores during a wave.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscanf(string(data), "%f", &l)
+	return l
 }
