@@ -393,7 +393,7 @@ func (c *controller) reschedule(ctx context.Context) {
 	c.mu.Lock()
 	c.problems = plan.Problems
 	c.mu.Unlock()
-	c.shareView(ctx)
+	c.shareView(ctx, keep)
 	if !gcAllowed {
 		return // a source is being packed right now; collect at the next reschedule
 	}

@@ -352,6 +352,26 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("watch of the removed cluster ended with %v, want permission_denied", wb.err)
 		}
 	})
+
+	t.Run("a replica that does not poll drops artifacts no longer in use from its cache", func(t *testing.T) {
+		r4 := startReplica(t, dsn, fleet, "replica-4")
+		c := r4.addAgent(t, "edge-3", map[string]string{"env": "test"})
+		digest := waitDigest(t, c.on(r4))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, r4.AgentURL()+"/artifacts/sha256/"+strings.TrimPrefix(digest, "sha256:"), nil)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !r4.artifacts.Has(digest) {
+			t.Fatalf("download from replica-4: %s; cached: %v", resp.Status, r4.artifacts.Has(digest))
+		}
+		commitMore(t, repo, map[string][]byte{
+			"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: three}\n"),
+		})
+		waitFor(t, "replica-4 drops the artifact of the old commit", func() bool { return !r4.artifacts.Has(digest) })
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

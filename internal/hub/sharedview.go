@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
@@ -11,7 +13,8 @@ import (
 // What the user API and dashboard show of the fleet configuration (its releases, the
 // scheduling problems) comes from the controller, which only the lease holder runs. So that
 // every replica answers alike, the holder stores that view in the shared store after each
-// reschedule and tells the others, which adopt it; they never read the fleet repository.
+// reschedule and tells the others, which adopt it; they never read the fleet repository. The
+// view also lists the artifacts in use, so that the others drop the rest from their caches.
 
 // sharedViewFile names the stored view among the shared files.
 const sharedViewFile = "fleet-view.json"
@@ -20,16 +23,20 @@ type sharedView struct {
 	Revision string             `json:"revision"`
 	Fleet    *v1alpha1.Fleet    `json:"fleet"`
 	Problems []schedule.Problem `json:"problems"`
+	// Artifacts are the digests the holder keeps: desired states refer to them, or a poll
+	// just packed them.
+	Artifacts []string `json:"artifacts"`
 }
 
-// shareView stores the lease holder's view and tells the other replicas.
-func (c *controller) shareView(ctx context.Context) {
+// shareView stores the lease holder's view, with the artifacts it keeps, and tells the other
+// replicas.
+func (c *controller) shareView(ctx context.Context, keep map[string]bool) {
 	sh, f := c.h.repl.shared, c.h.repl.fanout
 	if sh == nil || f == nil {
 		return
 	}
 	c.mu.Lock()
-	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.fleet, Problems: c.problems})
+	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.fleet, Problems: c.problems, Artifacts: slices.Sorted(maps.Keys(keep))})
 	c.mu.Unlock()
 	if err != nil {
 		c.h.log.Error("encode the fleet view for the other replicas", "error", err)
@@ -42,7 +49,10 @@ func (c *controller) shareView(ctx context.Context) {
 	f.publish(eventView, "")
 }
 
-// adoptView takes the lease holder's view, on a replica that does not hold the lease.
+// adoptView takes the lease holder's view, on a replica that does not hold the lease, and
+// drops from the local artifact cache what the holder no longer keeps. An artifact dropped
+// while a download of it is under way still reaches that agent (the open file outlives its
+// name); a later download fetches it again.
 func (c *controller) adoptView(ctx context.Context) {
 	sh := c.h.repl.shared
 	if sh == nil || c.h.repl.lease.Held() {
@@ -63,9 +73,19 @@ func (c *controller) adoptView(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.h.repl.lease.Held() {
+		c.mu.Unlock()
 		return // took the lease meanwhile: its own view wins
 	}
 	c.fleet, c.fleetRev, c.problems = v.Fleet, v.Revision, v.Problems
+	c.mu.Unlock()
+	keep := make(map[string]bool, len(v.Artifacts))
+	for _, d := range v.Artifacts {
+		keep[d] = true
+	}
+	if removed, err := c.h.artifacts.GC(keep); err != nil {
+		c.h.log.Warn("artifact cache garbage collection", "error", err)
+	} else if len(removed) > 0 {
+		c.h.log.Info("artifacts dropped from the cache", "removed", len(removed))
+	}
 }
