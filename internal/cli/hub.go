@@ -19,6 +19,7 @@ func newHubCommand(s streams) *cobra.Command {
 	var (
 		opts          hub.Options
 		metricsAddr   string
+		pprofAddr     string
 		sinkHeaders   []string
 		storeLocation string
 	)
@@ -71,6 +72,14 @@ and several hubs may share it (docs/ha.md).`,
 			if err != nil {
 				return err
 			}
+			if pprofAddr != "" {
+				srv, err := servePprof(ctx, pprofAddr)
+				if err != nil {
+					return err
+				}
+				defer srv.Close()
+				fmt.Fprintf(s.errOut, "Profiling:          http://%s/debug/pprof/\n", srv.Addr)
+			}
 			if metricsAddr != "" {
 				srv, err := serveMetrics(ctx, metricsAddr, h.Metrics())
 				if err != nil {
@@ -89,6 +98,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas (default: SQLite, hub.db in --data-dir)")
 	f.StringVar(&opts.Replica.ID, "replica-id", "", "name of this hub replica, unique among those sharing --store (default: host name and a random suffix)")
 	f.DurationVar(&opts.Replica.LeaseTTL, "lease-ttl", 0, "with a shared --store: how long the replica that polls sources keeps that job without renewing it; another takes over after it dies (default 15s)")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default: off)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	f.StringVar(&opts.Fleet, "fleet", "", "fleet configuration: a directory or a Git URL (required)")
 	f.StringVar(&opts.FleetBranch, "fleet-branch", "", "branch of a Git fleet repository (default: its HEAD)")
