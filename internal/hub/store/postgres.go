@@ -23,6 +23,7 @@ type Postgres struct {
 	cfg *pgx.ConnConfig
 	// where names the server and database in errors, without the password.
 	where string
+	opts  PostgresOptions
 	now   func() time.Time
 }
 
@@ -34,6 +35,10 @@ type PostgresOptions struct {
 	MaxConns int
 	// ConnectTimeout bounds the first connection. Default 10s.
 	ConnectTimeout time.Duration
+	// ListenCheck is how long Listen waits for a notification before it checks that its
+	// connection still answers: a connection that died silently (a partition, a database
+	// that moved) would otherwise wait forever. Default 10s.
+	ListenCheck time.Duration
 }
 
 func (o *PostgresOptions) setDefaults() {
@@ -42,6 +47,9 @@ func (o *PostgresOptions) setDefaults() {
 	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.ListenCheck <= 0 {
+		o.ListenCheck = 10 * time.Second
 	}
 }
 
@@ -94,7 +102,7 @@ func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []
 		db.Close()
 		return nil, fmt.Errorf("postgres store %s: %w", where, err)
 	}
-	return &Postgres{db: db, cfg: cfg, where: where, now: time.Now}, nil
+	return &Postgres{db: db, cfg: cfg, where: where, opts: opts, now: time.Now}, nil
 }
 
 // describe names a server and database for errors and logs: user@host:port/database.

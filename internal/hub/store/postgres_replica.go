@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // What several hub replicas sharing one PostgreSQL database need beyond Store: change
@@ -29,8 +30,9 @@ func (s *Postgres) Publish(ctx context.Context, payload string) error {
 
 // Listen opens a connection of its own, listens on ChangeChannel, calls fn("") once listening
 // (notifications sent before then were missed: the caller resynchronises), then fn(payload)
-// for each notification, until ctx ends (nil) or the connection fails (the error). The caller
-// calls it again to reconnect.
+// for each notification, until ctx ends (nil) or the connection fails (the error), including
+// a connection that stops answering (checked after each ListenCheck without notifications).
+// The caller calls it again to reconnect.
 func (s *Postgres) Listen(ctx context.Context, fn func(payload string)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.cfg.Copy())
 	if err != nil {
@@ -42,14 +44,25 @@ func (s *Postgres) Listen(ctx context.Context, fn func(payload string)) error {
 	}
 	fn("")
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if ctx.Err() != nil {
+		waitCtx, cancel := context.WithTimeout(ctx, s.opts.ListenCheck)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
 			return nil
-		}
-		if err != nil {
+		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+			// Quiet for a while: make sure the connection is alive, not silently dead.
+			pingCtx, cancel := context.WithTimeout(ctx, s.opts.ListenCheck)
+			err = conn.Ping(pingCtx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("postgres store %s: listen: connection does not answer: %w", s.where, err)
+			}
+		case err != nil:
 			return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
+		default:
+			fn(n.Payload)
 		}
-		fn(n.Payload)
 	}
 }
 

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
@@ -181,5 +184,48 @@ func TestPostgresShareFiles(t *testing.T) {
 	must(t, err)
 	if diff := cmp.Diff(map[string][]byte{"view.json": []byte("two")}, got); diff != "" {
 		t.Errorf("after PutSharedFile twice (-want +got):\n%s", diff)
+	}
+}
+
+// TestPostgresListenNoticesDeadConnection black-holes the listening connection (a partition
+// that closes nothing): Listen must return an error rather than wait forever.
+func TestPostgresListenNoticesDeadConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	u, err := url.Parse(pgtest.NewDatabase(t))
+	must(t, err)
+	proxy, err := faultproxy.Start(u.Host)
+	must(t, err)
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+	s, err := store.OpenPostgres(ctx, u.String(), store.PostgresOptions{ListenCheck: 300 * time.Millisecond})
+	must(t, err)
+	defer s.Close()
+
+	listening := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Listen(ctx, func(p string) {
+			if p == "" {
+				close(listening)
+			}
+		})
+	}()
+	<-listening
+	time.Sleep(time.Second) // quiet: a few checks pass on a live connection
+	select {
+	case err := <-done:
+		t.Fatalf("Listen ended on a live, quiet connection: %v", err)
+	default:
+	}
+	proxy.Blackhole(true)
+	defer proxy.Blackhole(false)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not answer") {
+			t.Errorf("Listen on a dead connection returned %v, want an error saying it does not answer", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Listen still waits on a connection that stopped answering")
 	}
 }
