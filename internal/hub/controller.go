@@ -74,8 +74,8 @@ func (c *controller) run(ctx context.Context) {
 	lease := c.h.repl.lease
 	for {
 		// Only the replica holding the lease reads the fleet, polls and schedules; the others
-		// wait to take over. A replica that takes over re-reads the fleet and polls every
-		// source at once: what it knew from an earlier term may be stale.
+		// wait to take over. A replica that takes over re-reads the fleet, polls every source
+		// and reschedules at once: what it knew from an earlier term may be stale.
 		if !lease.Held() {
 			select {
 			case <-ctx.Done():
@@ -86,6 +86,7 @@ func (c *controller) run(ctx context.Context) {
 			if lease.Held() {
 				lastFleetCheck = time.Time{}
 				clear(c.polled)
+				c.wake() // clusters may have changed while no replica held the lease
 			}
 			continue
 		}
