@@ -169,6 +169,7 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "agents' heartbeat interval")
 	f.DurationVar(&opts.Timeout, "timeout", 20*time.Minute, "bound for the first sync and for the reconnection")
 	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process (repeatable)")
+	f.StringVar(&opts.HubProfile, "hub-profile", "", "write the hub's CPU profile over the idle window to this file")
 	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
 	f.BoolVar(&keep, "keep", false, "keep the work directory")
 	f.VarP(output, "output", "o", "output format: table or json")

@@ -32,7 +32,9 @@ type IdleOptions struct {
 	Timeout time.Duration
 	// HubArgs are extra flags for `flotilla hub`.
 	HubArgs []string
-	Logger  *slog.Logger
+	// HubProfile, when set, is where the hub's CPU profile over the idle window is written.
+	HubProfile string
+	Logger     *slog.Logger
 }
 
 // IdleReport is what an idle fleet costs the hub.
@@ -110,7 +112,10 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	raiseFileLimit()
 	log := opts.Logger
 	sim := Options{Binary: opts.Binary, Dir: opts.Dir, Clusters: opts.Agents, Releases: 1, Objects: 1,
-		HeartbeatInterval: opts.HeartbeatInterval, PollInterval: 5 * time.Second, JoinConcurrency: opts.JoinConcurrency}
+		HeartbeatInterval: opts.HeartbeatInterval, PollInterval: 5 * time.Second, JoinConcurrency: opts.JoinConcurrency,
+		// An idle fleet's source changes rarely: the hub polls it every minute (the default a
+		// Source gets without an interval), and reads the fleet configuration at its default.
+		SourceInterval: time.Minute}
 	if err := sim.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -122,6 +127,13 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	commit, err := src.commit(ctx, 1)
 	if err != nil {
 		return nil, err
+	}
+	pprofAddr := ""
+	if opts.HubProfile != "" {
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		opts.HubArgs = append(opts.HubArgs, "--pprof-addr", pprofAddr)
 	}
 	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, opts.HubArgs)
 	if err := hub.start(ctx); err != nil {
@@ -165,8 +177,17 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	}
 	t0 := fleet.meter.snapshot()
 	begin := time.Now()
+	profiled := make(chan error, 1)
+	if pprofAddr != "" {
+		go func() { profiled <- profileHub(ctx, pprofAddr, opts.Window, opts.HubProfile) }()
+	} else {
+		profiled <- nil
+	}
 	if !sleep(ctx, opts.Window) {
 		return nil, ctx.Err()
+	}
+	if err := <-profiled; err != nil {
+		log.Warn("hub profile not recorded", "error", err)
 	}
 	took := time.Since(begin)
 	after, err := sampleProc(hub.pid())

@@ -37,7 +37,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, opts.HubArgs)
+	// The fleet configuration does not change during a run; re-reading it often only makes the
+	// hub notice it sooner at the start.
+	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, append([]string{"--fleet-interval", "2s"}, opts.HubArgs...))
 	if err := hub.start(ctx); err != nil {
 		return nil, err
 	}
