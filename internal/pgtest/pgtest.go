@@ -1,6 +1,7 @@
 // Package pgtest gives each test a PostgreSQL database of its own, on the server `make
 // postgres` starts (or the one FLOTILLA_TEST_POSTGRES names), so that test packages run in
-// parallel against one server without seeing each other's rows.
+// parallel against one server without seeing each other's rows. The databases collate text
+// by ICU's en-US rules, so a query that depends on byte order must say so (COLLATE "C").
 //
 // There is no skipping: a test that needs PostgreSQL and finds none fails, naming the make
 // target that provides one.
@@ -51,8 +52,10 @@ func NewDatabase(t testing.TB) string {
 	}
 	defer conn.Close(ctx)
 	name := "flotilla_test_" + randomHex(8)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create test database %s on %s: %v", name, redact(server), err)
+	// A natural-language collation, as production databases usually have, rather than the
+	// test server's C: a query that relies on byte order without saying so shows here.
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"); err != nil {
+		t.Fatalf("create test database %s on %s (ICU collation en-US): %v", name, redact(server), err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -59,7 +59,9 @@ func (o opener) testClusters(t *testing.T) {
 		if len(got) != 0 {
 			t.Fatalf("ListClusters on an empty store = %v, want none", got)
 		}
-		for _, n := range []string{"m", "a", "z", "b", "a-2"} {
+		// Byte order, whatever the database's collation: capitals first, no folding of
+		// case or punctuation.
+		for _, n := range []string{"m", "a", "z", "b", "a-2", "B", "a_1", "Z"} {
 			addCluster(t, ctx, s, n)
 		}
 		got, err = s.ListClusters(ctx)
@@ -68,7 +70,7 @@ func (o opener) testClusters(t *testing.T) {
 		for _, c := range got {
 			names = append(names, c.Name)
 		}
-		if diff := cmp.Diff([]string{"a", "a-2", "b", "m", "z"}, names); diff != "" {
+		if diff := cmp.Diff([]string{"B", "Z", "a", "a-2", "a_1", "b", "m", "z"}, names); diff != "" {
 			t.Errorf("ListClusters order (-want +got):\n%s", diff)
 		}
 	})
