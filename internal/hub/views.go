@@ -95,6 +95,10 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
 	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}}
+	docs, err := h.desiredDocuments(ctx, f.Cluster)
+	if err != nil {
+		return fleetData{}, err
+	}
 	if f.Cluster == "" {
 		names := make(map[string]bool, len(clusters))
 		for _, c := range clusters {
@@ -104,8 +108,8 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 	}
 	for _, c := range clusters {
 		c.LastSeen, c.AgentVersion = h.seen.get(c)
-		ds, err := h.store.GetDesiredState(ctx, c.Name)
-		if err != nil {
+		ds, ok := docs[c.Name]
+		if !ok {
 			continue // not scheduled yet
 		}
 		as, err := h.desired.decode(c.Name, ds.Document)
@@ -132,6 +136,31 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		}
 		return a.Cluster < b.Cluster
 	})
+	return out, nil
+}
+
+// desiredDocuments returns the stored desired state of cluster, or of every cluster when
+// cluster is "", by cluster name: one query for the whole fleet (with PostgreSQL, one per
+// cluster would be a round trip each).
+func (h *Hub) desiredDocuments(ctx context.Context, cluster string) (map[string]store.DesiredState, error) {
+	if cluster != "" {
+		ds, err := h.store.GetDesiredState(ctx, cluster)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]store.DesiredState{cluster: ds}, nil
+	}
+	all, err := h.store.ListDesiredStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]store.DesiredState, len(all))
+	for _, ds := range all {
+		out[ds.Cluster] = ds
+	}
 	return out, nil
 }
 

@@ -60,6 +60,30 @@ SELECT generation, document, updated_at FROM desired_states WHERE cluster = ?`, 
 	return d, nil
 }
 
+// ListDesiredStates returns every stored desired state, ordered by cluster.
+func (s *SQLite) ListDesiredStates(ctx context.Context) ([]DesiredState, error) {
+	rows, err := s.r.QueryContext(ctx, `
+SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cluster`)
+	if err != nil {
+		return nil, fmt.Errorf("list desired states: %w", err)
+	}
+	defer rows.Close()
+	var out []DesiredState
+	for rows.Next() {
+		var d DesiredState
+		var updatedAt int64
+		if err := rows.Scan(&d.Cluster, &d.Generation, &d.Document, &updatedAt); err != nil {
+			return nil, fmt.Errorf("list desired states: %w", err)
+		}
+		d.UpdatedAt = fromNanos(updatedAt)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list desired states: %w", err)
+	}
+	return out, nil
+}
+
 // IngestReport records report seq of cluster at most once, and with it each status unless the
 // stored status of the same release has a later ReportedAt. The statuses belong to cluster
 // (their Cluster field is ignored) and their UpdatedAt is set to the time of ingestion.

@@ -133,6 +133,9 @@ type Store interface {
 	PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error)
 	// GetDesiredState returns the cluster's desired state, or ErrNotFound.
 	GetDesiredState(ctx context.Context, cluster string) (DesiredState, error)
+	// ListDesiredStates returns every stored desired state, ordered by cluster (clusters not
+	// scheduled yet have none): one query where a fleet view would make one per cluster.
+	ListDesiredStates(ctx context.Context) ([]DesiredState, error)
 
 	// IngestReport records a report, identified by (cluster, seq), at most once: for a seq
 	// already ingested it changes nothing and returns duplicate=true. Each status replaces

@@ -64,6 +64,37 @@ func (o opener) testDesiredState(t *testing.T) {
 		}
 	})
 
+	t.Run("lists every stored desired state by cluster", func(t *testing.T) {
+		ctx, s := t.Context(), o.new(t)
+		got, err := s.ListDesiredStates(ctx)
+		must(t, err)
+		if len(got) != 0 {
+			t.Errorf("ListDesiredStates of an empty store = %v", got)
+		}
+		for _, name := range []string{"edge-2", "edge-1", "edge-3"} {
+			addCluster(t, ctx, s, name)
+		}
+		for _, put := range []struct{ cluster, doc string }{{"edge-2", "b1"}, {"edge-1", "a1"}, {"edge-2", "b2"}} {
+			_, _, err := s.PutDesiredState(ctx, put.cluster, []byte(put.doc))
+			must(t, err)
+		}
+		got, err = s.ListDesiredStates(ctx)
+		must(t, err)
+		// edge-3 has none yet; each entry is what GetDesiredState returns.
+		var want []store.DesiredState
+		for _, c := range []string{"edge-1", "edge-2"} {
+			d, err := s.GetDesiredState(ctx, c)
+			must(t, err)
+			want = append(want, d)
+		}
+		if diff := cmp.Diff(want, got, opts); diff != "" {
+			t.Errorf("ListDesiredStates (-want +got):\n%s", diff)
+		}
+		if len(got) == 2 && (got[1].Generation != 2 || string(got[1].Document) != "b2") {
+			t.Errorf("edge-2 listed as %+v, want generation 2 with b2", got[1])
+		}
+	})
+
 	t.Run("unknown cluster", func(t *testing.T) {
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
