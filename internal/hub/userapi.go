@@ -252,15 +252,14 @@ func (h *Hub) listReleases(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// assignedClusters names, per release, the clusters it is assigned to, in name order.
 func (h *Hub) assignedClusters(r *http.Request) map[string][]string {
 	out := map[string][]string{}
-	clusters, _ := h.store.ListClusters(r.Context())
-	for _, c := range clusters {
-		if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
-			as, _ := h.desired.decode(c.Name, ds.Document)
-			for _, a := range as {
-				out[a.Release] = append(out[a.Release], c.Name)
-			}
+	docs, _ := h.store.ListDesiredStates(r.Context()) // ordered by cluster
+	for _, ds := range docs {
+		as, _ := h.desired.decode(ds.Cluster, ds.Document)
+		for _, a := range as {
+			out[a.Release] = append(out[a.Release], ds.Cluster)
 		}
 	}
 	return out
