@@ -67,7 +67,7 @@ SELECT generation, document, updated_at FROM desired_states WHERE cluster = $1`,
 // ListDesiredStates returns every stored desired state, ordered by cluster.
 func (s *Postgres) ListDesiredStates(ctx context.Context) ([]DesiredState, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cluster`)
+SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cluster COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("list desired states: %w", err)
 	}

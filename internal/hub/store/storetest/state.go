@@ -93,6 +93,22 @@ func (o opener) testDesiredState(t *testing.T) {
 		if len(got) == 2 && (got[1].Generation != 2 || string(got[1].Document) != "b2") {
 			t.Errorf("edge-2 listed as %+v, want generation 2 with b2", got[1])
 		}
+
+		// By cluster in byte order, as ListClusters, whatever the database's collation.
+		for _, name := range []string{"Edge-9", "edge_0"} {
+			addCluster(t, ctx, s, name)
+			_, _, err := s.PutDesiredState(ctx, name, []byte("x"))
+			must(t, err)
+		}
+		got, err = s.ListDesiredStates(ctx)
+		must(t, err)
+		var order []string
+		for _, d := range got {
+			order = append(order, d.Cluster)
+		}
+		if diff := cmp.Diff([]string{"Edge-9", "edge-1", "edge-2", "edge_0"}, order); diff != "" {
+			t.Errorf("ListDesiredStates order (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("unknown cluster", func(t *testing.T) {
