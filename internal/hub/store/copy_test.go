@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +50,32 @@ func TestCopyToPostgres(t *testing.T) {
 
 	if _, err := store.CopyToPostgres(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Errorf("a second copy into the same database: err = %v, want a refusal", err)
+	}
+}
+
+// TestCopyCoversEveryTable fails when a migration adds a table of hub state that
+// CopyToPostgres does not copy.
+func TestCopyCoversEveryTable(t *testing.T) {
+	dst := openPostgres(t, pgtest.NewDatabase(t))
+	defer dst.Close()
+	rows, err := dst.DB().QueryContext(t.Context(), `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)
+	must(t, err)
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var name string
+		must(t, rows.Scan(&name))
+		// Not hub state a SQLite hub has: the schema's own record, and what only replicas
+		// sharing PostgreSQL use.
+		switch name {
+		case "schema_migrations", "leases", "artifacts", "shared_files":
+			continue
+		}
+		tables = append(tables, name)
+	}
+	must(t, rows.Err())
+	copied := slices.Sorted(maps.Keys(store.CopiedTables()))
+	if diff := cmp.Diff(tables, copied); diff != "" {
+		t.Errorf("tables of hub state (-in the schema +copied by CopyToPostgres):\n%s", diff)
 	}
 }

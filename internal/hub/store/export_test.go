@@ -32,3 +32,12 @@ func (s *SQLite) Pools() (w, r *sql.DB) { return s.w, s.r }
 
 // DB returns the PostgreSQL store's connection pool.
 func (s *Postgres) DB() *sql.DB { return s.db }
+
+// CopiedTables are the tables CopyToPostgres copies.
+func CopiedTables() map[string]bool {
+	out := map[string]bool{}
+	for _, t := range copyTables {
+		out[t.name] = true
+	}
+	return out
+}
