@@ -45,9 +45,10 @@ and several hubs may share it (docs/ha.md).`,
     --audit-sink https://logs.example.com/ingest/flotilla \
     --audit-sink-header 'Authorization: @/etc/flotilla/sink-token'
 
-  # One of several replicas sharing a PostgreSQL database (see docs/ha.md)
+  # One of several replicas sharing a PostgreSQL database (see docs/ha.md); the password
+  # comes from PGPASSWORD (or a PGPASSFILE), not the command line
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
-    --store "postgres://flotilla:$PGPASSWORD@db.example.com:5432/flotilla?sslmode=verify-full"
+    --store "postgres://flotilla@db.example.com:5432/flotilla?sslmode=verify-full"
 
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
@@ -95,7 +96,7 @@ and several hubs may share it (docs/ha.md).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
-	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas (default: SQLite, hub.db in --data-dir)")
+	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas; libpq's PG* variables (PGPASSWORD) fill in what it leaves out (default: SQLite, hub.db in --data-dir)")
 	f.StringVar(&opts.Replica.ID, "replica-id", "", "name of this hub replica, unique among those sharing --store (default: host name and a random suffix)")
 	f.DurationVar(&opts.Replica.LeaseTTL, "lease-ttl", 0, "with a shared --store: how long the replica that polls sources keeps that job without renewing it; another takes over after it dies (default 15s)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default: off)")

@@ -28,7 +28,7 @@ Stop the hub first. Then start the first replica with the same --data-dir: it st
 and admin token in the database for the other replicas (docs/ha.md). The copy refuses a
 database that already holds hub state.`,
 		Example: `  flotilla hub copy-store --data-dir /var/lib/flotilla \
-    --to "postgres://flotilla:$PGPASSWORD@db.example.com:5432/flotilla?sslmode=verify-full"
+    --to "postgres://flotilla@db.example.com:5432/flotilla?sslmode=verify-full"   # password: PGPASSWORD
   flotilla hub --data-dir /var/lib/flotilla --store "postgres://..." --fleet ...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
