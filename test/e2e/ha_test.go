@@ -126,7 +126,7 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", len(names)))
 
 	commit := rp.commit("v2 of every config", map[string]string{"apps/web/configs.yaml": configMaps(50, "v2")})
-	f.waitStatus("rollout started", time.Minute, func(st hubapi.StatusView) bool {
+	started := f.waitStatus("rollout started", time.Minute, func(st hubapi.StatusView) bool {
 		for _, a := range st.Assignments {
 			if containsCommit(a.DesiredRevision, commit) {
 				return true
@@ -135,6 +135,13 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 		return false
 	})
 	r1.proc.kill() // the lease holder, half of the agents' replica, mid-wave
+	applied := 0
+	for _, a := range started.Assignments {
+		if containsCommit(a.AppliedRevision, commit) {
+			applied++
+		}
+	}
+	t.Logf("replica-1 killed with %d of %d clusters reporting the new commit applied", applied, len(names))
 	killed := time.Now()
 	f.waitStatus("convergence with one replica left", 2*time.Minute, everyWebReady(commit, len(names)))
 	t.Logf("every cluster converged %s after replica-1 was killed", time.Since(killed).Round(10*time.Millisecond))
