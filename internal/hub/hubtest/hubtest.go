@@ -171,7 +171,8 @@ const (
 //   - i%20 == 7: Failed on the desired revision, with an error;
 //   - i%10 == 5: Ready, and ConfigMap/settings-<release> in namespace "apps" had data.level
 //     changed by hand: healed when j is even, only reported (Drifted) when j is odd;
-//   - i%25 == 11 and j == 0: Ready with one conflict;
+//   - i%25 == 11 and j == 0 (otherwise Ready): Failed with one conflict, as the agent
+//     reports a field another manager owns;
 //   - otherwise Ready on the desired revision, healthy.
 func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.AssignmentStatus {
 	s := store.AssignmentStatus{
@@ -190,7 +191,8 @@ func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.Ass
 		s.Drifted = j%2 == 1
 		report.Drift = []*agentv1.DriftedObject{{Object: "configmap/settings-" + a.Release, Namespace: "apps", Paths: []string{".data.level"}, Healed: j%2 == 0}}
 	case i%25 == 11 && j == 0:
-		s.Conflicts = 1
+		// As the agent does: a conflict fails the assignment.
+		s.Phase, s.Conflicts, s.Error = "Failed", 1, "1 conflict(s)"
 		report.Conflicts = []string{fmt.Sprintf("configmap/apps/settings-%s: field .data.level is managed by kubectl-edit", a.Release)}
 	}
 	report.Revision, report.Digest, report.Phase, report.Health, report.Drifted, report.Error = s.Revision, s.Digest, s.Phase, s.Health, s.Drifted, s.Error

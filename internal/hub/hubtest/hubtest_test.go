@@ -29,9 +29,10 @@ func TestStart(t *testing.T) {
 		}
 		phases[a.Phase]++
 	}
-	// Of 60 clusters: 6 run the old revision (i%10==3), 3 failed (i%20==7).
-	if phases["Progressing"] != 6*3 || phases["Failed"] != 3*3 {
-		t.Errorf("phases = %v, want 18 Progressing and 9 Failed", phases)
+	// Of 60 clusters: 6 run the old revision (i%10==3), 3 failed (i%20==7), and on the first
+	// release 2 failed with a conflict (i%25==11); cluster-0049 is unreachable.
+	if phases["Progressing"] != 6*3 || phases["Failed"] != 3*3+2 || phases["Unreachable"] != 3 {
+		t.Errorf("phases = %v, want 18 Progressing, 11 Failed and 3 Unreachable", phases)
 	}
 	if len(f.Unreachable) != 1 || f.Unreachable[0] != "cluster-0049" {
 		t.Errorf("unreachable = %v, want [cluster-0049]", f.Unreachable)
