@@ -155,6 +155,7 @@ func TestDashboard(t *testing.T) {
 	base := f.hub.APIURL() + "/"
 	token := f.hub.AdminToken()
 	p := page{t: t, ctx: browsertest.NewTab(t, browser)}
+	browsertest.WatchScriptErrors(t, p.ctx)
 
 	t.Run("shows the revision each cluster runs", func(t *testing.T) {
 		p.t = t
@@ -324,6 +325,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("a wrong token shows an error and no data", func(t *testing.T) {
 		wrong := page{t: t, ctx: browsertest.NewTab(t, browser)}
+		browsertest.WatchScriptErrors(t, wrong.ctx)
 		wrong.do(chromedp.Navigate(base + "#token=not-the-admin-token&view=matrix"))
 		wrong.do(chromedp.WaitVisible(chromedp.CSS(`#error`)), chromedp.WaitVisible(chromedp.CSS(`#login`)))
 		if msg := eval[string](wrong, `document.getElementById('error').textContent`); !strings.Contains(msg, "refused") {
@@ -338,6 +340,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("no token asks for one; the form signs in, sign out forgets", func(t *testing.T) {
 		none := page{t: t, ctx: browsertest.NewTab(t, browser)}
+		browsertest.WatchScriptErrors(t, none.ctx)
 		none.do(chromedp.Navigate(base+"#/matrix"), chromedp.WaitVisible(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS(`#error`)))
 		none.waitUntil("no fleet data", 5*time.Second, func() (bool, string) { return none.noFleetData("eu-prod", "baseline") })
 		browsertest.Screenshot(t, none.ctx, "dashboard-sign-in", false)

@@ -57,6 +57,7 @@ func TestMatrixAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
+	browsertest.WatchScriptErrors(t, tab)
 	run := func(actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(tab, actions...); err != nil {
