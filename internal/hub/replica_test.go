@@ -498,3 +498,49 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaResyncsAfterMissedNotifications cuts one replica off the database while another
+// changes a cluster's desired state: the notification is lost to it, so when it reconnects it
+// must resynchronise its watch streams, and the agent watching there gets the change.
+func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+	fleet, _ := replicaFleet(t)
+
+	r1 := startReplica(t, dsn, fleet, "replica-1")
+	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	r2 := startReplica(t, u.String(), fleet, "replica-2")
+	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
+	w := openWatch(t, a.on(r2))
+	var first *agentv1.DesiredState
+	for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
+	}
+
+	// The open watch stream stays up: it is the agent's connection to replica-2, not
+	// replica-2's to the database.
+	proxy.Refuse(true)
+	proxy.Cut()
+	if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica-1 stores the new desired state", func() bool {
+		ds, err := r1.store.GetDesiredState(t.Context(), "edge-1")
+		return err == nil && ds.Generation > first.GetGeneration()
+	})
+	time.Sleep(500 * time.Millisecond) // the notification is gone by now
+	proxy.Refuse(false)
+	ds := w.next(t, "desired state after replica-2 reconnected")
+	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
+		t.Errorf("after reconnecting: generation %d with %d assignments, want above %d with none",
+			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
+	}
+}
