@@ -52,6 +52,16 @@ echo "$pgdir" >"$dir/pgdir"
 if "${run[@]}" "$bin/pg_ctl" -D "$pgdir/data" status >/dev/null 2>&1; then
 	exit 0
 fi
+# A server of another checkout (or an earlier clone) may hold the port: reuse it if the tests'
+# role can use it, as they need nothing more than CREATE DATABASE there.
+if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+	if "$bin/psql" -q -At -h 127.0.0.1 -p "$port" -U flotilla -d postgres -c 'SELECT 1' >/dev/null 2>&1; then
+		echo "PostgreSQL for tests: reusing the server already on 127.0.0.1:$port" >&2
+		exit 0
+	fi
+	echo "port $port on 127.0.0.1 is taken by a PostgreSQL the role flotilla cannot use: stop it or pick another port (make PG_PORT=...)" >&2
+	exit 1
+fi
 if [ ! -f "$pgdir/data/PG_VERSION" ]; then
 	"${run[@]}" "$bin/initdb" -D "$pgdir/data" -U flotilla --auth=trust --no-locale -E UTF8 >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; exit 1; }
