@@ -261,7 +261,7 @@ func TestDashboard(t *testing.T) {
 		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="skew"]`)))
 		p.waitUntil("skew view", 10*time.Second, func() (bool, string) {
 			got := eval[string](p, `document.getElementById('view-skew').innerText`)
-			return strings.Contains(got, "0 of 3 assigned releases"), got
+			return strings.Contains(got, "0 of 3 release revision(s) have clusters off the desired revision") && strings.Contains(got, "In step: baseline, greeter, staging-tools."), got
 		})
 
 		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="drift"]`)))

@@ -135,7 +135,7 @@ func TestMatrixAtScale(t *testing.T) {
 		}
 	}
 	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="skew"]`)))
-	waitText(`#view-skew`, "assigned releases run more than one revision")
+	waitText(`#skew-summary`, "have clusters off the desired revision")
 	gotSkew := map[string]int{}
 	if err := json.Unmarshal([]byte(eval(`JSON.stringify(Object.fromEntries(Array.from(document.querySelectorAll('#view-skew .skew')).map((d) => [d.dataset.release, Number(d.dataset.skewed)])))`)), &gotSkew); err != nil {
 		t.Fatal(err)

@@ -137,7 +137,7 @@ function updateLive() {
 }
 
 // render shows the current view. why is "route", "filter" or "data": views that fetch their
-// own data (cluster, drift, audit) fetch again on "route" and "data" only.
+// own data (cluster, skew, drift, audit) fetch again on "route" and "data" only.
 function render(why) {
   const { view, arg, params } = state.route;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
@@ -153,7 +153,7 @@ function render(why) {
   switch (view) {
     case 'overview': overview.render(root, f); break;
     case 'matrix': matrix.render(root, f, params, app); break;
-    case 'skew': skew.render(root, f); break;
+    case 'skew': if (why !== 'filter') skew.render(root, () => seq === state.renderSeq).catch(failed); break;
     case 'cluster': if (why !== 'filter') cluster.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
     case 'drift': if (why !== 'filter') drift.render(root, f, () => seq === state.renderSeq).catch(failed); break;
     case 'audit': audit.render(root, params, app, () => seq === state.renderSeq).catch(failed); break;

@@ -1,51 +1,35 @@
-// Skew: per release, the clusters grouped by the revision they run. A release is skewed when
-// its clusters do not all run the desired revision: the groups off it are listed first, with
-// their clusters, so "12 of 100 clusters run an old webhook" is one glance.
+// Skew (GET /api/v1/skew, as `flotilla skew`): per release and desired revision, the clusters
+// grouped by the revision they applied. A release is skewed when some of its clusters are not
+// on the desired revision (an older one, failed applying it, or nothing reported yet); those
+// groups are listed with their clusters, so "12 of 100 clusters run an old webhook" is one
+// glance.
 import { h, show, shortRev } from './dom.js';
-import { CELL } from './filter.js';
+import { get } from './api.js';
 
 const LIST = 12; // cluster names listed per group before "and N more"
 
-export function analyse(fleet) {
-  const out = [];
-  fleet.releases.forEach((rel, j) => {
-    const groups = new Map(); // applied revision index -> cluster indexes
-    const desired = new Set();
-    let assigned = 0;
-    fleet.cells.forEach((row, i) => {
-      if (row[CELL * j] === 0) return;
-      assigned++;
-      desired.add(row[CELL * j + 1]);
-      const a = row[CELL * j + 2];
-      if (!groups.has(a)) groups.set(a, []);
-      groups.get(a).push(i);
-    });
-    if (!assigned) return;
-    const list = Array.from(groups, ([rev, clusters]) => ({ rev, clusters, desired: desired.has(rev) }))
-      .sort((a, b) => (a.desired - b.desired) || (b.clusters.length - a.clusters.length));
-    out.push({ release: rel, assigned, groups: list, skewed: list.some((g) => !g.desired) || list.length > 1 });
-  });
-  return out;
+function groupLabel(g) {
+  if (!g.revision) return 'nothing applied yet';
+  return `${shortRev(g.revision)}${g.failed ? ', failed applying it' : ''}`;
 }
 
-export function render(root, fleet) {
-  const all = analyse(fleet);
-  const skewed = all.filter((r) => r.skewed);
-  show(root, 
+export async function render(root, isCurrent) {
+  const releases = (await get('/api/v1/skew')).data.releases || [];
+  if (!isCurrent()) return;
+  const skewed = releases.filter((r) => r.skewed > 0);
+  const inStep = Array.from(new Set(releases.filter((r) => r.skewed === 0).map((r) => r.release)));
+  show(root,
     h('h2', null, 'Skew'),
-    h('p', { class: 'muted' }, `${skewed.length} of ${all.length} assigned releases run more than one revision or not the desired one.`),
-    skewed.map((r) => h('div', { class: 'skew', data: { release: r.release, skewed: String(r.groups.filter((g) => !g.desired).reduce((n, g) => n + g.clusters.length, 0)) } },
-      h('h3', null, h('a', { href: `#/matrix?release=${encodeURIComponent(r.release)}&state=not-ready` }, r.release), ` (${r.assigned} clusters)`),
-      h('ul', null, r.groups.map((g) => {
-        const names = g.clusters.slice(0, LIST).map((i) => fleet.clusters[i].name);
-        const rev = g.rev >= 0 ? fleet.revisions[g.rev] : '';
-        return h('li', { class: g.desired ? 'ok' : 'off' },
-          h('span', { class: 'rev', title: rev }, rev ? shortRev(rev) : 'nothing applied yet'),
-          g.desired ? ' (desired)' : '',
-          `: ${g.clusters.length} of ${r.assigned} clusters`,
-          g.desired ? null : [' — ', names.map((n, k) => [k ? ', ' : '', h('a', { href: `#/cluster/${encodeURIComponent(n)}` }, n)]),
-            g.clusters.length > LIST ? ` and ${g.clusters.length - LIST} more` : '']);
-      })))),
-    all.length > skewed.length ? h('p', { class: 'muted' }, `In step: ${all.filter((r) => !r.skewed).map((r) => r.release).join(', ')}.`) : null,
+    h('p', { class: 'muted', id: 'skew-summary' }, `${skewed.length} of ${releases.length} release revision(s) have clusters off the desired revision.`),
+    skewed.map((r) => h('div', { class: 'skew', data: { release: r.release, skewed: String(r.skewed) } },
+      h('h3', null, h('a', { href: `#/matrix?release=${encodeURIComponent(r.release)}&state=not-ready` }, r.release),
+        ` — ${r.skewed} of ${r.clusters} clusters off `, h('span', { class: 'rev', title: r.desiredRevision }, shortRev(r.desiredRevision))),
+      h('ul', null, r.groups.map((g) => h('li', { class: g.desired ? 'ok' : 'off' },
+        h('span', { class: 'rev', title: g.revision || '' }, groupLabel(g)),
+        g.desired ? ' (desired)' : '',
+        `: ${g.count} of ${r.clusters} clusters`,
+        g.desired ? null : [' — ', g.clusters.slice(0, LIST).map((n, k) => [k ? ', ' : '', h('a', { href: `#/cluster/${encodeURIComponent(n)}` }, n)]),
+          g.count > LIST ? ` and ${g.count - LIST} more` : '']))))),
+    inStep.length ? h('p', { class: 'muted' }, `In step: ${inStep.join(', ')}.`) : null,
   );
 }
