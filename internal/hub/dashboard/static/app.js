@@ -120,7 +120,7 @@ async function poll() {
       return;
     }
     state.stale = e.message;
-    showError(`Cannot reach the hub (${e.message}); the data shown may be stale. Retrying every ${POLL_MS / 1000}s.`, 'transient');
+    showError(`No update from the hub (${e.message}); the data shown may be stale. Retrying every ${POLL_MS / 1000}s.`, 'transient');
   } finally {
     state.inflight = false;
   }
