@@ -34,7 +34,7 @@ export async function render(root, name, isCurrent) {
     ['Added', when(c.createdAt)],
     ...extra.map((k) => [k.replace(/([A-Z])/g, ' $1').replace(/^./, (x) => x.toUpperCase()), fieldValue(c[k])]),
   ];
-  show(root, 
+  show(root,
     h('p', null, h('a', { href: '#/matrix' }, '‹ matrix')),
     h('h2', null, 'Cluster ', h('span', { id: 'cluster-name' }, c.name), c.reachable ? null : h('span', { class: 'chip s-unreachable' }, 'unreachable')),
     h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', null, k), h('dd', { data: { field: k } }, v)])),

@@ -39,7 +39,7 @@ function buildControls(root, app) {
   });
   prev.addEventListener('click', () => turn(-1));
   next.addEventListener('click', () => turn(1));
-  show(root, 
+  show(root,
     h('h2', null, 'Release × cluster matrix'),
     h('div', { class: 'controls' }, q, release, state, summary, h('span', { class: 'pager' }, prev, next)),
     h('p', { class: 'legend' }, 'Each cell shows the revision applied; its colour is the state: ',

@@ -22,7 +22,7 @@ export function render(root, fleet) {
         n ? h('a', { href: `#/matrix?release=${encodeURIComponent(s.release)}&state=${state}` }, String(n)) : '0');
     })));
   const f = fleet.fleet;
-  show(root, 
+  show(root,
     h('h2', null, 'Fleet overview'),
     h('div', { class: 'cards' },
       h('div', { class: `card ${f.error ? 'bad' : ''}` },
