@@ -110,6 +110,8 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")
 	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
 	f.BoolVar(&keep, "keep", false, "keep the work directory")
+	f.StringVar(&opts.HubProfile, "hub-profile", "", "write the hub's CPU profile, from the start of pull wave 1, to this file")
+	f.DurationVar(&opts.HubProfileFor, "hub-profile-for", 30*time.Second, "how long --hub-profile records")
 	f.StringVar(&profile, "cpu-profile", "", "write the simulator's own CPU profile (agents, push endpoints) to this file")
 	f.VarP(output, "output", "o", "output format: table or json")
 	return cmd

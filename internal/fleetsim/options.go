@@ -45,6 +45,10 @@ type Options struct {
 	PushWorkers int
 	// HubArgs are extra flags for `flotilla hub` (limits, for instance).
 	HubArgs []string
+	// HubProfile, when set, is where the hub's CPU profile is written: HubProfileFor from the
+	// start of pull wave 1.
+	HubProfile    string
+	HubProfileFor time.Duration
 	// JoinConcurrency is how many agents register and join at once. Default 8.
 	JoinConcurrency int
 	// Logger receives progress. Default: discarded.
@@ -77,6 +81,7 @@ func (o *Options) setDefaults() error {
 	defD(&o.DriftInterval, 10*time.Minute)
 	defD(&o.PollInterval, 2*time.Second)
 	defD(&o.Timeout, 30*time.Minute)
+	defD(&o.HubProfileFor, 30*time.Second)
 	if o.SourceInterval < 2*time.Second {
 		return fmt.Errorf("source interval %s: the hub polls a source at most every 2s", o.SourceInterval)
 	}

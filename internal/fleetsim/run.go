@@ -39,7 +39,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	// The fleet configuration does not change during a run; re-reading it often only makes the
 	// hub notice it sooner at the start.
-	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, append([]string{"--fleet-interval", "2s"}, opts.HubArgs...))
+	hubArgs := append([]string{"--fleet-interval", "2s"}, opts.HubArgs...)
+	pprofAddr := ""
+	if opts.HubProfile != "" {
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		hubArgs = append(hubArgs, "--pprof-addr", pprofAddr)
+	}
+	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), src.fleetDir, hubArgs)
 	if err := hub.start(ctx); err != nil {
 		return nil, err
 	}
@@ -61,12 +69,24 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	synced := func(commit string) func(context.Context) error {
 		return func(ctx context.Context) error { return waitSynced(ctx, api, opts, commit) }
 	}
-	w, err := probe.measure(ctx, "wave 1", commits[0], opts.Timeout, func() error { fleet.run(agentCtx); return nil }, synced(commits[0]))
+	profiled := make(chan error, 1)
+	w, err := probe.measure(ctx, "wave 1", commits[0], opts.Timeout, func() error {
+		if pprofAddr != "" {
+			go func() { profiled <- profileHub(ctx, pprofAddr, opts.HubProfileFor, opts.HubProfile) }()
+		} else {
+			profiled <- nil
+		}
+		fleet.run(agentCtx)
+		return nil
+	}, synced(commits[0]))
 	if err != nil {
 		return nil, fmt.Errorf("pull wave 1: %w", err)
 	}
 	rep.Pull = append(rep.Pull, w)
 	log.Info("pull wave 1 converged", "seconds", w.ConvergedSeconds)
+	if err := <-profiled; err != nil {
+		log.Warn("hub profile not recorded", "error", err)
+	}
 	w, err = probe.measure(ctx, "wave 2", "", opts.Timeout, func() error {
 		c, err := src.commit(ctx, 2)
 		commits[1] = c
