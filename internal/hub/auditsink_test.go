@@ -2,7 +2,6 @@ package hub
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -16,33 +15,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
-
-// runHub runs a hub on opts and st until the returned stop is called (or the test ends).
-func runHub(t *testing.T, opts Options, st store.Store) (*Hub, *hubapi.Client, func()) {
-	t.Helper()
-	h, err := New(t.Context(), opts, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := h.Run(ctx); err != nil {
-			t.Errorf("hub: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, api, stop
-}
 
 // scrape returns the hub's metrics in the text format.
 func scrape(h *Hub) string {
@@ -107,7 +80,8 @@ func TestAuditSinkAcrossHubRestart(t *testing.T) {
 		AuditSink:     audit.SinkOptions{URL: "http://" + addr + "/ingest", PollInterval: 20 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 	}
 
-	h1, api, stop := runHub(t, opts, st)
+	th1, stop := runHub(t, opts, st)
+	h1, api := th1.Hub, th1.api
 	if _, err := api.AddCluster(t.Context(), "alpha", map[string]string{"env": "prod"}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +104,8 @@ func TestAuditSinkAcrossHubRestart(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	h2, api, _ := runHub(t, opts, st)
+	th2, _ := runHub(t, opts, st)
+	h2, api := th2.Hub, th2.api
 	if _, err := api.AddCluster(t.Context(), "bravo", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -52,9 +52,17 @@ func startHub(t *testing.T, fleet string, tweak func(*Options)) *testHub {
 	if tweak != nil {
 		tweak(&opts)
 	}
+	t.Cleanup(func() { st.Close() }) // registered first, so it runs after the hub stopped
+	th, _ := runHub(t, opts, st)
+	return th
+}
+
+// runHub runs a hub on opts and st until the returned stop is called or the test ends. The
+// caller closes st, after the hub stopped.
+func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
+	t.Helper()
 	h, err := New(t.Context(), opts, st)
 	if err != nil {
-		st.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,21 +70,19 @@ func startHub(t *testing.T, fleet string, tweak func(*Options)) *testHub {
 	go func() {
 		defer close(done)
 		if err := h.Run(ctx); err != nil {
-			t.Errorf("hub: %v", err)
+			t.Errorf("hub %s: %v", opts.Replica.ID, err)
 		}
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		st.Close()
-	})
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(h.ca.CertPEM())
-	return &testHub{Hub: h, api: api, ca: pool}
+	return &testHub{Hub: h, api: api, ca: pool}, stop
 }
 
 func (th *testHub) httpClient(certs ...tls.Certificate) *http.Client {

@@ -121,7 +121,8 @@ spec:
 		Notify: NotifyOptions{Interval: 50 * time.Millisecond},
 	}
 
-	h, api, stop := runHub(t, opts, st)
+	th, stop := runHub(t, opts, st)
+	h, api := th.Hub, th.api
 	j, err := api.AddCluster(t.Context(), "echo", map[string]string{"env": "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,8 @@ spec:
 	if _, err := os.Stat(filepath.Join(opts.DataDir, notifyStateFile)); err != nil {
 		t.Fatalf("notification state not saved: %v", err)
 	}
-	h, _, _ = runHub(t, opts, st)
+	th, _ = runHub(t, opts, st)
+	h = th.Hub
 	ag = client(h)
 	time.Sleep(20 * opts.Notify.Interval) // many evaluations of a still-failed assignment
 	if n, s := len(rv.got("/hook")), len(rv.got(slackPath)); n != 1 || s != 1 {

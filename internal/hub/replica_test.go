@@ -2,9 +2,7 @@ package hub
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -51,29 +49,11 @@ func startReplica(t testing.TB, dsn, fleet, id string) *replica {
 		FleetInterval: 200 * time.Millisecond, Replica: ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("replica", id),
 	}
-	h, err := New(t.Context(), opts, st)
-	if err != nil {
-		st.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := h.Run(ctx); err != nil {
-			t.Errorf("hub %s: %v", id, err)
-		}
-	}()
+	th, stopHub := runHub(t, opts, st)
 	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done; st.Close() }) }
+	stop := func() { once.Do(func() { stopHub(); st.Close() }) }
 	t.Cleanup(stop)
-	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(h.ca.CertPEM())
-	return &replica{testHub: &testHub{Hub: h, api: api, ca: pool}, stop: stop}
+	return &replica{testHub: th, stop: stop}
 }
 
 // agentOn is the agent identity a, talking to replica r instead of the one it joined through.
