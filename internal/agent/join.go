@@ -48,6 +48,9 @@ func join(ctx context.Context, hubURL, rawToken, version string) (*identity, err
 			},
 		},
 	}
+	// The agent's own client takes over after the join: this connection would otherwise stay
+	// open, idle, for the life of the process, at both ends.
+	defer pinned.CloseIdleConnections()
 	c := agentv1connect.NewJoinServiceClient(pinned, hubURL)
 	resp, err := c.Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: rawToken, CsrPem: csr, AgentVersion: version}))
 	if err != nil {
