@@ -43,7 +43,7 @@ func CopyToPostgres(ctx context.Context, src *SQLite, dst *Postgres) (CopyStats,
 			if n > 0 {
 				return fmt.Errorf("table %s already holds %d rows: copy only into a database no hub has used", t.name, n)
 			}
-			rows, err := readRows(ctx, src.r, t)
+			rows, err := readRows(ctx, src.ro, t)
 			if err != nil {
 				return fmt.Errorf("table %s: read: %w", t.name, err)
 			}

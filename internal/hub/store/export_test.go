@@ -28,7 +28,7 @@ func OpenSQLiteAtVersion(ctx context.Context, path string, n int) (*SQLite, erro
 func (s *SQLite) SetNow(now func() time.Time) { s.now = now }
 
 // Pools returns the writer and reader connection pools.
-func (s *SQLite) Pools() (w, r *sql.DB) { return s.w, s.r }
+func (s *SQLite) Pools() (w, r *sql.DB) { return s.db, s.ro }
 
 // DB returns the PostgreSQL store's connection pool.
 func (s *Postgres) DB() *sql.DB { return s.db }

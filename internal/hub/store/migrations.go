@@ -128,37 +128,10 @@ CREATE TABLE compactions (
 	{name: "replicated hubs", postgres: postgresReplication, sql: `SELECT 1;`},
 }
 
-// dialect is what migrate needs to know of a database.
-type dialect struct {
-	// lock, if set, runs first in the migration's transaction: it serialises hubs that
-	// start at once against one server.
-	lock string
-	// table creates schema_migrations if it does not exist.
-	table string
-	// record inserts (version, name, applied_at) into schema_migrations.
-	record string
-	// appliedAt is the value of applied_at for now.
-	appliedAt func(now time.Time) any
-	// step is the text of m for this database.
-	step func(m migration) string
-}
-
-var sqliteDialect = dialect{
-	table: `
-CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    INTEGER PRIMARY KEY,
-	name       TEXT NOT NULL,
-	applied_at INTEGER NOT NULL
-) STRICT`,
-	record:    `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-	appliedAt: func(now time.Time) any { return toNanos(now) },
-	step:      func(m migration) string { return m.sql },
-}
-
 // migrate brings the schema of db up to migs, all steps in one transaction: a step that fails
 // leaves the database as it was. It refuses a database that records versions beyond migs,
 // because a newer hub wrote it and this one would misread or damage its data.
-func migrate(ctx context.Context, db *sql.DB, migs []migration, d dialect) error {
+func migrate(ctx context.Context, db *sql.DB, migs []migration, d *dialect) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("schema migration: %w", err)
@@ -190,7 +163,7 @@ func migrate(ctx context.Context, db *sql.DB, migs []migration, d dialect) error
 			strings.Join(unknown, ", "), len(migs))
 	}
 
-	now := d.appliedAt(time.Now())
+	now := d.time(time.Now())
 	for i, m := range migs {
 		v := i + 1
 		if applied[v] {

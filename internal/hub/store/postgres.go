@@ -2,13 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -18,13 +16,12 @@ import (
 // it writes, it first locks the row it depends on (the cluster, the token), so replicas that
 // call it at once for the same row queue on that lock instead of both acting on a stale read.
 type Postgres struct {
-	db *sql.DB
+	sqlStore // db and ro: the one pool
 	// cfg is the parsed connection string, for the dedicated connections of Listen.
 	cfg *pgx.ConnConfig
 	// where names the server and database in errors, without the password.
 	where string
 	opts  PostgresOptions
-	now   func() time.Time
 }
 
 var _ Store = (*Postgres)(nil)
@@ -65,9 +62,18 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 	name       TEXT NOT NULL,
 	applied_at TIMESTAMPTZ NOT NULL
 )`,
-	record:    `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-	appliedAt: func(now time.Time) any { return now.UTC() },
-	step:      func(m migration) string { return m.postgres },
+	record:   `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+	step:     func(m migration) string { return m.postgres },
+	time:     pgTime,
+	nullTime: pgTime,
+	// The database keeps microseconds: now is truncated to them, as it would be stored.
+	instant: func(now time.Time) any { return now.UTC().Truncate(time.Microsecond) },
+	compareTimes: func(a, b time.Time) int {
+		return a.Truncate(time.Microsecond).Compare(b.Truncate(time.Microsecond))
+	},
+	byteOrder:   ` COLLATE "C"`,
+	lockRows:    true,
+	putStatuses: postgresPutStatuses,
 }
 
 // OpenPostgres connects to the database dsn names (a postgres:// URL or a key=value string,
@@ -98,11 +104,14 @@ func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []
 		db.Close()
 		return nil, fmt.Errorf("postgres store %s: cannot connect (is the server running, and the address, user and password right?): %w", where, err)
 	}
-	if err := migrate(ctx, db, migs, postgresDialect); err != nil {
+	if err := migrate(ctx, db, migs, &postgresDialect); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres store %s: %w", where, err)
 	}
-	return &Postgres{db: db, cfg: cfg, where: where, opts: opts, now: time.Now}, nil
+	return &Postgres{
+		sqlStore: sqlStore{db: db, ro: db, d: &postgresDialect, now: time.Now},
+		cfg:      cfg, where: where, opts: opts,
+	}, nil
 }
 
 // describe names a server and database for errors and logs: user@host:port/database.
@@ -117,51 +126,10 @@ func describe(cfg *pgx.ConnConfig) string {
 // String names the server and database, without the password.
 func (s *Postgres) String() string { return s.where }
 
-// Close closes the connection pool.
-func (s *Postgres) Close() error { return s.db.Close() }
-
-// inTx runs fn in a READ COMMITTED transaction and commits it if fn returns nil.
-func (s *Postgres) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, rollback(tx))
-	}
-	return tx.Commit()
-}
-
 // pgTime stores the zero time as NULL and any other as its instant.
 func pgTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
 	return t.UTC()
-}
-
-// fromPG reads a nullable timestamptz back as UTC, NULL as the zero time.
-func fromPG(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time.UTC()
-}
-
-// lockCluster returns ErrNotFound unless the named cluster is registered; otherwise it holds
-// the row lock mode until tx ends, so that a concurrent RemoveCluster waits (mode "KEY SHARE")
-// or so that writers of the cluster's own rows queue ("NO KEY UPDATE").
-func lockCluster(ctx context.Context, tx *sql.Tx, name, mode string) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM clusters WHERE name = $1 FOR `+mode, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("cluster not registered: %w", ErrNotFound)
-	}
-	return err
-}
-
-// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

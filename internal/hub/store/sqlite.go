@@ -1,9 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -17,14 +17,26 @@ import (
 // database/sql rather than racing for SQLite's write lock; reads use a separate pool of
 // read-only connections which, in WAL mode, run alongside the writer and see the last commit.
 type SQLite struct {
-	w *sql.DB // one connection, BEGIN IMMEDIATE
-	r *sql.DB // query_only connections
-	// now stamps the times the store itself records (UpdatedAt, ingestion time); tests in
-	// this package replace it.
-	now func() time.Time
+	sqlStore // db: one connection, BEGIN IMMEDIATE; ro: query_only connections
 }
 
 var _ Store = (*SQLite)(nil)
+
+var sqliteDialect = dialect{
+	table: `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at INTEGER NOT NULL
+) STRICT`,
+	record:       `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+	step:         func(m migration) string { return m.sql },
+	time:         func(t time.Time) any { return toNanos(t) },
+	nullTime:     func(t time.Time) any { return nullNanos(t) },
+	instant:      func(now time.Time) any { return toNanos(now) },
+	compareTimes: func(a, b time.Time) int { return cmp.Compare(toNanos(a), toNanos(b)) },
+	putStatuses:  sqlitePutStatuses,
+}
 
 // OpenSQLite opens the store in the SQLite file at path, creating the file if it does not
 // exist, and brings its schema up to date. It refuses a file written by a newer hub (one
@@ -36,35 +48,30 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 func openSQLite(ctx context.Context, path string, migs []migration) (*SQLite, error) {
 	db, err := sqlitedb.Open(ctx, path, []string{"foreign_keys(1)"}, func(ctx context.Context, w *sql.DB) error {
-		return migrate(ctx, w, migs, sqliteDialect)
+		return migrate(ctx, w, migs, &sqliteDialect)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	return &SQLite{w: db.W, r: db.R, now: time.Now}, nil
+	return &SQLite{sqlStore{db: db.W, ro: db.R, d: &sqliteDialect, now: time.Now}}, nil
 }
 
-// Close closes both connection pools.
-func (s *SQLite) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
-}
-
-// inTx runs fn in a write transaction and commits it if fn returns nil.
-func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+// sqlitePutStatuses upserts statuses one statement each, prepared once: SQLite runs them in
+// process, so there is no round trip to save.
+func sqlitePutStatuses(ctx context.Context, tx *sql.Tx, cluster string, statuses []AssignmentStatus, now any) error {
+	stmt, err := tx.PrepareContext(ctx, statusColumnList+
+		`VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`+statusConflict+
+		`WHERE excluded.reported_at >= statuses.reported_at`)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, rollback(tx))
-	}
-	return tx.Commit()
-}
-
-// rollback rolls tx back, ignoring the error of a transaction that already ended.
-func rollback(tx *sql.Tx) error {
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-		return err
+	defer stmt.Close()
+	for _, st := range statuses {
+		if _, err := stmt.ExecContext(ctx, cluster, st.Release, st.ObservedGeneration,
+			st.Revision, st.Digest, st.Phase, st.Health, st.Objects, st.Drifted, st.Conflicts,
+			st.Error, st.Detail, toNanos(st.ReportedAt), now); err != nil {
+			return fmt.Errorf("release %q: %w", st.Release, err)
+		}
 	}
 	return nil
 }
@@ -109,23 +116,4 @@ func fromNullNanos(n sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return fromNanos(n.Int64)
-}
-
-// notNil makes a nil slice an empty one, for NOT NULL BLOB columns (the driver binds nil as
-// NULL).
-func notNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// requireCluster returns ErrNotFound unless the named cluster is registered, inside tx.
-func requireCluster(ctx context.Context, tx *sql.Tx, name string) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM clusters WHERE name = ?`, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("cluster not registered: %w", ErrNotFound)
-	}
-	return err
 }

@@ -11,11 +11,11 @@ import (
 
 // CreateJoinToken stores t (ErrExists if its ID is taken). The cluster need not be registered
 // yet.
-func (s *SQLite) CreateJoinToken(ctx context.Context, t JoinToken) error {
-	res, err := s.w.ExecContext(ctx, `
-INSERT INTO join_tokens (id, secret_hash, cluster, expires_at, used_at) VALUES (?, ?, ?, ?, ?)
+func (s *sqlStore) CreateJoinToken(ctx context.Context, t JoinToken) error {
+	res, err := s.db.ExecContext(ctx, `
+INSERT INTO join_tokens (id, secret_hash, cluster, expires_at, used_at) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO NOTHING`,
-		t.ID, notNil(t.SecretHash), t.Cluster, toNanos(t.ExpiresAt), nullNanos(t.UsedAt))
+		t.ID, notNil(t.SecretHash), t.Cluster, s.d.time(t.ExpiresAt), s.d.nullTime(t.UsedAt))
 	if err != nil {
 		return fmt.Errorf("join token %q: %w", t.ID, err)
 	}
@@ -29,19 +29,20 @@ ON CONFLICT (id) DO NOTHING`,
 // cluster, is unused and now is before its expiry; otherwise it returns ErrTokenInvalid
 // wrapped with the reason.
 //
-// The checks run in Go, so that the hash is compared in constant time; the UPDATE that
-// follows repeats the "unused and unexpired" condition in its WHERE clause and must change
-// exactly one row, which is what makes the token single-use even if two hubs share the file.
-func (s *SQLite) ConsumeJoinToken(ctx context.Context, id string, secretHash []byte, cluster string, now time.Time) error {
+// Where rows are locked (PostgreSQL), the token is read FOR UPDATE: of two replicas consuming
+// it at once, the second waits for the first to commit and then reads the token as used. The
+// checks run in Go, so that the hash is compared in constant time; the UPDATE that follows
+// repeats the "unused and unexpired" condition in its WHERE clause and must change exactly
+// one row, which is what makes the token single-use even if two hubs share a SQLite file.
+func (s *sqlStore) ConsumeJoinToken(ctx context.Context, id string, secretHash []byte, cluster string, now time.Time) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var (
-			hash      []byte
-			issuedFor string
-			expiresAt int64
-			usedAt    sql.NullInt64
+			hash              []byte
+			issuedFor         string
+			expiresAt, usedAt dbTime
 		)
 		err := tx.QueryRowContext(ctx, `
-SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = ?`, id).
+SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = $1`+s.d.forLock("UPDATE"), id).
 			Scan(&hash, &issuedFor, &expiresAt, &usedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("unknown: %w", ErrTokenInvalid)
@@ -58,16 +59,16 @@ SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = ?`,
 			return fmt.Errorf("issued for cluster %q, not %q: %w", issuedFor, cluster, ErrTokenInvalid)
 		}
 		if usedAt.Valid {
-			return fmt.Errorf("already used at %s: %w", fromNanos(usedAt.Int64).Format(time.RFC3339), ErrTokenInvalid)
+			return fmt.Errorf("already used at %s: %w", usedAt.Time.Format(time.RFC3339), ErrTokenInvalid)
 		}
-		nowNanos := toNanos(now)
-		if nowNanos >= expiresAt {
-			return fmt.Errorf("expired at %s: %w", fromNanos(expiresAt).Format(time.RFC3339), ErrTokenInvalid)
+		// Compared at the precision the database keeps, as the UPDATE compares.
+		if s.d.compareTimes(now, expiresAt.Time) >= 0 {
+			return fmt.Errorf("expired at %s: %w", expiresAt.Time.Format(time.RFC3339), ErrTokenInvalid)
 		}
 		res, err := tx.ExecContext(ctx, `
-UPDATE join_tokens SET used_at = ?
-WHERE id = ? AND cluster = ? AND used_at IS NULL AND expires_at > ?`,
-			nowNanos, id, cluster, nowNanos)
+UPDATE join_tokens SET used_at = $1
+WHERE id = $2 AND cluster = $3 AND used_at IS NULL AND expires_at > $1`,
+			s.d.instant(now), id, cluster)
 		if err != nil {
 			return err
 		}
@@ -80,11 +81,11 @@ WHERE id = ? AND cluster = ? AND used_at IS NULL AND expires_at > ?`,
 }
 
 // AddCertificate records a certificate the hub signed; ErrExists if its serial is recorded.
-func (s *SQLite) AddCertificate(ctx context.Context, c Certificate) error {
-	res, err := s.w.ExecContext(ctx, `
-INSERT INTO certificates (serial, cluster, not_after, revoked) VALUES (?, ?, ?, ?)
+func (s *sqlStore) AddCertificate(ctx context.Context, c Certificate) error {
+	res, err := s.db.ExecContext(ctx, `
+INSERT INTO certificates (serial, cluster, not_after, revoked) VALUES ($1, $2, $3, $4)
 ON CONFLICT (serial) DO NOTHING`,
-		c.Serial, c.Cluster, toNanos(c.NotAfter), c.Revoked)
+		c.Serial, c.Cluster, s.d.time(c.NotAfter), c.Revoked)
 	if err != nil {
 		return fmt.Errorf("certificate %s: %w", c.Serial, err)
 	}
@@ -96,10 +97,10 @@ ON CONFLICT (serial) DO NOTHING`,
 
 // CertificateValid reports whether serial was issued to cluster and is not revoked. Unknown
 // serials are not valid. Expiry (NotAfter) is left to the TLS handshake.
-func (s *SQLite) CertificateValid(ctx context.Context, serial, cluster string) (bool, error) {
+func (s *sqlStore) CertificateValid(ctx context.Context, serial, cluster string) (bool, error) {
 	var one int
-	err := s.r.QueryRowContext(ctx, `
-SELECT 1 FROM certificates WHERE serial = ? AND cluster = ? AND revoked = 0`, serial, cluster).Scan(&one)
+	err := s.ro.QueryRowContext(ctx, `
+SELECT 1 FROM certificates WHERE serial = $1 AND cluster = $2 AND revoked = false`, serial, cluster).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -12,14 +12,19 @@ import (
 // from the stored document (the first gets 1). UpdatedAt records the last change, not the
 // last call. ErrNotFound if the cluster is not registered: a scheduler pass racing with
 // RemoveCluster must not bring back state for a removed cluster.
-func (s *SQLite) PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error) {
+//
+// Where rows are locked (PostgreSQL), the cluster row is locked (NO KEY UPDATE) first, so two
+// replicas writing the same cluster's state queue rather than both raising the generation
+// from the same read.
+func (s *sqlStore) PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := requireCluster(ctx, tx, cluster); err != nil {
+		generation, changed = 0, false // a retried transaction starts afresh
+		if err := s.lockCluster(ctx, tx, cluster, "NO KEY UPDATE"); err != nil {
 			return err
 		}
 		var stored []byte
 		err := tx.QueryRowContext(ctx, `
-SELECT generation, document FROM desired_states WHERE cluster = ?`, cluster).Scan(&generation, &stored)
+SELECT generation, document FROM desired_states WHERE cluster = $1`, cluster).Scan(&generation, &stored)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			generation, changed = 1, true
@@ -31,10 +36,10 @@ SELECT generation, document FROM desired_states WHERE cluster = ?`, cluster).Sca
 			generation, changed = generation+1, true
 		}
 		_, err = tx.ExecContext(ctx, `
-INSERT INTO desired_states (cluster, generation, document, updated_at) VALUES (?, ?, ?, ?)
+INSERT INTO desired_states (cluster, generation, document, updated_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT (cluster) DO UPDATE SET
 	generation = excluded.generation, document = excluded.document, updated_at = excluded.updated_at`,
-			cluster, generation, notNil(doc), toNanos(s.now()))
+			cluster, generation, notNil(doc), s.d.time(s.now()))
 		return err
 	})
 	if err != nil {
@@ -44,11 +49,11 @@ ON CONFLICT (cluster) DO UPDATE SET
 }
 
 // GetDesiredState returns the cluster's desired state, or ErrNotFound.
-func (s *SQLite) GetDesiredState(ctx context.Context, cluster string) (DesiredState, error) {
+func (s *sqlStore) GetDesiredState(ctx context.Context, cluster string) (DesiredState, error) {
 	d := DesiredState{Cluster: cluster}
-	var updatedAt int64
-	err := s.r.QueryRowContext(ctx, `
-SELECT generation, document, updated_at FROM desired_states WHERE cluster = ?`, cluster).
+	var updatedAt dbTime
+	err := s.ro.QueryRowContext(ctx, `
+SELECT generation, document, updated_at FROM desired_states WHERE cluster = $1`, cluster).
 		Scan(&d.Generation, &d.Document, &updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, ErrNotFound)
@@ -56,14 +61,14 @@ SELECT generation, document, updated_at FROM desired_states WHERE cluster = ?`, 
 	if err != nil {
 		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
 	}
-	d.UpdatedAt = fromNanos(updatedAt)
+	d.UpdatedAt = updatedAt.Time
 	return d, nil
 }
 
-// ListDesiredStates returns every stored desired state, ordered by cluster.
-func (s *SQLite) ListDesiredStates(ctx context.Context) ([]DesiredState, error) {
-	rows, err := s.r.QueryContext(ctx, `
-SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cluster`)
+// ListDesiredStates returns every stored desired state, ordered by cluster (byte order).
+func (s *sqlStore) ListDesiredStates(ctx context.Context) ([]DesiredState, error) {
+	rows, err := s.ro.QueryContext(ctx, `
+SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cluster`+s.d.byteOrder)
 	if err != nil {
 		return nil, fmt.Errorf("list desired states: %w", err)
 	}
@@ -71,11 +76,11 @@ SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cl
 	var out []DesiredState
 	for rows.Next() {
 		var d DesiredState
-		var updatedAt int64
+		var updatedAt dbTime
 		if err := rows.Scan(&d.Cluster, &d.Generation, &d.Document, &updatedAt); err != nil {
 			return nil, fmt.Errorf("list desired states: %w", err)
 		}
-		d.UpdatedAt = fromNanos(updatedAt)
+		d.UpdatedAt = updatedAt.Time
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
@@ -89,15 +94,19 @@ SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cl
 // (their Cluster field is ignored) and their UpdatedAt is set to the time of ingestion.
 // ErrNotFound if the cluster is not registered.
 //
-// seq is stored as the int64 with the same bits, so every uint64 is a distinct report.
-func (s *SQLite) IngestReport(ctx context.Context, cluster string, seq uint64, statuses []AssignmentStatus) (duplicate bool, err error) {
+// seq is stored as the int64 with the same bits, so every uint64 is a distinct report. The
+// (cluster, seq) primary key makes it exactly-once across PostgreSQL replicas too: of two
+// inserts of the same report, the second waits for the first to commit and then inserts
+// nothing.
+func (s *sqlStore) IngestReport(ctx context.Context, cluster string, seq uint64, statuses []AssignmentStatus) (duplicate bool, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := requireCluster(ctx, tx, cluster); err != nil {
+		duplicate = false
+		if err := s.lockCluster(ctx, tx, cluster, "KEY SHARE"); err != nil {
 			return err
 		}
-		now := toNanos(s.now())
+		now := s.d.time(s.now())
 		res, err := tx.ExecContext(ctx, `
-INSERT INTO reports (cluster, seq, ingested_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+INSERT INTO reports (cluster, seq, ingested_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 			cluster, int64(seq), now)
 		if err != nil {
 			return err
@@ -113,31 +122,7 @@ INSERT INTO reports (cluster, seq, ingested_at) VALUES (?, ?, ?) ON CONFLICT DO 
 		if len(statuses) == 0 {
 			return nil
 		}
-		// Only a stored status with a strictly later ReportedAt is kept; an equal one is
-		// replaced, as the contract says.
-		stmt, err := tx.PrepareContext(ctx, `
-INSERT INTO statuses (cluster, release, observed_generation, revision, digest, phase, health,
-	objects, drifted, conflicts, error, detail, reported_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (cluster, release) DO UPDATE SET
-	observed_generation = excluded.observed_generation, revision = excluded.revision,
-	digest = excluded.digest, phase = excluded.phase, health = excluded.health,
-	objects = excluded.objects, drifted = excluded.drifted, conflicts = excluded.conflicts,
-	error = excluded.error, detail = excluded.detail, reported_at = excluded.reported_at,
-	updated_at = excluded.updated_at
-WHERE excluded.reported_at >= statuses.reported_at`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, st := range statuses {
-			if _, err := stmt.ExecContext(ctx, cluster, st.Release, st.ObservedGeneration,
-				st.Revision, st.Digest, st.Phase, st.Health, st.Objects, st.Drifted, st.Conflicts,
-				st.Error, st.Detail, toNanos(st.ReportedAt), now); err != nil {
-				return fmt.Errorf("release %q: %w", st.Release, err)
-			}
-		}
-		return nil
+		return s.d.putStatuses(ctx, tx, cluster, statuses, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("report %d of cluster %q: %w", seq, cluster, err)
@@ -146,25 +131,25 @@ WHERE excluded.reported_at >= statuses.reported_at`)
 }
 
 // ReportsIngested counts the distinct reports ingested for cluster; 0 for an unknown cluster.
-func (s *SQLite) ReportsIngested(ctx context.Context, cluster string) (int64, error) {
+func (s *sqlStore) ReportsIngested(ctx context.Context, cluster string) (int64, error) {
 	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM reports WHERE cluster = ?`, cluster).Scan(&n); err != nil {
+	if err := s.ro.QueryRowContext(ctx, `SELECT count(*) FROM reports WHERE cluster = $1`, cluster).Scan(&n); err != nil {
 		return 0, fmt.Errorf("reports of cluster %q: %w", cluster, err)
 	}
 	return n, nil
 }
 
 // RecordCompacted records n reports dropped by the agent's outbox, once per (cluster, seq).
-func (s *SQLite) RecordCompacted(ctx context.Context, cluster string, seq, n uint64) error {
+func (s *sqlStore) RecordCompacted(ctx context.Context, cluster string, seq, n uint64) error {
 	if n == 0 {
 		return nil
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := requireCluster(ctx, tx, cluster); err != nil {
+		if err := s.lockCluster(ctx, tx, cluster, "KEY SHARE"); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO compactions (cluster, seq, reports) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+INSERT INTO compactions (cluster, seq, reports) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 			cluster, int64(seq), int64(n))
 		return err
 	})
@@ -175,13 +160,13 @@ INSERT INTO compactions (cluster, seq, reports) VALUES (?, ?, ?) ON CONFLICT DO 
 }
 
 // ReportStats returns the reports ingested, the highest seq and the reports compacted away.
-func (s *SQLite) ReportStats(ctx context.Context, cluster string) (ReportStats, error) {
+func (s *sqlStore) ReportStats(ctx context.Context, cluster string) (ReportStats, error) {
 	var st ReportStats
 	var last int64
-	err := s.r.QueryRowContext(ctx, `
-SELECT (SELECT count(*) FROM reports WHERE cluster = ?1),
-	(SELECT coalesce(max(seq), 0) FROM reports WHERE cluster = ?1),
-	(SELECT coalesce(sum(reports), 0) FROM compactions WHERE cluster = ?1)`, cluster).Scan(&st.Ingested, &last, &st.Compacted)
+	err := s.ro.QueryRowContext(ctx, `
+SELECT (SELECT count(*) FROM reports WHERE cluster = $1),
+	(SELECT coalesce(max(seq), 0) FROM reports WHERE cluster = $1),
+	(SELECT coalesce(sum(reports), 0) FROM compactions WHERE cluster = $1)`, cluster).Scan(&st.Ingested, &last, &st.Compacted)
 	if err != nil {
 		return st, fmt.Errorf("report stats of cluster %q: %w", cluster, err)
 	}
@@ -189,12 +174,13 @@ SELECT (SELECT count(*) FROM reports WHERE cluster = ?1),
 	return st, nil
 }
 
-// ListStatuses returns every stored assignment status, ordered by release then cluster.
-func (s *SQLite) ListStatuses(ctx context.Context) ([]AssignmentStatus, error) {
-	rows, err := s.r.QueryContext(ctx, `
+// ListStatuses returns every stored assignment status, ordered by release then cluster (byte
+// order).
+func (s *sqlStore) ListStatuses(ctx context.Context) ([]AssignmentStatus, error) {
+	rows, err := s.ro.QueryContext(ctx, `
 SELECT cluster, release, observed_generation, revision, digest, phase, health, objects, drifted,
 	conflicts, error, detail, reported_at, updated_at
-FROM statuses ORDER BY release, cluster`)
+FROM statuses ORDER BY release`+s.d.byteOrder+`, cluster`+s.d.byteOrder)
 	if err != nil {
 		return nil, fmt.Errorf("statuses: %w", err)
 	}
@@ -203,15 +189,15 @@ FROM statuses ORDER BY release, cluster`)
 	for rows.Next() {
 		var (
 			st                    AssignmentStatus
-			reportedAt, updatedAt int64
+			reportedAt, updatedAt dbTime
 		)
 		if err := rows.Scan(&st.Cluster, &st.Release, &st.ObservedGeneration, &st.Revision,
 			&st.Digest, &st.Phase, &st.Health, &st.Objects, &st.Drifted, &st.Conflicts, &st.Error,
 			&st.Detail, &reportedAt, &updatedAt); err != nil {
 			return nil, fmt.Errorf("statuses: %w", err)
 		}
-		st.ReportedAt = fromNanos(reportedAt)
-		st.UpdatedAt = fromNanos(updatedAt)
+		st.ReportedAt = reportedAt.Time
+		st.UpdatedAt = updatedAt.Time
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {

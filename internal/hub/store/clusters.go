@@ -10,7 +10,7 @@ import (
 )
 
 // AddCluster registers c; ErrExists if the name is taken.
-func (s *Postgres) AddCluster(ctx context.Context, c Cluster) error {
+func (s *sqlStore) AddCluster(ctx context.Context, c Cluster) error {
 	labels, err := json.Marshal(c.Labels)
 	if err != nil {
 		return fmt.Errorf("cluster %q: labels: %w", c.Name, err)
@@ -18,7 +18,7 @@ func (s *Postgres) AddCluster(ctx context.Context, c Cluster) error {
 	res, err := s.db.ExecContext(ctx, `
 INSERT INTO clusters (name, labels, created_at, last_seen, agent_version) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (name) DO NOTHING`,
-		c.Name, string(labels), pgTime(c.CreatedAt), pgTime(c.LastSeen), c.AgentVersion)
+		c.Name, string(labels), s.d.time(c.CreatedAt), s.d.time(c.LastSeen), c.AgentVersion)
 	if err != nil {
 		return fmt.Errorf("cluster %q: %w", c.Name, err)
 	}
@@ -29,10 +29,10 @@ ON CONFLICT (name) DO NOTHING`,
 }
 
 // GetCluster returns the named cluster or ErrNotFound.
-func (s *Postgres) GetCluster(ctx context.Context, name string) (Cluster, error) {
-	row := s.db.QueryRowContext(ctx, `
+func (s *sqlStore) GetCluster(ctx context.Context, name string) (Cluster, error) {
+	row := s.ro.QueryRowContext(ctx, `
 SELECT name, labels, created_at, last_seen, agent_version FROM clusters WHERE name = $1`, name)
-	c, err := scanPGCluster(row)
+	c, err := scanCluster(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cluster{}, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
 	}
@@ -42,17 +42,17 @@ SELECT name, labels, created_at, last_seen, agent_version FROM clusters WHERE na
 	return c, nil
 }
 
-// ListClusters returns every cluster, ordered by name (byte order, as in SQLite).
-func (s *Postgres) ListClusters(ctx context.Context) ([]Cluster, error) {
-	rows, err := s.db.QueryContext(ctx, `
-SELECT name, labels, created_at, last_seen, agent_version FROM clusters ORDER BY name COLLATE "C"`)
+// ListClusters returns every cluster, ordered by name (byte order).
+func (s *sqlStore) ListClusters(ctx context.Context) ([]Cluster, error) {
+	rows, err := s.ro.QueryContext(ctx, `
+SELECT name, labels, created_at, last_seen, agent_version FROM clusters ORDER BY name`+s.d.byteOrder)
 	if err != nil {
 		return nil, fmt.Errorf("clusters: %w", err)
 	}
 	defer rows.Close()
 	var out []Cluster
 	for rows.Next() {
-		c, err := scanPGCluster(rows)
+		c, err := scanCluster(rows)
 		if err != nil {
 			return nil, fmt.Errorf("clusters: %w", err)
 		}
@@ -64,11 +64,11 @@ SELECT name, labels, created_at, last_seen, agent_version FROM clusters ORDER BY
 	return out, nil
 }
 
-func scanPGCluster(sc scanner) (Cluster, error) {
+func scanCluster(sc scanner) (Cluster, error) {
 	var (
 		c                   Cluster
 		labels              string
-		createdAt, lastSeen sql.NullTime
+		createdAt, lastSeen dbTime
 	)
 	if err := sc.Scan(&c.Name, &labels, &createdAt, &lastSeen, &c.AgentVersion); err != nil {
 		return Cluster{}, err
@@ -76,13 +76,13 @@ func scanPGCluster(sc scanner) (Cluster, error) {
 	if err := json.Unmarshal([]byte(labels), &c.Labels); err != nil {
 		return Cluster{}, fmt.Errorf("cluster %q: labels: %w", c.Name, err)
 	}
-	c.CreatedAt = fromPG(createdAt)
-	c.LastSeen = fromPG(lastSeen)
+	c.CreatedAt = createdAt.Time
+	c.LastSeen = lastSeen.Time
 	return c, nil
 }
 
 // SetClusterLabels replaces the cluster's labels; ErrNotFound if it does not exist.
-func (s *Postgres) SetClusterLabels(ctx context.Context, name string, labels map[string]string) error {
+func (s *sqlStore) SetClusterLabels(ctx context.Context, name string, labels map[string]string) error {
 	b, err := json.Marshal(labels)
 	if err != nil {
 		return fmt.Errorf("cluster %q: labels: %w", name, err)
@@ -99,9 +99,9 @@ func (s *Postgres) SetClusterLabels(ctx context.Context, name string, labels map
 
 // TouchCluster records that the cluster's agent was seen at t, running agentVersion;
 // ErrNotFound if the cluster does not exist.
-func (s *Postgres) TouchCluster(ctx context.Context, name string, t time.Time, agentVersion string) error {
+func (s *sqlStore) TouchCluster(ctx context.Context, name string, t time.Time, agentVersion string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE clusters SET last_seen = $1, agent_version = $2 WHERE name = $3`,
-		pgTime(t), agentVersion, name)
+		s.d.time(t), agentVersion, name)
 	if err != nil {
 		return fmt.Errorf("cluster %q: %w", name, err)
 	}
@@ -113,12 +113,15 @@ func (s *Postgres) TouchCluster(ctx context.Context, name string, t time.Time, a
 
 // RemoveCluster deletes the cluster with its tokens, desired state, statuses and reports, and
 // revokes every certificate issued to it, in one transaction. ErrNotFound if absent.
-func (s *Postgres) RemoveCluster(ctx context.Context, name string) error {
+func (s *sqlStore) RemoveCluster(ctx context.Context, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// Lock the cluster first: a report or desired state being written for it finishes
-		// before the deletes start, and none starts after.
-		if err := lockCluster(ctx, tx, name, "UPDATE"); err != nil {
-			return err
+		// Where rows are locked, lock the cluster first: a report or desired state being
+		// written for it finishes before the deletes start, and none starts after. (SQLite's
+		// writer excludes them anyway, and the last delete finds out whether it exists.)
+		if s.d.lockRows {
+			if err := s.lockCluster(ctx, tx, name, "UPDATE"); err != nil {
+				return err
+			}
 		}
 		// The cluster row goes last: the foreign keys of the dependent tables refuse its
 		// deletion while any of their rows remain, so a table forgotten here fails loudly.

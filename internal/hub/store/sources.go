@@ -8,23 +8,23 @@ import (
 )
 
 // PutSourceStatus replaces the status of source st.Name.
-func (s *Postgres) PutSourceStatus(ctx context.Context, st SourceStatus) error {
+func (s *sqlStore) PutSourceStatus(ctx context.Context, st SourceStatus) error {
 	_, err := s.db.ExecContext(ctx, `
 INSERT INTO source_statuses (name, url, revision, digest, error, checked_at) VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (name) DO UPDATE SET
 	url = excluded.url, revision = excluded.revision, digest = excluded.digest,
 	error = excluded.error, checked_at = excluded.checked_at`,
-		st.Name, st.URL, st.Revision, st.Digest, st.Error, pgTime(st.CheckedAt))
+		st.Name, st.URL, st.Revision, st.Digest, st.Error, s.d.time(st.CheckedAt))
 	if err != nil {
 		return fmt.Errorf("source %q: %w", st.Name, err)
 	}
 	return nil
 }
 
-// ListSourceStatuses returns every source status, ordered by name.
-func (s *Postgres) ListSourceStatuses(ctx context.Context) ([]SourceStatus, error) {
-	rows, err := s.db.QueryContext(ctx, `
-SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER BY name COLLATE "C"`)
+// ListSourceStatuses returns every source status, ordered by name (byte order).
+func (s *sqlStore) ListSourceStatuses(ctx context.Context) ([]SourceStatus, error) {
+	rows, err := s.ro.QueryContext(ctx, `
+SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER BY name`+s.d.byteOrder)
 	if err != nil {
 		return nil, fmt.Errorf("sources: %w", err)
 	}
@@ -33,12 +33,12 @@ SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER
 	for rows.Next() {
 		var (
 			st        SourceStatus
-			checkedAt sql.NullTime
+			checkedAt dbTime
 		)
 		if err := rows.Scan(&st.Name, &st.URL, &st.Revision, &st.Digest, &st.Error, &checkedAt); err != nil {
 			return nil, fmt.Errorf("sources: %w", err)
 		}
-		st.CheckedAt = fromPG(checkedAt)
+		st.CheckedAt = checkedAt.Time
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {
@@ -48,12 +48,12 @@ SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER
 }
 
 // PutFleetStatus replaces the fleet status.
-func (s *Postgres) PutFleetStatus(ctx context.Context, st FleetStatus) error {
+func (s *sqlStore) PutFleetStatus(ctx context.Context, st FleetStatus) error {
 	_, err := s.db.ExecContext(ctx, `
 INSERT INTO fleet_status (id, revision, error, updated_at) VALUES (1, $1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET
 	revision = excluded.revision, error = excluded.error, updated_at = excluded.updated_at`,
-		st.Revision, st.Error, pgTime(st.UpdatedAt))
+		st.Revision, st.Error, s.d.time(st.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("fleet status: %w", err)
 	}
@@ -61,12 +61,12 @@ ON CONFLICT (id) DO UPDATE SET
 }
 
 // GetFleetStatus returns the fleet status, or the zero value if it was never set.
-func (s *Postgres) GetFleetStatus(ctx context.Context) (FleetStatus, error) {
+func (s *sqlStore) GetFleetStatus(ctx context.Context) (FleetStatus, error) {
 	var (
 		st        FleetStatus
-		updatedAt sql.NullTime
+		updatedAt dbTime
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT revision, error, updated_at FROM fleet_status WHERE id = 1`).
+	err := s.ro.QueryRowContext(ctx, `SELECT revision, error, updated_at FROM fleet_status WHERE id = 1`).
 		Scan(&st.Revision, &st.Error, &updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return FleetStatus{}, nil
@@ -74,6 +74,6 @@ func (s *Postgres) GetFleetStatus(ctx context.Context) (FleetStatus, error) {
 	if err != nil {
 		return FleetStatus{}, fmt.Errorf("fleet status: %w", err)
 	}
-	st.UpdatedAt = fromPG(updatedAt)
+	st.UpdatedAt = updatedAt.Time
 	return st, nil
 }
