@@ -66,18 +66,15 @@ SELECT name, labels, created_at, last_seen, agent_version FROM clusters ORDER BY
 
 func scanCluster(sc scanner) (Cluster, error) {
 	var (
-		c                   Cluster
-		labels              string
-		createdAt, lastSeen dbTime
+		c      Cluster
+		labels string
 	)
-	if err := sc.Scan(&c.Name, &labels, &createdAt, &lastSeen, &c.AgentVersion); err != nil {
+	if err := sc.Scan(&c.Name, &labels, scanTime(&c.CreatedAt), scanTime(&c.LastSeen), &c.AgentVersion); err != nil {
 		return Cluster{}, err
 	}
 	if err := json.Unmarshal([]byte(labels), &c.Labels); err != nil {
 		return Cluster{}, fmt.Errorf("cluster %q: labels: %w", c.Name, err)
 	}
-	c.CreatedAt = createdAt.Time
-	c.LastSeen = lastSeen.Time
 	return c, nil
 }
 

@@ -110,7 +110,9 @@ func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []
 	}
 	return &Postgres{
 		sqlStore: sqlStore{db: db, ro: db, d: &postgresDialect, now: time.Now},
-		cfg:      cfg, where: where, opts: opts,
+		cfg:      cfg,
+		where:    where,
+		opts:     opts,
 	}, nil
 }
 

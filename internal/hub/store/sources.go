@@ -31,14 +31,10 @@ SELECT name, url, revision, digest, error, checked_at FROM source_statuses ORDER
 	defer rows.Close()
 	var out []SourceStatus
 	for rows.Next() {
-		var (
-			st        SourceStatus
-			checkedAt dbTime
-		)
-		if err := rows.Scan(&st.Name, &st.URL, &st.Revision, &st.Digest, &st.Error, &checkedAt); err != nil {
+		var st SourceStatus
+		if err := rows.Scan(&st.Name, &st.URL, &st.Revision, &st.Digest, &st.Error, scanTime(&st.CheckedAt)); err != nil {
 			return nil, fmt.Errorf("sources: %w", err)
 		}
-		st.CheckedAt = checkedAt.Time
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {
@@ -62,18 +58,14 @@ ON CONFLICT (id) DO UPDATE SET
 
 // GetFleetStatus returns the fleet status, or the zero value if it was never set.
 func (s *sqlStore) GetFleetStatus(ctx context.Context) (FleetStatus, error) {
-	var (
-		st        FleetStatus
-		updatedAt dbTime
-	)
+	var st FleetStatus
 	err := s.ro.QueryRowContext(ctx, `SELECT revision, error, updated_at FROM fleet_status WHERE id = 1`).
-		Scan(&st.Revision, &st.Error, &updatedAt)
+		Scan(&st.Revision, &st.Error, scanTime(&st.UpdatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return FleetStatus{}, nil
 	}
 	if err != nil {
 		return FleetStatus{}, fmt.Errorf("fleet status: %w", err)
 	}
-	st.UpdatedAt = updatedAt.Time
 	return st, nil
 }

@@ -81,24 +81,40 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// dbTime scans a time column of either database: SQLite's unix nanoseconds (0 is the zero
+// nullTime scans a time column of either database: SQLite's unix nanoseconds (0 is the zero
 // time) or PostgreSQL's timestamptz, both as UTC; NULL is the zero time, and not Valid.
-type dbTime struct {
+type nullTime struct {
 	Time  time.Time
 	Valid bool
 }
 
-func (t *dbTime) Scan(src any) error {
+func (t *nullTime) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:
-		*t = dbTime{}
+		*t = nullTime{}
 	case int64:
-		*t = dbTime{Time: fromNanos(v), Valid: true}
+		*t = nullTime{Time: fromNanos(v), Valid: true}
 	case time.Time:
-		*t = dbTime{Time: v.UTC(), Valid: true}
+		*t = nullTime{Time: v.UTC(), Valid: true}
 	default:
 		return fmt.Errorf("time column holds a %T, want an integer or a timestamp", src)
 	}
+	return nil
+}
+
+// scanTime is a scan destination that stores a time column (as nullTime reads it) into t. It
+// holds nothing but t, so it is passed to Scan without an allocation: list queries scan two
+// times a row.
+func scanTime(t *time.Time) sql.Scanner { return timeDest{t} }
+
+type timeDest struct{ t *time.Time }
+
+func (d timeDest) Scan(src any) error {
+	var n nullTime
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	*d.t = n.Time
 	return nil
 }
 

@@ -51,17 +51,15 @@ ON CONFLICT (cluster) DO UPDATE SET
 // GetDesiredState returns the cluster's desired state, or ErrNotFound.
 func (s *sqlStore) GetDesiredState(ctx context.Context, cluster string) (DesiredState, error) {
 	d := DesiredState{Cluster: cluster}
-	var updatedAt dbTime
 	err := s.ro.QueryRowContext(ctx, `
 SELECT generation, document, updated_at FROM desired_states WHERE cluster = $1`, cluster).
-		Scan(&d.Generation, &d.Document, &updatedAt)
+		Scan(&d.Generation, &d.Document, scanTime(&d.UpdatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, ErrNotFound)
 	}
 	if err != nil {
 		return DesiredState{}, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
 	}
-	d.UpdatedAt = updatedAt.Time
 	return d, nil
 }
 
@@ -76,11 +74,9 @@ SELECT cluster, generation, document, updated_at FROM desired_states ORDER BY cl
 	var out []DesiredState
 	for rows.Next() {
 		var d DesiredState
-		var updatedAt dbTime
-		if err := rows.Scan(&d.Cluster, &d.Generation, &d.Document, &updatedAt); err != nil {
+		if err := rows.Scan(&d.Cluster, &d.Generation, &d.Document, scanTime(&d.UpdatedAt)); err != nil {
 			return nil, fmt.Errorf("list desired states: %w", err)
 		}
-		d.UpdatedAt = updatedAt.Time
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
@@ -187,17 +183,12 @@ FROM statuses ORDER BY release`+s.d.byteOrder+`, cluster`+s.d.byteOrder)
 	defer rows.Close()
 	var out []AssignmentStatus
 	for rows.Next() {
-		var (
-			st                    AssignmentStatus
-			reportedAt, updatedAt dbTime
-		)
+		var st AssignmentStatus
 		if err := rows.Scan(&st.Cluster, &st.Release, &st.ObservedGeneration, &st.Revision,
 			&st.Digest, &st.Phase, &st.Health, &st.Objects, &st.Drifted, &st.Conflicts, &st.Error,
-			&st.Detail, &reportedAt, &updatedAt); err != nil {
+			&st.Detail, scanTime(&st.ReportedAt), scanTime(&st.UpdatedAt)); err != nil {
 			return nil, fmt.Errorf("statuses: %w", err)
 		}
-		st.ReportedAt = reportedAt.Time
-		st.UpdatedAt = updatedAt.Time
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {

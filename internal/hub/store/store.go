@@ -1,8 +1,9 @@
 // Package store is the hub's persistent state behind one interface: clusters, join tokens,
 // agent certificates, each cluster's desired state with its generation, the status agents
 // report, and the state of sources. SQLite (embedded, the default) and PostgreSQL (which
-// several hub replicas share) implement it here, with the same migrations and the same
-// contract suite (storetest).
+// several hub replicas share) implement it here with one SQL implementation (sqlStore) and a
+// dialect for what differs between them, the same migrations and the same contract suite
+// (storetest).
 package store
 
 import (

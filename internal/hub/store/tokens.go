@@ -39,7 +39,7 @@ func (s *sqlStore) ConsumeJoinToken(ctx context.Context, id string, secretHash [
 		var (
 			hash              []byte
 			issuedFor         string
-			expiresAt, usedAt dbTime
+			expiresAt, usedAt nullTime
 		)
 		err := tx.QueryRowContext(ctx, `
 SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = $1`+s.d.forLock("UPDATE"), id).
