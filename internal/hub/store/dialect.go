@@ -8,8 +8,10 @@ import (
 
 // dialect is what the one SQL implementation of Store (sqlStore) and migrate need to know of
 // a database: the rest of the SQL is the same text for SQLite and PostgreSQL. Both take
-// placeholders $1, $2, ... (the SQLite driver binds $n to the n-th argument, as PostgreSQL
-// does, so a placeholder may also stand twice for one argument).
+// placeholders $1, $2, ...: to SQLite, $1 is a parameter named "$1", which the driver
+// (modernc.org/sqlite) binds to the first argument, as PostgreSQL does; a placeholder may
+// also stand twice for one argument. The contract suite runs every statement on both.
+// (SQLite's upsert of each status binds plain ? instead: see sqlitePutStatuses.)
 type dialect struct {
 	// lock, if set, runs first in the migration's transaction: it serialises hubs that
 	// start at once against one server.
