@@ -84,7 +84,7 @@ func (h *Hub) addCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("cluster added", "cluster", req.Name, "labels", req.Labels)
 	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.added", Cluster: req.Name, Detail: map[string]any{"labels": labelsDetail(req.Labels)}})
-	h.ctrl.kick()
+	h.clustersChanged()
 	h.issueToken(w, r, req.Name, req.Labels, http.StatusCreated)
 }
 
@@ -214,7 +214,7 @@ func (h *Hub) labelCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("cluster relabelled", "cluster", name, "labels", labels)
 	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
-	h.ctrl.kick()
+	h.clustersChanged()
 	c.Labels = labels
 	writeJSON(w, http.StatusOK, h.clusterView(r, c))
 }
@@ -230,7 +230,7 @@ func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
 	h.seen.forget(name)
 	h.log.Info("cluster removed; its certificates are revoked", "cluster", name)
 	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.removed", Cluster: name})
-	h.ctrl.kick()
+	h.clustersChanged()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -354,4 +354,11 @@ func writeStoreError(w http.ResponseWriter, err error, name string) {
 		return
 	}
 	writeError(w, http.StatusInternalServerError, err)
+}
+
+// clustersChanged follows a change to the cluster list or labels: the controller reschedules,
+// and the dashboard refreshes even when no assignment moves (it shows labels and clusters).
+func (h *Hub) clustersChanged() {
+	h.ctrl.kick()
+	h.dashboardChanged()
 }
