@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -20,7 +22,7 @@ func newBenchCommand(s streams) *cobra.Command {
 store, while the agents, the hub process, Git and mTLS on loopback are real.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchPushControllerCommand(s))
+	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s))
 	return cmd
 }
 
@@ -165,6 +167,7 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Agents, "agents", 10000, "connected agents")
+	f.IntVar(&opts.AgentsPerProcess, "agents-per-process", 5000, "agents each agent-host process runs (each agent holds two file descriptors)")
 	f.DurationVar(&opts.Window, "window", time.Minute, "idle window measured")
 	f.BoolVar(&opts.Restart, "restart", false, "then restart the hub and measure the reconnection")
 	f.DurationVar(&opts.Down, "down", 10*time.Second, "how long the hub stays down on --restart")
@@ -217,5 +220,36 @@ func newBenchPushControllerCommand(s streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&specFile, "spec", "", "push spec (JSON) written by flotilla bench fleet")
+	return cmd
+}
+
+// newBenchAgentHostCommand runs a share of "bench idle"'s agents, until its stdin closes.
+func newBenchAgentHostCommand(s streams) *cobra.Command {
+	var specFile string
+	cmd := &cobra.Command{
+		Use:    "agent-host --spec FILE",
+		Short:  "Run a share of a simulated fleet's agents (started by flotilla bench idle)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := os.ReadFile(specFile)
+			if err != nil {
+				return err
+			}
+			var spec fleetsim.AgentHostSpec
+			if err := json.Unmarshal(data, &spec); err != nil {
+				return fmt.Errorf("agent host spec %s: %w", specFile, err)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			go func() {
+				// The runner closes stdin to stop this host.
+				_, _ = io.Copy(io.Discard, cmd.InOrStdin())
+				cancel()
+			}()
+			return fleetsim.RunAgentHost(ctx, spec, s.out)
+		},
+	}
+	cmd.Flags().StringVar(&specFile, "spec", "", "agent host spec (JSON) written by flotilla bench idle")
 	return cmd
 }

@@ -28,6 +28,9 @@ type IdleOptions struct {
 	HeartbeatInterval time.Duration
 	// JoinConcurrency is how many agents register and join at once. Default 16.
 	JoinConcurrency int
+	// AgentsPerProcess is how many agents one agent-host process runs: each holds two file
+	// descriptors (its connection and its state file). Default 5,000.
+	AgentsPerProcess int
 	// Timeout bounds the first sync and the reconnection. Default 20m.
 	Timeout time.Duration
 	// HubArgs are extra flags for `flotilla hub`.
@@ -96,6 +99,9 @@ func (o *IdleOptions) setDefaults() error {
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Minute
 	}
+	if o.AgentsPerProcess <= 0 {
+		o.AgentsPerProcess = 5000
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -145,16 +151,17 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	fleet, err := joinFleet(ctx, sim, hub.agentURL(), api, filepath.Join(opts.Dir, "agents"), opts.Agents)
+	fleet, err := startHosts(ctx, opts.Binary, opts.Dir, hub.agentURL(), api, sim, opts.Agents, opts.AgentsPerProcess)
 	if err != nil {
 		return nil, err
 	}
+	defer fleet.stop()
+	if err := waitCounters(ctx, fleet, opts.Timeout, "agents joined", func(c HostCounters) bool { return c.Joined >= int64(opts.Agents) }); err != nil {
+		return nil, err
+	}
 	rep.JoinSeconds = time.Since(start).Seconds()
-	log.Info("agents joined", "agents", opts.Agents, "seconds", rep.JoinSeconds)
-	agentCtx, stopAgents := context.WithCancel(ctx)
-	defer func() { stopAgents(); fleet.wait() }()
+	log.Info("agents joined", "agents", opts.Agents, "processes", len(fleet.cmds), "seconds", rep.JoinSeconds)
 	start = time.Now()
-	fleet.run(agentCtx)
 	syncCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	err = waitSynced(syncCtx, api, sim, commit)
 	cancel()
@@ -175,7 +182,10 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t0 := fleet.meter.snapshot()
+	t0, err := fleet.counters()
+	if err != nil {
+		return nil, err
+	}
 	begin := time.Now()
 	profiled := make(chan error, 1)
 	if pprofAddr != "" {
@@ -198,12 +208,15 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := fleet.meter.snapshot().sub(t0)
+	t, err := fleet.counters()
+	if err != nil {
+		return nil, err
+	}
 	rep.WindowSeconds = took.Seconds()
 	rep.HubCPUSeconds = (after.CPU - before.CPU).Seconds()
 	rep.HubCPUPercentCore = 100 * rep.HubCPUSeconds / took.Seconds()
 	rep.HubRSSBytes, rep.HubPeakRSSBytes = rss, after.Peak
-	rep.BytesHubToSpokes, rep.BytesSpokesToHub, rep.Requests = t.FromHub, t.ToHub, t.Requests
+	rep.BytesHubToSpokes, rep.BytesSpokesToHub, rep.Requests = t.FromHub-t0.FromHub, t.ToHub-t0.ToHub, t.Requests-t0.Requests
 	log.Info("idle window measured", "hubCPUPercent", rep.HubCPUPercentCore)
 	if !opts.Restart {
 		return rep, nil
@@ -215,7 +228,10 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	if !sleep(ctx, opts.Down) {
 		return nil, ctx.Err()
 	}
-	dialsBefore := fleet.meter.dials.Load()
+	before0, err := fleet.counters()
+	if err != nil {
+		return nil, err
+	}
 	if err := hub.start(ctx); err != nil {
 		return nil, fmt.Errorf("restart hub: %w", err)
 	}
@@ -226,18 +242,14 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	}
 	rr := &RestartReport{DownSeconds: opts.Down.Seconds()}
 	perSecond := map[int]int64{}
-	last := dialsBefore
-	deadline := restarted.Add(opts.Timeout)
-	for fleet.meter.open.Load() < int64(opts.Agents) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("idle fleet: %d of %d agents back %s after the restart", fleet.meter.open.Load(), opts.Agents, opts.Timeout)
-		}
-		if !sleep(ctx, 100*time.Millisecond) {
-			return nil, ctx.Err()
-		}
-		now := fleet.meter.dials.Load()
-		perSecond[int(time.Since(restarted).Seconds())] += now - last
-		last = now
+	last := before0.Dials
+	err = waitCounters(ctx, fleet, opts.Timeout, "agents connected again after the restart", func(c HostCounters) bool {
+		perSecond[int(time.Since(restarted).Seconds())] += c.Dials - last
+		last = c.Dials
+		return c.Open >= int64(opts.Agents)
+	})
+	if err != nil {
+		return nil, err
 	}
 	rr.AllBackSeconds = time.Since(restarted).Seconds()
 	for _, v := range perSecond {
@@ -281,4 +293,24 @@ func (r *IdleReport) WriteTable(w io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// waitCounters polls the hosts' summed counters every 100ms until cond holds.
+func waitCounters(ctx context.Context, f *hostedFleet, timeout time.Duration, what string, cond func(HostCounters) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := f.counters()
+		if err != nil {
+			return err
+		}
+		if cond(c) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("idle fleet: %s: not within %s (%d joined, %d connected)", what, timeout, c.Joined, c.Open)
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
