@@ -167,6 +167,7 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Agents, "agents", 10000, "connected agents")
+	f.IntVar(&opts.Releases, "releases", 0, "one-object releases every agent applies before the window (default: none, agents only watch and heartbeat)")
 	f.IntVar(&opts.AgentsPerProcess, "agents-per-process", 5000, "agents each agent-host process runs (each agent holds two file descriptors)")
 	f.DurationVar(&opts.Window, "window", time.Minute, "idle window measured")
 	f.BoolVar(&opts.Restart, "restart", false, "then restart the hub and measure the reconnection")

@@ -28,6 +28,9 @@ type IdleOptions struct {
 	HeartbeatInterval time.Duration
 	// JoinConcurrency is how many agents register and join at once. Default 16.
 	JoinConcurrency int
+	// Releases is how many one-object releases every agent applies before the window. Default
+	// 0: the agents only hold their watch streams and send heartbeats.
+	Releases int
 	// AgentsPerProcess is how many agents one agent-host process runs: each holds two file
 	// descriptors (its connection and its state file). Default 5,000.
 	AgentsPerProcess int
@@ -42,8 +45,9 @@ type IdleOptions struct {
 
 // IdleReport is what an idle fleet costs the hub.
 type IdleReport struct {
-	Agents int    `json:"agents"`
-	Spokes string `json:"spokes"`
+	Agents   int    `json:"agents"`
+	Releases int    `json:"releases"`
+	Spokes   string `json:"spokes"`
 	// JoinSeconds registered and joined every agent; SyncSeconds brought every agent's one
 	// small release to Ready.
 	JoinSeconds float64 `json:"joinSeconds"`
@@ -117,7 +121,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	}
 	raiseFileLimit()
 	log := opts.Logger
-	sim := Options{Binary: opts.Binary, Dir: opts.Dir, Clusters: opts.Agents, Releases: 1, Objects: 1,
+	sim := Options{Binary: opts.Binary, Dir: opts.Dir, Clusters: opts.Agents, Releases: opts.Releases, Objects: 1,
 		HeartbeatInterval: opts.HeartbeatInterval, PollInterval: 5 * time.Second, JoinConcurrency: opts.JoinConcurrency,
 		// An idle fleet's source changes rarely: the hub polls it every minute (the default a
 		// Source gets without an interval), and reads the fleet configuration at its default.
@@ -125,7 +129,8 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	if err := sim.setDefaults(); err != nil {
 		return nil, err
 	}
-	rep := &IdleReport{Agents: opts.Agents, Spokes: SpokesNote}
+	sim.Releases = opts.Releases // zero is meant, not a default
+	rep := &IdleReport{Agents: opts.Agents, Releases: opts.Releases, Spokes: SpokesNote}
 	src, err := newFleetSource(ctx, sim)
 	if err != nil {
 		return nil, err
@@ -162,9 +167,14 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	rep.JoinSeconds = time.Since(start).Seconds()
 	log.Info("agents joined", "agents", opts.Agents, "processes", len(fleet.cmds), "seconds", rep.JoinSeconds)
 	start = time.Now()
-	syncCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	err = waitSynced(syncCtx, api, sim, commit)
-	cancel()
+	if opts.Releases > 0 {
+		syncCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+		err = waitSynced(syncCtx, api, sim, commit)
+		cancel()
+	} else {
+		// Nothing to apply: idle once every agent has its watch stream open.
+		err = waitCounters(ctx, fleet, opts.Timeout, "agents connected", func(c HostCounters) bool { return c.Open >= int64(opts.Agents) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("idle fleet: first sync: %w", err)
 	}

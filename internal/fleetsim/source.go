@@ -83,6 +83,10 @@ func (s *fleetSource) commit(ctx context.Context, rev int) (string, error) {
 			return "", fmt.Errorf("fleet simulator: write release %s: %w", releaseName(r), err)
 		}
 	}
+	// Something changes in every revision, even a fleet without releases.
+	if err := os.WriteFile(filepath.Join(s.repoDir, "REVISION"), fmt.Appendf(nil, "%d\n", rev), 0o644); err != nil {
+		return "", err
+	}
 	if err := s.git(ctx, "add", "-A"); err != nil {
 		return "", err
 	}
