@@ -62,6 +62,8 @@ type IdleReport struct {
 	BytesHubToSpokes  int64   `json:"bytesHubToSpokes"`
 	BytesSpokesToHub  int64   `json:"bytesSpokesToHub"`
 	Requests          int64   `json:"requests"`
+	// Connects is how many connections agents opened in the window (TLS handshakes).
+	Connects int64 `json:"connects"`
 	// Restart, when measured: the hub was stopped with every agent connected and started
 	// again after DownSeconds.
 	Restart *RestartReport `json:"restart,omitempty"`
@@ -180,8 +182,9 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	}
 	rep.SyncSeconds = time.Since(start).Seconds()
 	log.Info("agents synced; settling before the idle window", "seconds", rep.SyncSeconds)
-	// Let the last reports and acks cross before measuring.
-	if !sleep(ctx, 2*sim.ReportInterval) {
+	// Let the last reports and acks, the connection storm's retries and every agent's first
+	// heartbeats pass before measuring.
+	if !sleep(ctx, max(2*sim.ReportInterval, opts.HeartbeatInterval)) {
 		return nil, ctx.Err()
 	}
 
@@ -227,6 +230,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	rep.HubCPUPercentCore = 100 * rep.HubCPUSeconds / took.Seconds()
 	rep.HubRSSBytes, rep.HubPeakRSSBytes = rss, after.Peak
 	rep.BytesHubToSpokes, rep.BytesSpokesToHub, rep.Requests = t.FromHub-t0.FromHub, t.ToHub-t0.ToHub, t.Requests-t0.Requests
+	rep.Connects = t.Dials - t0.Dials
 	log.Info("idle window measured", "hubCPUPercent", rep.HubCPUPercentCore)
 	if !opts.Restart {
 		return rep, nil
@@ -294,9 +298,9 @@ func (r *IdleReport) WriteJSON(w io.Writer) error {
 func (r *IdleReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "Idle fleet: %d connected agents (watch stream + heartbeats each)\n%s\n\n", r.Agents, r.Spokes)
 	fmt.Fprintf(w, "joined in %.1fs, first sync in %.1fs\n", r.JoinSeconds, r.SyncSeconds)
-	fmt.Fprintf(w, "idle window %.0fs: hub CPU %.2fs = %.2f%% of one core; hub RSS %.0f MiB (peak %.0f MiB); %s to agents, %s from agents, %d requests\n",
+	fmt.Fprintf(w, "idle window %.0fs: hub CPU %.2fs = %.2f%% of one core; hub RSS %.0f MiB (peak %.0f MiB); %s to agents, %s from agents, %d requests, %d new connections\n",
 		r.WindowSeconds, r.HubCPUSeconds, r.HubCPUPercentCore, float64(r.HubRSSBytes)/(1<<20), float64(r.HubPeakRSSBytes)/(1<<20),
-		humanBytes(r.BytesHubToSpokes), humanBytes(r.BytesSpokesToHub), r.Requests)
+		humanBytes(r.BytesHubToSpokes), humanBytes(r.BytesSpokesToHub), r.Requests, r.Connects)
 	if x := r.Restart; x != nil {
 		_, err := fmt.Fprintf(w, "hub restart (down %.0fs): all %d agents back %.1fs after the start, at most %d connections in one second; restarted hub peak RSS %.0f MiB, CPU %.1fs until all were back\n",
 			x.DownSeconds, r.Agents, x.AllBackSeconds, x.PeakConnectsPerSecond, float64(x.HubPeakRSSBytes)/(1<<20), x.HubCPUSeconds)
