@@ -33,6 +33,7 @@ func newBenchFleetCommand(s streams) *cobra.Command {
 		keep    bool
 		profile string
 		output  = newChoice("table", "json")
+		payload = newChoice("text", "random")
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -74,6 +75,7 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 			}
 			defer cleanup()
 			opts.Dir = dir
+			opts.Payload = payload.value
 			opts.Logger = loggerFrom(ctx)
 			if profile != "" {
 				f, err := os.Create(profile)
@@ -101,7 +103,7 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 	f.IntVar(&opts.Releases, "releases", 3, "releases, each assigned to every cluster")
 	f.IntVar(&opts.Objects, "objects", 10, "ConfigMaps per release")
 	f.IntVar(&opts.ObjectSize, "object-size", 512, "approximate bytes per ConfigMap")
-	f.StringVar(&opts.Payload, "payload", "text", "ConfigMap content: text (config-file-like, compressible) or random (hex, barely compressible)")
+	f.Var(payload, "payload", "ConfigMap content: text (config-file-like, compressible) or random (hex, barely compressible)")
 	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "agents' report (outbox flush) interval (default 5s)")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "agents' heartbeat interval (default 30s)")
 	f.DurationVar(&opts.SourceInterval, "source-interval", 0, "how often the hub polls the source (default 2s)")

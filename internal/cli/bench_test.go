@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestBenchCommands(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+		wantErr  []string
+	}{
+		{name: "fleet help has examples and says spokes are simulated", args: []string{"bench", "fleet", "--help"},
+			wantOut: []string{"flotilla bench fleet --clusters 480 --releases 65 --objects 100", "The spokes are simulated", "--push", "--report-interval"}},
+		{name: "idle help has examples", args: []string{"bench", "idle", "--help"},
+			wantOut: []string{"flotilla bench idle --agents 10000 --window 1m --restart", "--agents-per-process"}},
+		{name: "bad payload is a usage error", args: []string{"bench", "fleet", "--payload", "zeros"},
+			wantCode: 2, wantErr: []string{`want text or random, got "zeros"`}},
+		{name: "bad output is a usage error", args: []string{"bench", "idle", "-o", "yaml"},
+			wantCode: 2, wantErr: []string{`want table or json, got "yaml"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := Run(t.Context(), tt.args, &out, &errOut); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr: %s)", code, tt.wantCode, errOut.String())
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, errOut.String())
+				}
+			}
+		})
+	}
+}
