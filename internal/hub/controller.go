@@ -342,7 +342,6 @@ func (c *controller) reschedule(ctx context.Context) {
 	for d := range c.fresh {
 		keep[d] = true
 	}
-	gcAllowed := c.freshPending == 0
 	c.mu.Unlock()
 	if fleet == nil {
 		return // never schedule from "no configuration": that would remove everything
@@ -395,8 +394,25 @@ func (c *controller) reschedule(ctx context.Context) {
 	c.problems = plan.Problems
 	c.mu.Unlock()
 	c.shareView(ctx, keep)
-	if !gcAllowed {
-		return // a source is being packed right now; collect at the next reschedule
+	c.collect(ctx, keep)
+}
+
+// collect deletes the artifacts, local and shared, that neither keep nor the controller's
+// state at this moment refers to. keep was taken when reschedule began; a poll may have packed
+// a new artifact since (it is in fresh, or its result already in artifacts), so that state is
+// read again, under c.mu, and c.mu is held while deleting: a pack cannot start and finish
+// unseen in between. With a pack under way it collects nothing (the next reschedule will).
+func (c *controller) collect(ctx context.Context, keep map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freshPending > 0 {
+		return
+	}
+	for d := range c.fresh {
+		keep[d] = true
+	}
+	for _, a := range c.artifacts {
+		keep[a.Digest] = true
 	}
 	if removed, err := c.h.artifacts.GC(keep); err != nil {
 		c.h.log.Warn("artifact garbage collection", "error", err)
