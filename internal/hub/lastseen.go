@@ -103,18 +103,30 @@ func (l *lastSeen) run(ctx context.Context) {
 	}
 }
 
+// flush writes the sightings since the last flush in one transaction. If the write fails
+// they are marked dirty again (unless seen since), so a database hiccup delays them rather
+// than losing them.
 func (l *lastSeen) flush(ctx context.Context) {
 	l.mu.Lock()
-	batch := make(map[string]seenAt, len(l.dirty))
+	batch := make([]store.Touch, 0, len(l.dirty))
 	for c := range l.dirty {
-		batch[c] = l.seen[c]
+		s := l.seen[c]
+		batch = append(batch, store.Touch{Cluster: c, Seen: s.t, AgentVersion: s.version})
 	}
 	l.dirty = map[string]bool{}
 	l.mu.Unlock()
-	for cluster, s := range batch {
-		if err := l.st.TouchCluster(ctx, cluster, s.t, s.version); err != nil {
-			l.log.Debug("record last seen", "cluster", cluster, "error", err)
+	if len(batch) == 0 {
+		return
+	}
+	if err := l.st.TouchClusters(ctx, batch); err != nil {
+		l.log.Warn("record last seen; retrying at the next flush", "clusters", len(batch), "error", err)
+		l.mu.Lock()
+		for _, t := range batch {
+			if _, ok := l.seen[t.Cluster]; ok {
+				l.dirty[t.Cluster] = true
+			}
 		}
+		l.mu.Unlock()
 	}
 }
 

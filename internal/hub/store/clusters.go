@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -104,6 +106,35 @@ func (s *sqlStore) TouchCluster(ctx context.Context, name string, t time.Time, a
 	}
 	if err := oneRow(res, ErrNotFound); err != nil {
 		return fmt.Errorf("cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// TouchClusters records many sightings in one transaction, with one prepared statement: the
+// hub's last-seen flush writes thousands every few seconds, and a transaction (a commit,
+// with SQLite an fsync) per cluster was most of an idle hub's cost. The touches are written
+// in cluster order, so that two PostgreSQL replicas flushing the same clusters lock their
+// rows in the same order and cannot deadlock.
+func (s *sqlStore) TouchClusters(ctx context.Context, touches []Touch) error {
+	if len(touches) == 0 {
+		return nil
+	}
+	sorted := slices.SortedFunc(slices.Values(touches), func(a, b Touch) int { return strings.Compare(a.Cluster, b.Cluster) })
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE clusters SET last_seen = $1, agent_version = $2 WHERE name = $3`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, t := range sorted {
+			if _, err := stmt.ExecContext(ctx, s.d.time(t.Seen), t.AgentVersion, t.Cluster); err != nil {
+				return fmt.Errorf("cluster %q: %w", t.Cluster, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("touch %d clusters: %w", len(touches), err)
 	}
 	return nil
 }

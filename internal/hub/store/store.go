@@ -100,6 +100,13 @@ type FleetStatus struct {
 	UpdatedAt time.Time
 }
 
+// Touch is one agent sighting for TouchClusters.
+type Touch struct {
+	Cluster      string
+	Seen         time.Time
+	AgentVersion string
+}
+
 // Store is the hub's persistent state. Every method is safe for concurrent use and atomic.
 type Store interface {
 	// AddCluster registers c; ErrExists if the name is taken.
@@ -112,6 +119,10 @@ type Store interface {
 	SetClusterLabels(ctx context.Context, name string, labels map[string]string) error
 	// TouchCluster records that the cluster's agent was seen at t, running agentVersion.
 	TouchCluster(ctx context.Context, name string, t time.Time, agentVersion string) error
+	// TouchClusters does what TouchCluster does for each touch, all in one transaction.
+	// Touches of clusters that do not exist (removed since their agent was seen) are skipped,
+	// not an error, so that one removal does not lose the others' last-seen times.
+	TouchClusters(ctx context.Context, touches []Touch) error
 	// RemoveCluster deletes the cluster with its tokens, desired state and statuses, and
 	// revokes every certificate issued to it, in one transaction. ErrNotFound if absent.
 	RemoveCluster(ctx context.Context, name string) error

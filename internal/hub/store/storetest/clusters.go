@@ -111,6 +111,29 @@ func (o opener) testClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("touch many records each in one call and skips removed clusters", func(t *testing.T) {
+		ctx, s := t.Context(), o.new(t)
+		for _, c := range []string{"edge-1", "edge-2", "edge-3"} {
+			addCluster(t, ctx, s, c)
+		}
+		must(t, s.TouchClusters(ctx, []store.Touch{
+			{Cluster: "edge-3", Seen: at(30 * time.Second), AgentVersion: "v3.0.0"},
+			{Cluster: "gone", Seen: at(40 * time.Second), AgentVersion: "v4.0.0"},
+			{Cluster: "edge-1", Seen: at(10 * time.Second), AgentVersion: "v1.0.0"},
+		}))
+		must(t, s.TouchClusters(ctx, nil))
+		got, err := s.ListClusters(ctx)
+		must(t, err)
+		want := []store.Cluster{
+			{Name: "edge-1", Labels: map[string]string{"app": "edge-1"}, CreatedAt: at(0), LastSeen: at(10 * time.Second), AgentVersion: "v1.0.0"},
+			{Name: "edge-2", Labels: map[string]string{"app": "edge-2"}, CreatedAt: at(0)},
+			{Name: "edge-3", Labels: map[string]string{"app": "edge-3"}, CreatedAt: at(0), LastSeen: at(30 * time.Second), AgentVersion: "v3.0.0"},
+		}
+		if diff := cmp.Diff(want, got, opts); diff != "" {
+			t.Errorf("clusters after TouchClusters (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("unknown cluster is not found", func(t *testing.T) {
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
