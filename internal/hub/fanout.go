@@ -124,6 +124,7 @@ func (f *fanout) receive(ctx context.Context, payload string) {
 	case eventDesired:
 		f.h.watchers.notifyLocal(e.Cluster)
 	case eventRemoved:
+		f.h.auth.forgetCluster(e.Cluster)
 		f.h.watchers.closeLocal(e.Cluster)
 	case eventClusters:
 		f.h.ctrl.wake()
@@ -132,10 +133,12 @@ func (f *fanout) receive(ctx context.Context, payload string) {
 	}
 }
 
-// resync makes up for notifications missed while not listening: every watch stream here
-// re-reads its desired state (and ends if its cluster is gone), the controller reschedules
-// if it holds the lease, and otherwise adopts the holder's fleet view.
+// resync makes up for notifications missed while not listening: certificates are checked
+// against the store again, every watch stream here re-reads its desired state (and ends if
+// its cluster is gone), the controller reschedules if it holds the lease, and otherwise
+// adopts the holder's fleet view.
 func (f *fanout) resync(ctx context.Context) {
+	f.h.auth.forgetAll() // a removal may be among the missed notifications
 	for _, c := range f.h.watchers.clusters() {
 		if _, err := f.h.store.GetCluster(ctx, c); errors.Is(err, store.ErrNotFound) {
 			f.h.watchers.closeLocal(c)

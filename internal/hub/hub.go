@@ -134,6 +134,7 @@ type Hub struct {
 	errs           *connect.ErrorWriter
 	ctrl           *controller
 	seen           *lastSeen
+	auth           *agentAuth
 	desired        *desiredCache
 	auditSink      *audit.Sink // nil without Options.AuditSink
 	notifier       *notifier
@@ -179,6 +180,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	}
 	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
 	h.seen = newLastSeen(st, h.log)
+	h.auth = newAgentAuth(revocationTTL)
 	h.desired = newDesiredCache()
 	h.metrics = newMetrics(h)
 	h.ctrl = newController(h)

@@ -318,11 +318,15 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
-	t.Run("removing a cluster through one replica ends its watch on the other", func(t *testing.T) {
+	t.Run("removing a cluster through one replica ends its watch on the other and refuses its next request", func(t *testing.T) {
 		r3 := startReplica(t, dsn, fleet, "replica-3")
 		b := r3.addAgent(t, "edge-2", map[string]string{"env": "test"})
 		wb := openWatch(t, b.on(r3))
 		wb.next(t, "edge-2's first desired state")
+		// A heartbeat first, so that replica-3 has checked (and remembers) the certificate.
+		if _, err := b.on(r3).client.Heartbeat(t.Context(), connect.NewRequest(&agentv1.HeartbeatRequest{})); err != nil {
+			t.Fatalf("heartbeat to replica-3 before the removal: %v", err)
+		}
 		if err := r2.api.RemoveCluster(t.Context(), "edge-2"); err != nil {
 			t.Fatal(err)
 		}
@@ -330,6 +334,10 @@ func TestReplicas(t *testing.T) {
 		}
 		if code := connect.CodeOf(wb.err); code != connect.CodePermissionDenied {
 			t.Errorf("watch of the removed cluster ended with %v, want permission_denied", wb.err)
+		}
+		_, err := b.on(r3).client.Heartbeat(t.Context(), connect.NewRequest(&agentv1.HeartbeatRequest{}))
+		if code := connect.CodeOf(err); code != connect.CodePermissionDenied {
+			t.Errorf("heartbeat to replica-3 after the removal through replica-2: %v, want permission_denied", err)
 		}
 	})
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 )
@@ -31,8 +32,10 @@ func clusterFrom(ctx context.Context) string {
 }
 
 // requireAgent authorises each request from the client certificate: signed by the hub's CA,
-// naming a cluster, and not revoked (checked in the store on every request, so a removed
-// cluster is locked out at once, not when its certificate expires).
+// naming a cluster, and not revoked. Both answers are reused for the same certificate
+// (agentAuth): the verification while the certificate is valid, the store's "not revoked"
+// for a while, except that removing a cluster forgets its certificates at once, so a removed
+// cluster is locked out on its next request, not when its certificate expires.
 func (h *Hub) requireAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
@@ -43,23 +46,50 @@ func (h *Hub) requireAgent(next http.Handler) http.Handler {
 		for i, c := range r.TLS.PeerCertificates {
 			raw[i] = c.Raw
 		}
-		cluster, serial, err := h.ca.VerifyAgent(raw, h.now())
-		if err != nil {
-			h.deny(w, r, connect.CodeUnauthenticated, err.Error())
-			return
+		now := h.now()
+		key := chainKey(raw)
+		e, verified, fresh, epoch := h.auth.lookup(key, now)
+		if !verified {
+			cluster, serial, err := h.ca.VerifyAgent(raw, now)
+			if err != nil {
+				h.deny(w, r, connect.CodeUnauthenticated, err.Error())
+				return
+			}
+			e = authEntry{cluster: cluster, serial: serial, notBefore: h.ca.Certificate().NotBefore, notAfter: h.ca.Certificate().NotAfter}
+			for _, c := range r.TLS.PeerCertificates {
+				e.notBefore, e.notAfter = latest(e.notBefore, c.NotBefore), earliest(e.notAfter, c.NotAfter)
+			}
 		}
-		ok, err := h.store.CertificateValid(r.Context(), serial, cluster)
-		if err != nil {
-			h.deny(w, r, connect.CodeUnavailable, "check certificate: "+err.Error())
-			return
+		if !fresh {
+			ok, err := h.store.CertificateValid(r.Context(), e.serial, e.cluster)
+			if err != nil {
+				h.deny(w, r, connect.CodeUnavailable, "check certificate: "+err.Error())
+				return
+			}
+			if !ok {
+				h.deny(w, r, connect.CodePermissionDenied, "cluster "+e.cluster+": certificate revoked or cluster removed")
+				return
+			}
+			e.checked = now
+			h.auth.put(key, e, epoch)
 		}
-		if !ok {
-			h.deny(w, r, connect.CodePermissionDenied, "cluster "+cluster+": certificate revoked or cluster removed")
-			return
-		}
-		h.seen.touch(cluster, "")
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clusterKey{}, cluster)))
+		h.seen.touch(e.cluster, "")
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clusterKey{}, e.cluster)))
 	})
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // deny answers with a Connect error, in whichever of the Connect, gRPC or gRPC-Web shapes the

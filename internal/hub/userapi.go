@@ -226,6 +226,7 @@ func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Its certificates are revoked in the store; end its open streams now.
+	h.auth.forgetCluster(name)
 	h.watchers.closeCluster(name)
 	h.seen.forget(name)
 	h.log.Info("cluster removed; its certificates are revoked", "cluster", name)
