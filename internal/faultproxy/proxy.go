@@ -170,10 +170,13 @@ func (p *Proxy) pipe(dst, src net.Conn, counter *atomic.Int64) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+			// Counted before the write: the peer's answer can arrive, and be counted the other
+			// way, before this goroutine runs again, and a reader must never see the answer
+			// without the request that caused it.
+			counter.Add(int64(n))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
-			counter.Add(int64(n))
 		}
 		if err != nil {
 			return // EOF or a cut: the caller closes both sides
