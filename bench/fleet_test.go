@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 // BenchmarkFleetRevision runs the hub as its own process (the real binary) with three real
@@ -106,7 +106,7 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	idleUp0, idleDown0 := proxy.Bytes()
 	time.Sleep(time.Minute)
 	idleUp1, idleDown1 := proxy.Bytes()
-	rss, err := processRSS(hubCmd.Process.Pid)
+	rss, err := procstat.Bytes(hubCmd.Process.Pid, procstat.Resident)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,20 +162,6 @@ func waitAllReady(b *testing.B, c *hubapi.Client, commit string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.Fatal("fleet did not converge")
-}
-
-func processRSS(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
 type fleetRepo struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 var (
@@ -130,7 +131,7 @@ func BenchmarkHubRestartStorm(b *testing.B) {
 		for _, v := range perSecond {
 			peak = max(peak, v)
 		}
-		hwm, err := processHWM(h.cmd.Process.Pid)
+		hwm, err := procstat.Bytes(h.cmd.Process.Pid, procstat.Peak)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -195,21 +196,6 @@ func freeLoopback(b *testing.B) string {
 	addr := p.Addr()
 	p.Close()
 	return addr
-}
-
-func processHWM(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			_, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
 }
 
 func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool) {

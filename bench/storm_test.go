@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/procstat"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -140,7 +141,7 @@ func runReportStorm(b *testing.B, flotilla string) {
 	if err := g.Wait(); err != nil {
 		b.Fatalf("connect agents: %v", err)
 	}
-	idle, err := procStatusBytes(hubCmd.Process.Pid, "VmHWM")
+	idle, err := procstat.Bytes(hubCmd.Process.Pid, procstat.Peak)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func runReportStorm(b *testing.B, flotilla string) {
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	peak, err := procStatusBytes(hubCmd.Process.Pid, "VmHWM")
+	peak, err := procstat.Bytes(hubCmd.Process.Pid, procstat.Peak)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,19 +298,4 @@ func countIngested(b *testing.B, dbPath string, agents []*stormAgent) int64 {
 		total += n
 	}
 	return total
-}
-
-// procStatusBytes reads a kB field (VmHWM, VmRSS) of /proc/PID/status.
-func procStatusBytes(pid int, field string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 // hubProc is `flotilla hub` running as its own process, so that its CPU time and memory are
@@ -116,58 +116,6 @@ func (h *hubProc) client() (*hubapi.Client, error) {
 	return hubapi.NewClient(hubapi.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dataDir, "ca.crt")})
 }
 
-// procCPU is a process's CPU time so far, user and system, its waited-for children (the
-// hub's git) included.
-func procCPU(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after it are space-separated.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 15 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	var ticks int64
-	for _, idx := range []int{11, 12, 13, 14} { // utime stime cutime cstime (fields 14-17)
-		v, err := strconv.ParseInt(f[idx], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
-
-// clockTicks is USER_HZ, fixed at 100 on Linux.
-const clockTicks = 100
-
-// procStatus reads a kB field (VmHWM, VmRSS) of /proc/PID/status, in bytes.
-func procStatus(pid int, field string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
-}
-
-// resetPeak makes VmHWM start again from the current resident size, so that each wave's peak
-// is its own.
-func resetPeak(pid int) error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
-}
-
 // procSample is a process's CPU time and peak memory, read together.
 type procSample struct {
 	CPU  time.Duration
@@ -175,10 +123,10 @@ type procSample struct {
 }
 
 func sampleProc(pid int) (procSample, error) {
-	cpu, err := procCPU(pid)
+	cpu, err := procstat.CPU(pid)
 	if err != nil {
 		return procSample{}, err
 	}
-	hwm, err := procStatus(pid, "VmHWM")
+	hwm, err := procstat.Bytes(pid, procstat.Peak)
 	return procSample{CPU: cpu, Peak: hwm}, err
 }

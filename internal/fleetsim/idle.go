@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 // IdleOptions shape an idle-fleet run.
@@ -188,7 +190,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 		return nil, ctx.Err()
 	}
 
-	if err := resetPeak(hub.pid()); err != nil {
+	if err := procstat.ResetPeak(hub.pid()); err != nil {
 		return nil, err
 	}
 	before, err := sampleProc(hub.pid())
@@ -217,7 +219,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rss, err := procStatus(hub.pid(), "VmRSS")
+	rss, err := procstat.Bytes(hub.pid(), procstat.Resident)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +252,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 		return nil, fmt.Errorf("restart hub: %w", err)
 	}
 	restarted := time.Now()
-	cpu0, err := procCPU(hub.pid())
+	cpu0, err := procstat.CPU(hub.pid())
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 // Run simulates a fleet: it generates the fleet configuration and a Git source, starts the
@@ -133,7 +134,7 @@ type waveProbe struct {
 }
 
 func (p waveProbe) measure(ctx context.Context, name, commit string, timeout time.Duration, start func() error, done func(context.Context) error) (Wave, error) {
-	if err := resetPeak(p.pid); err != nil {
+	if err := procstat.ResetPeak(p.pid); err != nil {
 		return Wave{}, fmt.Errorf("reset the hub's peak memory: %w", err)
 	}
 	before, err := sampleProc(p.pid)
@@ -141,7 +142,7 @@ func (p waveProbe) measure(ctx context.Context, name, commit string, timeout tim
 		return Wave{}, err
 	}
 	t0, c0 := p.meter.snapshot(), sumCounts(p.clusters)
-	self0, err := procCPU(os.Getpid())
+	self0, err := procstat.CPU(os.Getpid())
 	if err != nil {
 		return Wave{}, err
 	}
@@ -159,7 +160,7 @@ func (p waveProbe) measure(ctx context.Context, name, commit string, timeout tim
 	if err != nil {
 		return Wave{}, err
 	}
-	self, err := procCPU(os.Getpid())
+	self, err := procstat.CPU(os.Getpid())
 	if err != nil {
 		return Wave{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/procstat"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -381,7 +382,7 @@ func (c *Cluster) Kubectl(ctx context.Context, stdin io.Reader, args ...string) 
 func (c *Cluster) ResidentBytes() (int64, error) {
 	var total int64
 	for _, p := range []*Process{c.etcd, c.APIServer()} {
-		n, err := residentBytes(p.PID())
+		n, err := procstat.Bytes(p.PID(), procstat.Resident)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", p.name, err)
 		}

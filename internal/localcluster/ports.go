@@ -1,12 +1,8 @@
 package localcluster
 
 import (
-	"bufio"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 )
 
 // freePorts asks the kernel for n distinct free loopback TCP ports. The listeners are all open at
@@ -29,24 +25,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// residentBytes reads a process's resident set size (VmRSS) from /proc.
-func residentBytes(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse VmRSS of pid %d: %w", pid, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
