@@ -211,13 +211,9 @@ func newBenchPushControllerCommand(s streams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := os.ReadFile(specFile)
-			if err != nil {
-				return err
-			}
 			var spec fleetsim.PushSpec
-			if err := json.Unmarshal(data, &spec); err != nil {
-				return fmt.Errorf("push spec %s: %w", specFile, err)
+			if err := readSpec(specFile, &spec); err != nil {
+				return err
 			}
 			return fleetsim.RunPushController(cmd.Context(), spec, cmd.InOrStdin(), s.out)
 		},
@@ -235,13 +231,9 @@ func newBenchAgentHostCommand(s streams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := os.ReadFile(specFile)
-			if err != nil {
-				return err
-			}
 			var spec fleetsim.AgentHostSpec
-			if err := json.Unmarshal(data, &spec); err != nil {
-				return fmt.Errorf("agent host spec %s: %w", specFile, err)
+			if err := readSpec(specFile, &spec); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
@@ -255,4 +247,17 @@ func newBenchAgentHostCommand(s streams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&specFile, "spec", "", "agent host spec (JSON) written by flotilla bench idle")
 	return cmd
+}
+
+// readSpec decodes the JSON spec file that "bench fleet" or "bench idle" wrote for one of its
+// helper processes.
+func readSpec(file string, spec any) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, spec); err != nil {
+		return fmt.Errorf("spec %s: %w", file, err)
+	}
+	return nil
 }

@@ -389,20 +389,10 @@ func TestReplicaRefusesForeignCA(t *testing.T) {
 // closing anything (a partition that does not answer): it must stop acting as the lease holder
 // before the lease expires, and the other replica must take over.
 func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	u.Host = proxy.Addr()
+	dsn, proxied, proxy := databaseBehindProxy(t)
 	fleet, _ := replicaFleet(t)
 
-	r1 := startReplica(t, u.String(), fleet, "replica-1")
+	r1 := startReplica(t, proxied, fleet, "replica-1")
 	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
 	r2 := startReplica(t, dsn, fleet, "replica-2")
 
@@ -491,22 +481,12 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 // changes a cluster's desired state: the notification is lost to it, so when it reconnects it
 // must resynchronise its watch streams, and the agent watching there gets the change.
 func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	u.Host = proxy.Addr()
+	dsn, proxied, proxy := databaseBehindProxy(t)
 	fleet, _ := replicaFleet(t)
 
 	r1 := startReplica(t, dsn, fleet, "replica-1")
 	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
-	r2 := startReplica(t, u.String(), fleet, "replica-2")
+	r2 := startReplica(t, proxied, fleet, "replica-2")
 	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
 	w := openWatch(t, a.on(r2))
 	var first *agentv1.DesiredState
@@ -531,4 +511,21 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 		t.Errorf("after reconnecting: generation %d with %d assignments, want above %d with none",
 			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
 	}
+}
+
+// databaseBehindProxy creates a test database and returns its DSN, the same DSN through a
+// fault proxy (to cut a replica off the database), and that proxy.
+func databaseBehindProxy(t *testing.T) (dsn, proxied string, proxy *faultproxy.Proxy) {
+	t.Helper()
+	dsn = pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proxy, err = faultproxy.Start(u.Host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	u.Host = proxy.Addr()
+	return dsn, u.String(), proxy
 }
