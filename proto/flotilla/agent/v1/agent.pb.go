@@ -345,12 +345,19 @@ func (x *WatchResponse) GetDesired() *DesiredState {
 }
 
 type DesiredState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Generation    int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
-	Assignments   []*Assignment          `protobuf:"bytes,3,rep,name=assignments,proto3" json:"assignments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Cluster     string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Generation  int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignments []*Assignment          `protobuf:"bytes,3,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	// Tombstones of the releases that left this cluster: the only thing that lets an agent prune
+	// a whole release. An agent holding a release that is neither assigned nor tombstoned here
+	// refuses the document and prunes nothing.
+	Removed []*Tombstone `protobuf:"bytes,4,rep,name=removed,proto3" json:"removed,omitempty"`
+	// Set by every hub that sends tombstones. A document without it comes from an older hub: the
+	// agent refuses any removal it would imply and says to upgrade the hub.
+	ExplicitRemovals bool `protobuf:"varint,5,opt,name=explicit_removals,json=explicitRemovals,proto3" json:"explicit_removals,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DesiredState) Reset() {
@@ -404,6 +411,101 @@ func (x *DesiredState) GetAssignments() []*Assignment {
 	return nil
 }
 
+func (x *DesiredState) GetRemoved() []*Tombstone {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *DesiredState) GetExplicitRemovals() bool {
+	if x != nil {
+		return x.ExplicitRemovals
+	}
+	return false
+}
+
+// Tombstone records that a release left this cluster, why, and in which fleet revision.
+type Tombstone struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Release string                 `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"`
+	// release-deleted (the release is no longer in the fleet configuration) or not-selected (its
+	// targets, or its project, no longer select this cluster).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The fleet configuration revision whose scheduling removed it.
+	FleetRevision string `protobuf:"bytes,3,opt,name=fleet_revision,json=fleetRevision,proto3" json:"fleet_revision,omitempty"`
+	// The revision and digest the release was at when it left.
+	Revision      string `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	Digest        string `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tombstone) Reset() {
+	*x = Tombstone{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tombstone) ProtoMessage() {}
+
+func (x *Tombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
+func (*Tombstone) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Tombstone) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
+func (x *Tombstone) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Tombstone) GetFleetRevision() string {
+	if x != nil {
+		return x.FleetRevision
+	}
+	return ""
+}
+
+func (x *Tombstone) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *Tombstone) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
 // Assignment is one release for this cluster at one artifact, with the cluster's values
 // resolved: what the agent executes and reports on.
 type Assignment struct {
@@ -429,7 +531,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +543,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +556,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Assignment) GetRelease() string {
@@ -564,7 +666,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +678,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +691,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -613,7 +715,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +727,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +740,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -694,7 +796,7 @@ type AssignmentStatus struct {
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +808,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +821,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -840,7 +942,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +954,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +967,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -905,7 +1007,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1019,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1032,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -941,17 +1043,22 @@ func (x *ReportResponse) GetAcked() []uint64 {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generation    int64                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	OutboxDepth   int32                  `protobuf:"varint,2,opt,name=outbox_depth,json=outboxDepth,proto3" json:"outbox_depth,omitempty"`
-	AgentVersion  string                 `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Generation   int64                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	OutboxDepth  int32                  `protobuf:"varint,2,opt,name=outbox_depth,json=outboxDepth,proto3" json:"outbox_depth,omitempty"`
+	AgentVersion string                 `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// Set while the agent refuses the hub's latest desired state (a release it holds is neither
+	// assigned nor tombstoned): the generation it refused and why. It keeps running the last
+	// document it accepted.
+	RefusedGeneration int64  `protobuf:"varint,4,opt,name=refused_generation,json=refusedGeneration,proto3" json:"refused_generation,omitempty"`
+	RefusedReason     string `protobuf:"bytes,5,opt,name=refused_reason,json=refusedReason,proto3" json:"refused_reason,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1070,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1083,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -1000,6 +1107,20 @@ func (x *HeartbeatRequest) GetAgentVersion() string {
 	return ""
 }
 
+func (x *HeartbeatRequest) GetRefusedGeneration() int64 {
+	if x != nil {
+		return x.RefusedGeneration
+	}
+	return 0
+}
+
+func (x *HeartbeatRequest) GetRefusedReason() string {
+	if x != nil {
+		return x.RefusedReason
+	}
+	return ""
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1008,7 +1129,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1141,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1154,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1058,13 +1179,21 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x10known_generation\x18\x01 \x01(\x03R\x0fknownGeneration\x12#\n" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\"J\n" +
 	"\rWatchResponse\x129\n" +
-	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\"\x89\x01\n" +
+	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\"\xee\x01\n" +
 	"\fDesiredState\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12?\n" +
-	"\vassignments\x18\x03 \x03(\v2\x1d.flotilla.agent.v1.AssignmentR\vassignments\"\xf2\x03\n" +
+	"\vassignments\x18\x03 \x03(\v2\x1d.flotilla.agent.v1.AssignmentR\vassignments\x126\n" +
+	"\aremoved\x18\x04 \x03(\v2\x1c.flotilla.agent.v1.TombstoneR\aremoved\x12+\n" +
+	"\x11explicit_removals\x18\x05 \x01(\bR\x10explicitRemovals\"\x98\x01\n" +
+	"\tTombstone\x12\x18\n" +
+	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12%\n" +
+	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
+	"\x06digest\x18\x05 \x01(\tR\x06digest\"\xf2\x03\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -1120,13 +1249,15 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x16\n" +
 	"\x06healed\x18\x04 \x01(\bR\x06healed\"&\n" +
 	"\x0eReportResponse\x12\x14\n" +
-	"\x05acked\x18\x01 \x03(\x04R\x05acked\"z\n" +
+	"\x05acked\x18\x01 \x03(\x04R\x05acked\"\xd0\x01\n" +
 	"\x10HeartbeatRequest\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12!\n" +
 	"\foutbox_depth\x18\x02 \x01(\x05R\voutboxDepth\x12#\n" +
-	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\"\x13\n" +
+	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12-\n" +
+	"\x12refused_generation\x18\x04 \x01(\x03R\x11refusedGeneration\x12%\n" +
+	"\x0erefused_reason\x18\x05 \x01(\tR\rrefusedReason\"\x13\n" +
 	"\x11HeartbeatResponse2V\n" +
 	"\vJoinService\x12G\n" +
 	"\x04Join\x12\x1e.flotilla.agent.v1.JoinRequest\x1a\x1f.flotilla.agent.v1.JoinResponse2\xcf\x02\n" +
@@ -1148,7 +1279,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -1157,40 +1288,42 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 4: flotilla.agent.v1.WatchRequest
 	(*WatchResponse)(nil),         // 5: flotilla.agent.v1.WatchResponse
 	(*DesiredState)(nil),          // 6: flotilla.agent.v1.DesiredState
-	(*Assignment)(nil),            // 7: flotilla.agent.v1.Assignment
-	(*ReportRequest)(nil),         // 8: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 9: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 10: flotilla.agent.v1.AssignmentStatus
-	(*DriftedObject)(nil),         // 11: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 12: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 13: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 14: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 15: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*Tombstone)(nil),             // 7: flotilla.agent.v1.Tombstone
+	(*Assignment)(nil),            // 8: flotilla.agent.v1.Assignment
+	(*ReportRequest)(nil),         // 9: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 10: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 11: flotilla.agent.v1.AssignmentStatus
+	(*DriftedObject)(nil),         // 12: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 13: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 14: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 15: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 16: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
-	7,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
-	15, // 2: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	9,  // 3: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	16, // 4: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	10, // 5: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	11, // 6: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	0,  // 7: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 8: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 9: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	8,  // 10: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	13, // 11: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 12: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 13: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 14: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	12, // 15: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	14, // 16: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	8,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
+	7,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
+	16, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	10, // 4: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	17, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	11, // 6: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	12, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	0,  // 8: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 9: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 10: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	9,  // 11: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	14, // 12: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 13: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 14: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 15: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	13, // 16: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	15, // 17: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -1204,7 +1337,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
