@@ -121,7 +121,7 @@ func (p *pusher) sync(ctx context.Context, commit string) PushResult {
 	for _, s := range fleet.Sources {
 		arts[s.Metadata.Name] = schedule.Artifact{Source: s.Metadata.Name, Revision: commit, Digest: "sha256:" + strings.Repeat("0", 64)}
 	}
-	plan := schedule.Schedule(fleet, clusters, arts, nil)
+	plan := schedule.Schedule(fleet, clusters, arts, nil, commit)
 	var sent, unchanged atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(p.spec.Workers)

@@ -129,12 +129,17 @@ func (s *agentServer) Watch(ctx context.Context, req *connect.Request[agentv1.Wa
 }
 
 func desiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
-	assignments, err := schedule.Decode(ds.Document)
+	doc, err := schedule.DecodeDocument(ds.Document)
 	if err != nil {
 		return nil, fmt.Errorf("desired state of cluster %q: %w", ds.Cluster, err)
 	}
-	out := &agentv1.DesiredState{Cluster: ds.Cluster, Generation: ds.Generation}
-	for _, a := range assignments {
+	out := &agentv1.DesiredState{Cluster: ds.Cluster, Generation: ds.Generation, ExplicitRemovals: true}
+	for _, t := range doc.Removed {
+		out.Removed = append(out.Removed, &agentv1.Tombstone{
+			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest,
+		})
+	}
+	for _, a := range doc.Assignments {
 		out.Assignments = append(out.Assignments, &agentv1.Assignment{
 			Release: a.Release, Source: a.Source, Url: a.URL, Revision: a.Revision, Digest: a.Digest,
 			Path: a.Path, Namespace: a.Namespace, CreateNamespace: a.CreateNamespace,

@@ -352,16 +352,16 @@ func (c *controller) reschedule(ctx context.Context) {
 		return
 	}
 	in := make([]schedule.Cluster, len(clusters))
-	previous := map[string][]schedule.Assignment{}
+	previous := map[string]schedule.Document{}
 	for i, cl := range clusters {
 		in[i] = schedule.Cluster{Name: cl.Name, Labels: cl.Labels}
 		if ds, err := c.h.store.GetDesiredState(ctx, cl.Name); err == nil {
-			if prev, err := schedule.Decode(ds.Document); err == nil {
+			if prev, err := schedule.DecodeDocument(ds.Document); err == nil {
 				previous[cl.Name] = prev
 			}
 		}
 	}
-	plan := schedule.Schedule(fleet, in, arts, previous)
+	plan := schedule.Schedule(fleet, in, arts, previous, c.fleetRev)
 	for _, a := range arts {
 		keep[a.Digest] = true
 	}
@@ -370,7 +370,7 @@ func (c *controller) reschedule(ctx context.Context) {
 		for _, a := range assignments {
 			keep[a.Digest] = true
 		}
-		doc, err := schedule.Encode(assignments)
+		doc, err := schedule.Encode(plan.Document(cl.Name))
 		if err != nil {
 			c.h.log.Error("encode desired state", "cluster", cl.Name, "error", err)
 			continue

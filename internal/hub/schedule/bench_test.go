@@ -38,12 +38,12 @@ func BenchmarkSchedule(b *testing.B) {
 		releases[i] = r
 	}
 	f := fleet(releases...)
-	previous := Schedule(f, clusters, artifacts, nil).Assignments
+	previous := documents(Schedule(f, clusters, artifacts, nil, "r1"))
 
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		p := Schedule(f, clusters, artifacts, previous)
+		p := Schedule(f, clusters, artifacts, previous, "r1")
 		n = 0
 		for _, as := range p.Assignments {
 			n += len(as)

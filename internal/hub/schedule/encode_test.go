@@ -22,12 +22,12 @@ func TestEncodeDeterministic(t *testing.T) {
 	b2 := b
 	b2.Vars = map[string]string{} // nil and empty Vars are the same desired state
 
-	first, err := Encode([]Assignment{a, b})
+	first, err := Encode(Document{Assignments: []Assignment{a, b}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		second, err := Encode([]Assignment{b2, a2})
+		second, err := Encode(Document{Assignments: []Assignment{b2, a2}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,28 +38,28 @@ func TestEncodeDeterministic(t *testing.T) {
 }
 
 func TestEncodeFormat(t *testing.T) {
-	got, err := Encode([]Assignment{{
+	got, err := Encode(Document{Assignments: []Assignment{{
 		Release: "baseline", Source: "platform", URL: "https://hub/a?x=1&y=<2>", Revision: "main@sha1:1111",
 		Digest: "sha256:aaaa", Path: "clusters/eu", Namespace: "platform-system", SelfHeal: true,
 		Timeout: 5 * time.Minute, Interval: 10 * time.Minute, Vars: map[string]string{"z": "1", "cluster_name": "eu-1"},
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"release":"baseline","source":"platform","url":"https://hub/a?x=1&y=<2>","revision":"main@sha1:1111",` +
+	want := `{"assignments":[{"release":"baseline","source":"platform","url":"https://hub/a?x=1&y=<2>","revision":"main@sha1:1111",` +
 		`"digest":"sha256:aaaa","path":"clusters/eu","namespace":"platform-system","prune":false,"selfHeal":true,` +
-		`"wait":false,"timeout":300000000000,"interval":600000000000,"vars":{"cluster_name":"eu-1","z":"1"}}]`
+		`"wait":false,"timeout":300000000000,"interval":600000000000,"vars":{"cluster_name":"eu-1","z":"1"}}]}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("Encode mismatch (-want +got):\n%s", diff)
 	}
 
 	for _, empty := range [][]Assignment{nil, {}} {
-		got, err := Encode(empty)
+		got, err := Encode(Document{Assignments: empty})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != "[]" {
-			t.Errorf("Encode(%#v) = %s, want []", empty, got)
+		if string(got) != `{"assignments":[]}` {
+			t.Errorf("Encode(%#v) = %s, want {\"assignments\":[]}", empty, got)
 		}
 	}
 }
@@ -68,9 +68,9 @@ func TestDecodeRoundTrip(t *testing.T) {
 	p := Schedule(fleet(
 		withVars(withPath(release("baseline"), "clusters/{{ .Cluster.Labels.region }}"), map[string]string{"x": "1"}),
 		release("apps", target("env", "production")),
-	), []Cluster{cluster("eu-1", "region", "eu", "env", "production")}, artifacts, nil)
+	), []Cluster{cluster("eu-1", "region", "eu", "env", "production")}, artifacts, nil, "r1")
 	want := p.Assignments["eu-1"]
-	b, err := Encode(want)
+	b, err := Encode(Document{Assignments: want})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +93,10 @@ func TestDecodeRoundTrip(t *testing.T) {
 
 func TestEncodeDecodeErrors(t *testing.T) {
 	dup := []Assignment{{Release: "a"}, {Release: "b"}, {Release: "a"}}
-	if _, err := Encode(dup); err == nil || err.Error() != `release "a": assigned more than once` {
+	if _, err := Encode(Document{Assignments: dup}); err == nil || err.Error() != `release "a": assigned more than once` {
 		t.Errorf("Encode of a duplicate: got %v", err)
 	}
-	if _, err := Encode([]Assignment{{Source: "platform"}}); err == nil || err.Error() != `assignment of source "platform": release name is empty` {
+	if _, err := Encode(Document{Assignments: []Assignment{{Source: "platform"}}}); err == nil || err.Error() != `assignment of source "platform": release name is empty` {
 		t.Errorf("Encode of an unnamed assignment: got %v", err)
 	}
 	tests := []struct {
@@ -104,8 +104,13 @@ func TestEncodeDecodeErrors(t *testing.T) {
 	}{
 		{`[{"release":"a"},{"release":"a"}]`, `release "a": assigned more than once`},
 		{`[{"release":""}]`, `assignment of source "": release name is empty`},
-		{`{"release":"a"}`, "assignments: json: cannot unmarshal object into Go value of type []schedule.Assignment"},
-		{`[`, "assignments: unexpected end of JSON input"},
+		{`{"release":"a"}`, `desired state: no "assignments" field`},
+		{`[`, "desired state: unexpected end of JSON input"},
+		{`{"assignments":[{"release":"a"}],"removed":[{"release":"a"}]}`, `release "a": both assigned and tombstoned`},
+		{`{"assignments":[],"removed":[{"release":"a"},{"release":"a"}]}`, `release "a": tombstoned more than once`},
+		{`{"assignments":[],"removed":[{"reason":"not-selected"}]}`, `tombstone 0: release name is empty`},
+		{`{"assignments":[{"release":"a"}]}`, ``},
+		{`[{"release":"a"}]`, ``}, // what hubs before tombstones stored
 	}
 	for _, tt := range tests {
 		_, err := Decode([]byte(tt.in))

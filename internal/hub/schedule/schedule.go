@@ -81,23 +81,36 @@ type Plan struct {
 	// Assignments by cluster name: an entry for every cluster given (empty when nothing
 	// matches), each sorted by release.
 	Assignments map[string][]Assignment
+	// Removed by cluster name: the tombstones of each cluster's next document (see
+	// [Document]); nil where there are none.
+	Removed map[string][]Tombstone
 	// Problems sorted by release, then cluster. An assignment they concern is either left out
 	// or, when the cluster had one, kept from previous.
 	Problems []Problem
 }
 
+// Document returns cluster's next desired-state document.
+func (p Plan) Document(cluster string) Document {
+	return Document{Assignments: p.Assignments[cluster], Removed: p.Removed[cluster]}
+}
+
 // Schedule assigns every release of fleet to the clusters it matches.
 //
 // artifacts holds the resolved artifact of each source, by source name. previous is the last
-// plan's assignments by cluster name: a release that cannot be scheduled for a cluster (no
-// artifact for its source, a path that does not resolve) keeps its previous assignment there.
+// plan's documents by cluster name: a release that cannot be scheduled for a cluster (no
+// artifact for its source, a path that does not resolve) keeps its previous assignment there,
+// and a release that leaves a cluster gets a tombstone naming why and fleetRevision.
 // fleet is expected to have passed validation; what validation would refuse is reported as a
 // Problem rather than trusted. Nothing in the inputs is modified or referenced by the plan.
-func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string][]Assignment) Plan {
+func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]Document, fleetRevision string) Plan {
+	if fleet == nil {
+		// Never schedule from "no configuration": that plan would remove everything.
+		return keepAll(clusters, previous)
+	}
 	var s scheduler
 	rels := s.prepare(fleet, artifacts)
 
-	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters))}
+	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters)), Removed: map[string][]Tombstone{}}
 	for _, c := range clusters {
 		if c.Name == "" {
 			s.problem("", "", "a cluster without a name was left out")
@@ -107,7 +120,21 @@ func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Ar
 			s.problem("", c.Name, "cluster is listed more than once; the first entry was used")
 			continue
 		}
-		plan.Assignments[c.Name] = s.scheduleCluster(c, rels, previous[c.Name])
+		prev := previous[c.Name]
+		as := s.scheduleCluster(c, rels, prev.Assignments)
+		plan.Assignments[c.Name] = as
+		if len(prev.Removed) == 0 && len(prev.Assignments) == 0 {
+			continue
+		}
+		why := func(release string) string {
+			if !slices.ContainsFunc(rels, func(r prepared) bool { return r.name == release }) {
+				return ReasonReleaseDeleted
+			}
+			return ReasonNotSelected
+		}
+		if rm := removals(prev, as, fleetRevision, why); len(rm) > 0 {
+			plan.Removed[c.Name] = rm
+		}
 	}
 
 	slices.SortFunc(s.problems, func(a, b Problem) int {
@@ -119,6 +146,32 @@ func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Ar
 	})
 	plan.Problems = s.problems
 	return plan
+}
+
+// keepAll is the plan that changes nothing: every cluster keeps its previous document.
+func keepAll(clusters []Cluster, previous map[string]Document) Plan {
+	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters)), Removed: map[string][]Tombstone{}}
+	for _, c := range clusters {
+		prev := previous[c.Name]
+		plan.Assignments[c.Name] = cloneAssignments(prev.Assignments)
+		if len(prev.Removed) > 0 {
+			plan.Removed[c.Name] = slices.Clone(prev.Removed)
+		}
+	}
+	plan.Problems = []Problem{{Message: "no fleet configuration: every cluster keeps its desired state"}}
+	return plan
+}
+
+func cloneAssignments(in []Assignment) []Assignment {
+	out := make([]Assignment, len(in))
+	for i, a := range in {
+		a.Vars = maps.Clone(a.Vars)
+		if a.Vars == nil {
+			a.Vars = map[string]string{}
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // scheduler collects problems during one call of Schedule.

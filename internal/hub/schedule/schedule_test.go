@@ -133,15 +133,10 @@ func TestScheduleMatching(t *testing.T) {
 			),
 			want: map[string][]string{"prod-eu": {"alpha", "mid", "zeta"}, "prod-us": {"mid"}, "staging": {"alpha", "zeta"}, "bare": {}},
 		},
-		{
-			name:  "no fleet: every cluster has an empty entry",
-			fleet: nil,
-			want:  map[string][]string{"prod-eu": {}, "prod-us": {}, "staging": {}, "bare": {}},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Schedule(tt.fleet, clusters, artifacts, nil)
+			p := Schedule(tt.fleet, clusters, artifacts, nil, "r1")
 			if diff := cmp.Diff(tt.want, assigned(p)); diff != "" {
 				t.Errorf("assignments mismatch (-want +got):\n%s", diff)
 			}
@@ -164,7 +159,7 @@ func TestScheduleAssignment(t *testing.T) {
 	set.Spec.Interval = v1alpha1.Duration{Duration: time.Hour}
 	set.Spec.Variables = map[string]string{"replicas": "3"}
 
-	p := Schedule(fleet(defaults, set), []Cluster{cluster("eu-1", "topology.kubernetes.io/region", "eu")}, artifacts, nil)
+	p := Schedule(fleet(defaults, set), []Cluster{cluster("eu-1", "topology.kubernetes.io/region", "eu")}, artifacts, nil, "r1")
 	clusterVars := map[string]string{"cluster_name": "eu-1", "cluster_label_topology_kubernetes_io_region": "eu"}
 	want := Plan{Assignments: map[string][]Assignment{"eu-1": {
 		{
@@ -180,7 +175,7 @@ func TestScheduleAssignment(t *testing.T) {
 			Prune: true, SelfHeal: false, Wait: true, Timeout: time.Minute, Interval: time.Hour,
 			Vars: map[string]string{"cluster_name": "eu-1", "cluster_label_topology_kubernetes_io_region": "eu", "replicas": "3"},
 		},
-	}}}
+	}}, Removed: map[string][]Tombstone{}}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("plan mismatch (-want +got):\n%s", diff)
 	}
@@ -265,7 +260,7 @@ func TestSchedulePaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, tt.previous)
+			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, assignmentsOnly(tt.previous), "r1")
 			paths, revs := []string{}, []string{}
 			for _, a := range p.Assignments[tt.cluster.Name] {
 				paths = append(paths, a.Path)
@@ -329,7 +324,7 @@ func TestScheduleVars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, nil)
+			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, nil, "r1")
 			as := p.Assignments[tt.cluster.Name]
 			if len(as) != 1 {
 				t.Fatalf("want one assignment, got %v (problems %v)", as, p.Problems)
@@ -361,13 +356,13 @@ func TestScheduleRelabel(t *testing.T) {
 		{"moved to staging", []string{"env", "staging"}, []string{}},
 		{"back to production", []string{"env", "production"}, []string{"baseline"}},
 	}
-	var previous map[string][]Assignment
+	var previous map[string]Document
 	for _, step := range steps {
-		p := Schedule(f, []Cluster{cluster("c", step.labels...)}, artifacts, previous)
+		p := Schedule(f, []Cluster{cluster("c", step.labels...)}, artifacts, previous, "r1")
 		if diff := cmp.Diff(map[string][]string{"c": step.want}, assigned(p)); diff != "" {
 			t.Errorf("%s: assignments mismatch (-want +got):\n%s", step.name, diff)
 		}
-		previous = p.Assignments
+		previous = documents(p)
 	}
 }
 
@@ -383,11 +378,11 @@ func TestScheduleSourceMissing(t *testing.T) {
 	f := fleet(release("baseline", target("env", "production")), apps)
 	clusters := []Cluster{cluster("a", "env", "production"), cluster("b", "env", "production"), cluster("c", "env", "staging")}
 
-	p := Schedule(f, clusters, map[string]Artifact{"apps": appsArtifact}, map[string][]Assignment{
+	p := Schedule(f, clusters, map[string]Artifact{"apps": appsArtifact}, assignmentsOnly(map[string][]Assignment{
 		"a": {old},
 		// c's release no longer selects it: removed even while its source is down.
 		"c": {func() Assignment { a := old; a.Vars = map[string]string{"cluster_name": "c"}; return a }()},
-	})
+	}), "r1")
 
 	if diff := cmp.Diff(map[string][]string{"a": {"apps", "baseline"}, "b": {"apps"}, "c": {"apps"}}, assigned(p)); diff != "" {
 		t.Errorf("assignments mismatch (-want +got):\n%s", diff)
@@ -418,7 +413,7 @@ func TestScheduleIsPure(t *testing.T) {
 		clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), "env", []string{"production", "staging"}[i%2], "region", []string{"eu", "us", "ap"}[i%3]))
 	}
 	previous := map[string][]Assignment{"c00": {{Release: "gone", Vars: map[string]string{"k": "v"}}}}
-	first := Schedule(f, clusters, artifacts, previous)
+	first := Schedule(f, clusters, artifacts, assignmentsOnly(previous), "r1")
 
 	// Same inputs in another order give the same plan.
 	reversed := slices.Clone(clusters)
@@ -426,7 +421,7 @@ func TestScheduleIsPure(t *testing.T) {
 	g := *f
 	g.Releases = slices.Clone(f.Releases)
 	slices.Reverse(g.Releases)
-	if diff := cmp.Diff(first, Schedule(&g, reversed, artifacts, previous)); diff != "" {
+	if diff := cmp.Diff(first, Schedule(&g, reversed, artifacts, assignmentsOnly(previous), "r1")); diff != "" {
 		t.Errorf("plan depends on input order (-first +second):\n%s", diff)
 	}
 
@@ -442,7 +437,7 @@ func TestScheduleIsPure(t *testing.T) {
 
 func TestScheduleMalformedInput(t *testing.T) {
 	f := fleet(release("dup"), release("dup", target("env", "x")))
-	p := Schedule(f, []Cluster{cluster("a"), cluster("a", "env", "x"), {}}, artifacts, nil)
+	p := Schedule(f, []Cluster{cluster("a"), cluster("a", "env", "x"), {}}, artifacts, nil, "r1")
 	if diff := cmp.Diff(map[string][]string{"a": {"dup"}}, assigned(p)); diff != "" {
 		t.Errorf("assignments mismatch (-want +got):\n%s", diff)
 	}
@@ -471,4 +466,25 @@ func TestProblemString(t *testing.T) {
 			t.Errorf("%#v.String() = %q, want %q", tt.p, got, tt.want)
 		}
 	}
+}
+
+// documents is a plan's documents by cluster: the next call's previous, as the hub stores it.
+func documents(p Plan) map[string]Document {
+	out := make(map[string]Document, len(p.Assignments))
+	for name := range p.Assignments {
+		out[name] = p.Document(name)
+	}
+	return out
+}
+
+// assignmentsOnly is a previous plan without tombstones.
+func assignmentsOnly(m map[string][]Assignment) map[string]Document {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]Document, len(m))
+	for name, as := range m {
+		out[name] = Document{Assignments: as}
+	}
+	return out
 }

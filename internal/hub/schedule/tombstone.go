@@ -1,0 +1,67 @@
+package schedule
+
+import "slices"
+
+// Reasons a release leaves a cluster: the only two the hub can name.
+const (
+	// ReasonReleaseDeleted: the release is no longer in the fleet configuration.
+	ReasonReleaseDeleted = "release-deleted"
+	// ReasonNotSelected: the release's targets no longer select the cluster (a relabel, a
+	// changed selector).
+	ReasonNotSelected = "not-selected"
+)
+
+// MaxTombstones bounds the tombstones one cluster's document keeps; the oldest go first. A
+// tombstone only matters until the cluster's agent has seen it, and an agent that was away for
+// more than this many removals refuses the document and prunes nothing (the safe side).
+const MaxTombstones = 256
+
+// Tombstone records that a release left a cluster: the only thing that lets an agent prune a
+// whole release.
+type Tombstone struct {
+	Release string `json:"release"`
+	// Reason is ReasonReleaseDeleted or ReasonNotSelected.
+	Reason string `json:"reason"`
+	// FleetRevision is the fleet configuration revision whose scheduling removed the release.
+	FleetRevision string `json:"fleetRevision"`
+	// Revision and Digest are what the release was at when it left.
+	Revision string `json:"revision,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+}
+
+// Document is one cluster's desired state as the hub stores it: what is assigned, and the
+// tombstones of what left.
+type Document struct {
+	Assignments []Assignment `json:"assignments"`
+	// Removed holds tombstones oldest first; never a release that Assignments holds.
+	Removed []Tombstone `json:"removed,omitempty"`
+}
+
+// removals returns the tombstones of the cluster's next document: those of prev still not
+// assigned again, then one for every release of prev that assigned no longer holds, oldest
+// first and at most MaxTombstones. why names the reason a release is not assigned.
+func removals(prev Document, assigned []Assignment, fleetRevision string, why func(release string) string) []Tombstone {
+	holds := func(release string) bool {
+		return slices.ContainsFunc(assigned, func(a Assignment) bool { return a.Release == release })
+	}
+	var out []Tombstone
+	for _, t := range prev.Removed {
+		if !holds(t.Release) {
+			out = append(out, t)
+		}
+	}
+	for _, a := range prev.Assignments {
+		if holds(a.Release) {
+			continue
+		}
+		out = slices.DeleteFunc(out, func(t Tombstone) bool { return t.Release == a.Release })
+		out = append(out, Tombstone{
+			Release: a.Release, Reason: why(a.Release), FleetRevision: fleetRevision,
+			Revision: a.Revision, Digest: a.Digest,
+		})
+	}
+	if len(out) > MaxTombstones {
+		out = out[len(out)-MaxTombstones:]
+	}
+	return out
+}
