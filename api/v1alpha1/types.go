@@ -87,6 +87,18 @@ type LabelSelector struct {
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
+// Matches reports whether labels include every MatchLabels pair. A label that is absent does
+// not match, even when the selector wants the empty value. This is the one matcher: the
+// scheduler's targets and a notification's clusterSelector both use it.
+func (s LabelSelector) Matches(labels map[string]string) bool {
+	for k, want := range s.MatchLabels {
+		if got, ok := labels[k]; !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
 // Fleet is a whole fleet configuration.
 type Fleet struct {
 	Sources       []Source       `json:"sources"`

@@ -75,12 +75,7 @@ func (r Rules) selects(a Assignment) bool {
 	if len(r.Releases) > 0 && !slices.Contains(r.Releases, a.Release) {
 		return false
 	}
-	for k, v := range r.ClusterLabels {
-		if got, ok := a.ClusterLabels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
+	return v1alpha1.LabelSelector{MatchLabels: r.ClusterLabels}.Matches(a.ClusterLabels)
 }
 
 // State is what a notification remembers between evaluations, by assignment

@@ -5,34 +5,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
 )
 
-// ClusterVars returns the variables a cluster contributes: cluster_name, and for each label
-// cluster_label_<key> with every character of key that is not [A-Za-z0-9_] replaced by '_'
-// ("topology.kubernetes.io/region" gives cluster_label_topology_kubernetes_io_region).
-//
-// Two label keys can map to the same variable ("a.b" and "a-b"); the key that sorts last wins,
-// so the result does not depend on map iteration order.
+// ClusterVars returns the variables a cluster contributes (cluster_name and
+// cluster_label_<key>); it is [v1alpha1.ClusterVariables], the function the hub's scheduler uses
+// too, so that "flotilla render" and the agent see what the hub assigned.
 func ClusterVars(name string, labels map[string]string) map[string]string {
-	vars := make(map[string]string, len(labels)+1)
-	vars["cluster_name"] = name
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		vars["cluster_label_"+sanitizeVarName(k)] = labels[k]
-	}
-	return vars
-}
-
-func sanitizeVarName(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		if isVarChar(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
+	return v1alpha1.ClusterVariables(name, labels)
 }
 
 func isVarChar(r rune) bool {
