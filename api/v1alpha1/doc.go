@@ -44,4 +44,12 @@
 // A Release's path is a text/template over [PathData]: "clusters/{{ .Cluster.Labels.region }}".
 // [ReleaseSpec.PathTemplate] parses it with missingkey=error, so a label the cluster lacks is an
 // error for that cluster rather than an empty path segment.
+//
+// A path template is literal text and three kinds of reference, nothing else:
+// {{ .Cluster.Name }}, {{ .Cluster.Labels.<key> }} and {{ index .Cluster.Labels "<key>" }}
+// (for keys such as "topology.kubernetes.io/zone"). range, with, if, template, define, block,
+// variables, pipelines and every function but index are refused when the fleet is validated,
+// naming the release and spec.path: {{ range 1000000000 }}aaaa{{ end }} would otherwise make
+// the hub build gigabytes for every cluster. [ExecutePath] also stops at [MaxPathLength] bytes
+// (1 KiB), so no path can grow without bound whatever the labels hold.
 package v1alpha1

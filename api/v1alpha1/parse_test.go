@@ -170,6 +170,18 @@ func TestParseInvalid(t *testing.T) {
 			want:  []Problem{{f, "Release/a", "spec.path", ".Region does not exist: a path template can use .Cluster.Name and .Cluster.Labels.<key>"}},
 		},
 		{
+			name:  "path template that would build a string of any size",
+			files: map[string]string{f: release("a", validSpec+"  path: '{{range 1000000000}}aaaa{{end}}'\n")},
+			want: []Problem{{f, "Release/a", "spec.path",
+				`range at path:1:8 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`}},
+		},
+		{
+			name:  "path template calling a function other than index",
+			files: map[string]string{f: release("a", validSpec+"  path: '{{ printf \"%0999999999d\" 0 }}'\n")},
+			want: []Problem{{f, "Release/a", "spec.path",
+				`printf "%0999999999d" 0 at path:1:3 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`}},
+		},
+		{
 			name:  "negative interval",
 			files: map[string]string{f: release("a", validSpec+"  interval: -10m\n")},
 			want:  []Problem{{f, "Release/a", "spec.interval", "must be positive, not -10m0s"}},

@@ -66,6 +66,9 @@ func (t *pathTemplate) execute(c Cluster) (string, error) {
 	if t.parts != nil {
 		var b strings.Builder
 		for _, p := range t.parts {
+			if b.Len() > v1alpha1.MaxPathLength {
+				return "", v1alpha1.ErrPathTooLong // as v1alpha1.ExecutePath says it
+			}
 			switch {
 			case p.name:
 				b.WriteString(c.Name)
@@ -80,18 +83,19 @@ func (t *pathTemplate) execute(c Cluster) (string, error) {
 				b.WriteString(p.text)
 			}
 		}
+		if b.Len() > v1alpha1.MaxPathLength {
+			return "", v1alpha1.ErrPathTooLong
+		}
 		return b.String(), nil
 	}
 	return t.executeTemplate(c)
 }
 
 func (t *pathTemplate) executeTemplate(c Cluster) (string, error) {
-	var b strings.Builder
 	data := v1alpha1.PathData{Cluster: v1alpha1.PathCluster{Name: c.Name, Labels: c.Labels}}
-	if err := t.tmpl.Execute(&b, data); err != nil {
-		return "", err // "template: path:1:20: executing ... map has no entry for key "region""
-	}
-	return b.String(), nil
+	// "template: path:1:20: executing ... map has no entry for key "region"", or
+	// v1alpha1.ErrPathTooLong.
+	return v1alpha1.ExecutePath(t.tmpl, data)
 }
 
 // resolvePath returns the release's path for cluster c, cleaned, or why there is none.
@@ -114,6 +118,9 @@ func (r *prepared) resolvePath(c Cluster) (string, error) {
 func checkResolved(p string) (string, error) {
 	if p == "" {
 		return "", nil
+	}
+	if len(p) > v1alpha1.MaxPathLength {
+		return "", v1alpha1.ErrPathTooLong
 	}
 	if strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("path %q is absolute: it must be relative to the root of the source", p)
