@@ -62,7 +62,8 @@ type SinkAttempt struct {
 	Err               error
 	// Reason classifies a failure with a bounded set of values: "network", "429", "5xx",
 	// "4xx" (refused: retried all the same, since dropping it would lose records), "cursor"
-	// (delivered, but the cursor could not be saved). Empty on success.
+	// (delivered, but the cursor could not be saved), "chain" (the chain's first record could
+	// not be read: not sent). Empty on success.
 	Reason string
 }
 
@@ -296,7 +297,14 @@ func (s *Sink) deliver(ctx context.Context, b batch) (a SinkAttempt, retryAfter 
 	req.Header.Set("X-Flotilla-Audit-First-Seq", strconv.FormatInt(a.FirstSeq, 10))
 	req.Header.Set("X-Flotilla-Audit-Last-Seq", strconv.FormatInt(a.LastSeq, 10))
 	if s.chain == "" {
-		_ = s.log.r.QueryRowContext(ctx, `SELECT hash FROM records WHERE seq = 1`).Scan(&s.chain)
+		// Without the chain a receiver cannot tell this hub's records from another's with the
+		// same seq, so a failed lookup fails the attempt (retried) rather than sending them
+		// unnamed. No record 1 (nothing to name the chain by) sends them without the header.
+		err := s.log.r.QueryRowContext(ctx, `SELECT hash FROM records WHERE seq = 1`).Scan(&s.chain)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			a.Err, a.Reason = fmt.Errorf("audit sink %s: records %d-%d: read the chain's first record: %w", s.key, a.FirstSeq, a.LastSeq, err), "chain"
+			return a, 0, false
+		}
 	}
 	if s.chain != "" {
 		// Names the chain: several hubs (replicas, or a hub whose data dir was replaced)

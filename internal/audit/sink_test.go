@@ -332,3 +332,35 @@ func TestSinkCursorPerURL(t *testing.T) {
 		t.Errorf("another URL: cursor %d lag %d, %v; want 0 and 3", s3.Cursor(), s3.Lag(), err)
 	}
 }
+
+// TestSinkRefusesToSendWithoutItsChain: a batch whose chain cannot be read is not sent
+// unnamed (a receiver would take it for another hub's records): the attempt fails with
+// reason "chain" and is retried.
+func TestSinkRefusesToSendWithoutItsChain(t *testing.T) {
+	l, _ := openTest(t)
+	fill(t, l, 2)
+	rv := &receiver{t: t, answer: func(int, []sinkRecord) (int, string) { return http.StatusOK, "" }}
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	s, err := NewSink(t.Context(), l, fastSink(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.next(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.r.Close() // the chain lookup now fails
+	a, _, _ := s.deliver(t.Context(), b)
+	if a.Err == nil || a.Reason != "chain" {
+		t.Errorf("deliver = (err %v, reason %q), want an error with reason chain", a.Err, a.Reason)
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rv.requests != 0 {
+		t.Errorf("%d requests reached the receiver, want none", rv.requests)
+	}
+	if s.Cursor() != 0 {
+		t.Errorf("cursor %d after a failed attempt, want 0", s.Cursor())
+	}
+}

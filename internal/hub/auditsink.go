@@ -11,14 +11,14 @@ import (
 
 // newAuditSink prepares the streaming audit sink when Options.AuditSink names a URL, and
 // registers its metrics: lag (records not yet acknowledged) and failed deliveries by a
-// bounded reason (network, 429, 5xx, 4xx, cursor).
+// bounded reason (network, 429, 5xx, 4xx, cursor, chain).
 func (h *Hub) newAuditSink(ctx context.Context) error {
 	o := h.opts.AuditSink
 	if o.URL == "" {
 		return nil
 	}
 	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "flotilla_hub_audit_sink_failures_total", Help: "Failed deliveries to the audit sink, by reason (network, 429, 5xx, 4xx, cursor); each is retried.",
+		Name: "flotilla_hub_audit_sink_failures_total", Help: "Failed deliveries to the audit sink, by reason (network, 429, 5xx, 4xx, cursor, chain); each is retried.",
 	}, []string{"reason"})
 	delivered := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "flotilla_hub_audit_sink_records_delivered_total", Help: "Audit records the sink acknowledged.",
