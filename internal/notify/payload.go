@@ -89,14 +89,14 @@ func SlackLine(e Event) string {
 	fmt.Fprintf(&b, "%s *%s*: release `%s` on cluster `%s`", emoji[e.Type], e.Type, e.Release, e.Cluster)
 	switch e.Type {
 	case Failed:
-		fmt.Fprintf(&b, ": phase %s, desired %s", e.Phase, shortRevision(e.DesiredRevision))
+		fmt.Fprintf(&b, ": phase %s, desired %s", slackEscape(e.Phase), shortRevision(e.DesiredRevision))
 		if e.Conflicts > 0 {
 			fmt.Fprintf(&b, ", %d conflicts", e.Conflicts)
 		}
 	case Drifted:
-		fmt.Fprintf(&b, ": objects changed by hand at %s", shortRevision(e.AppliedRevision))
+		fmt.Fprintf(&b, ": objects changed by hand at %s", slackEscape(shortRevision(e.AppliedRevision)))
 	case Skewed:
-		applied := shortRevision(e.AppliedRevision)
+		applied := slackEscape(shortRevision(e.AppliedRevision))
 		if applied == "" {
 			applied = "nothing"
 		}
@@ -123,10 +123,18 @@ func SlackLine(e Event) string {
 		if len(msg) > maxSlackError {
 			msg = msg[:maxSlackError] + "…"
 		}
-		fmt.Fprintf(&b, "\n> %s", strings.ReplaceAll(msg, "\n", "\n> "))
+		fmt.Fprintf(&b, "\n> %s", strings.ReplaceAll(slackEscape(msg), "\n", "\n> "))
 	}
 	return b.String()
 }
+
+// slackEscaper escapes the three characters Slack's mrkdwn gives a meaning to. Text an agent
+// sent (its error, phase and applied revision) goes through it, so that "<!channel>" or
+// "<https://evil|click>" in an error message shows as typed rather than pinging a channel or
+// linking somewhere.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 // shortRevision cuts a commit in a revision ("main@sha1:0123456789abcdef...") to 12 digits.
 func shortRevision(rev string) string {

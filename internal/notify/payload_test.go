@@ -106,3 +106,32 @@ func TestSlackBody(t *testing.T) {
 		t.Errorf("100 events: %d blocks, text ends %q", len(got.Blocks), got.Text[len(got.Text)-40:])
 	}
 }
+
+func TestSlackLineEscapesAgentText(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Event
+		want string
+	}{
+		{
+			"an error that mentions the channel and links elsewhere",
+			Event{Type: Failed, Release: "web", Cluster: "eu-1", Phase: "Failed", DesiredRevision: "v1",
+				Error: "<!channel> see <https://evil.example|the fix> & retry\nx > y"},
+			":red_circle: *failed*: release `web` on cluster `eu-1`: phase Failed, desired v1" +
+				"\n> &lt;!channel&gt; see &lt;https://evil.example|the fix&gt; &amp; retry\n> x &gt; y",
+		},
+		{
+			"a phase and an applied revision from the agent",
+			Event{Type: Drifted, Release: "web", Cluster: "eu-1", AppliedRevision: "<@U123>"},
+			":warning: *drifted*: release `web` on cluster `eu-1`: objects changed by hand at &lt;@U123&gt;",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SlackLine(tt.e)
+			if got != tt.want {
+				t.Errorf("SlackLine:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
