@@ -320,10 +320,14 @@ func TestOpenSQLitePaths(t *testing.T) {
 			t.Errorf("database not at hub.db: %v", err)
 		}
 	})
-	for _, tc := range []struct{ name, path string }{
-		{"refuses an empty path", ""},
-		{"refuses an in-memory database", ":memory:"},
-		{"fails in a missing directory", filepath.Join(t.TempDir(), "no", "such", "hub.db")},
+	missing := filepath.Join(t.TempDir(), "no", "such", "hub.db")
+	for _, tc := range []struct {
+		name, path string
+		want       string // the whole error: what the user reads
+	}{
+		{"refuses an empty path", "", `sqlite store : sqlite file "": a file path is required`},
+		{"refuses an in-memory database", ":memory:", `sqlite store :memory:: sqlite file ":memory:": a file path is required`},
+		{"fails in a missing directory", missing, "sqlite store " + missing + ": unable to open database file (14)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := store.OpenSQLite(t.Context(), tc.path)
@@ -331,7 +335,9 @@ func TestOpenSQLitePaths(t *testing.T) {
 				s.Close()
 				t.Fatalf("OpenSQLite(%q) succeeded", tc.path)
 			}
-			t.Log(err)
+			if err.Error() != tc.want {
+				t.Errorf("OpenSQLite(%q) error:\n got %q\nwant %q", tc.path, err, tc.want)
+			}
 		})
 	}
 }
