@@ -26,14 +26,35 @@
 // broken one, or a loop) is an error naming it when it would be read. For a kustomization,
 // kustomize works on an in-memory copy of Root, so "../base" works as long as it stays inside
 // Root; unusable symlinks are left out of the copy, and a kustomization that refers to one that
-// leads outside gets an error naming it. Before kustomize runs, every kustomization involved is
-// checked, and these are refused with an error naming the kustomization file and the entry:
+// leads outside gets an error naming it.
 //
-//   - remote resources, bases, components and files (URLs, github.com/... and git@host:
-//     addresses), so rendering never uses the network ([ErrRemoteNotAllowed]);
-//   - references that lead outside Root ([ErrOutsideRoot]);
+// Rendering never uses the network. Before kustomize runs, every kustomization involved and
+// every generator, transformer and validator config it lists (inline or in a file) is checked,
+// and these are refused with an error naming the file, the field and the reference, such as
+// "render kustomization.yaml: patches[0].path: remote reference "https://x/p.yaml" refused:
+// rendering reads only the artifact":
+//
+//   - remote references in any field that names a file or base ([ErrRemoteNotAllowed]): a URL
+//     of any scheme (http://, https://, ssh://, file://), git::..., github.com/... and
+//     git@host: addresses, in resources, bases, components, patches, patchesJson6902,
+//     patchesStrategicMerge, replacements, configMapGenerator and secretGenerator files and
+//     envs, crds, configurations and openapi, and in the files, envs, path, paths,
+//     replacements[].path, targetFilePath and value fields of the built-in ConfigMapGenerator,
+//     SecretGenerator, PatchTransformer, PatchJson6902Transformer,
+//     PatchStrategicMergeTransformer, ReplacementTransformer and ValueAddTransformer;
+//   - references that lead outside Root, absolute paths included ([ErrOutsideRoot]);
+//   - a kustomization directory listed under generators, transformers or validators
+//     ([ErrConfigNotCheckable]): kustomize would build those configs, and a replacement can
+//     assemble a URL that no file holds, so they could not be checked before use;
 //   - helmCharts, helmGlobals, helmChartInflationGenerator and HelmChartInflationGenerator
 //     configs ([ErrHelmNotAllowed]).
+//
+// kustomize then reads the in-memory copy through a sealed file system that refuses, field
+// blind, any kustomization or built-in plugin config holding a string kustomize could take for
+// a remote location (annotations, labels and generator literals excepted). kustomize offers no
+// way to replace its HTTP client or Git cloner, and every configuration it acts on is read
+// through that file system, so this holds even for a field a future kustomize learns to fetch
+// and the checks above do not know.
 //
 // kustomize runs with plugins disabled: exec, container-function and Go plugins fail with
 // [ErrPluginsNotAllowed]; the built-in generators and transformers work.

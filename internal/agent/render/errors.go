@@ -11,8 +11,13 @@ import (
 var (
 	// ErrOutsideRoot: a path, symlink or kustomization reference leads outside Options.Root.
 	ErrOutsideRoot = errors.New("points outside the artifact root")
-	// ErrRemoteNotAllowed: a kustomization refers to a URL or Git repository.
-	ErrRemoteNotAllowed = errors.New("remote bases are not allowed")
+	// ErrRemoteNotAllowed: a kustomization or a generator or transformer config refers to a URL
+	// or Git repository.
+	ErrRemoteNotAllowed = errors.New("rendering reads only the artifact")
+	// ErrConfigNotCheckable: a kustomization lists a kustomization directory as generator,
+	// transformer or validator configs, which kustomize would build, so they could not be
+	// checked for remote references before use.
+	ErrConfigNotCheckable = errors.New("plugin configs must be inline or in files, not built by a kustomization")
 	// ErrPluginsNotAllowed: a kustomization uses an exec, container-function or Go plugin.
 	ErrPluginsNotAllowed = errors.New("plugins are not allowed")
 	// ErrHelmNotAllowed: a kustomization inflates Helm charts.

@@ -44,17 +44,23 @@ var kustomizeMu sync.Mutex
 // buildKustomization runs kustomize on directory rel of the root, whose kustomization file is
 // kustFile.
 //
-// kustomize reads from an in-memory copy of the root, so nothing outside the root exists for it,
-// whatever a kustomization says; the checks in policy.go run first to turn such references, and
-// remote ones, into clear errors before kustomize could try the network.
-func buildKustomization(ctx context.Context, root, rel, kustFile string) ([]object, error) {
+// Rendering is sealed twice over. kustomize reads from an in-memory copy of the root, so
+// nothing outside the root exists for it, whatever a kustomization says; it reads that copy
+// through sealedFS, which refuses any configuration naming a remote location, so it never
+// fetches or clones anything (see sealedFS for why this is the seam). Before that, the checks
+// in policy.go walk every kustomization and plugin config and turn such references into clear
+// errors naming the file and the field; unchecked (a test hook) skips them, to show that the
+// seal holds by itself.
+func buildKustomization(ctx context.Context, root, rel, kustFile string, unchecked bool) ([]object, error) {
 	fsys, outside, err := loadRoot(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{fsys: fsys, outside: outside, visited: map[string]bool{}}
-	if err := c.checkDir(rel); err != nil {
-		return nil, err
+	if !unchecked {
+		c := &checker{fsys: fsys, outside: outside, visited: map[string]bool{}}
+		if err := c.checkDir(rel); err != nil {
+			return nil, err
+		}
 	}
 	kustPath := path.Join(rel, kustFile)
 	addedOrigin, err := requestOrigins(fsys, kustPath)
@@ -71,7 +77,11 @@ func buildKustomization(ctx context.Context, root, rel, kustFile string) ([]obje
 	// boundary, not kustomize's own restriction to the kustomization's directory.
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	opts.PluginConfig = types.DisabledPluginConfig()
-	m, err := runKustomize(opts, fsys, memPath(rel))
+	sealed := newSealedFS(fsys)
+	m, err := runKustomize(opts, sealed, memPath(rel))
+	if refused := sealed.refusal(); refused != nil {
+		return nil, refused // whatever kustomize made of it
+	}
 	if err != nil {
 		if types.IsErrOnlyBuiltinPluginsAllowed(err) {
 			err = fmt.Errorf("%w (%w)", ErrPluginsNotAllowed, err)

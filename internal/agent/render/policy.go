@@ -19,9 +19,11 @@ import (
 // what the agent does not do: fetching remote bases or files, inflating Helm charts, and reading
 // outside the artifact root.
 //
-// It is not what keeps kustomize inside the root (the in-memory file system does that); it
-// exists so that such kustomizations fail with an error that names the file and the entry, and
-// so that kustomize never gets to clone or download anything.
+// It checks, field by field, the kustomization's own fields and the file fields of the
+// built-in generators and transformers (inline and in files). It is not what keeps kustomize
+// inside the root (the in-memory file system does that) nor off the network (sealedFS does
+// that too, field-blind); it exists so that such kustomizations fail with an error that names
+// the file, the field and the reference before kustomize starts.
 type checker struct {
 	fsys    filesys.FileSystem // the in-memory copy of the root
 	outside map[string]bool    // paths of symlinks that lead outside the root
@@ -63,27 +65,31 @@ func (c *checker) checkDir(dir string) error {
 		field string
 		refs  []string
 	}{
-		{"resource", k.Resources},
-		{"base", k.Bases},
-		{"component", k.Components},
-		{"generator", k.Generators},
-		{"transformer", k.Transformers},
-		{"validator", k.Validators},
+		{"resources", k.Resources},
+		{"bases", k.Bases},
+		{"components", k.Components},
+		{"generators", k.Generators},
+		{"transformers", k.Transformers},
+		{"validators", k.Validators},
 	}
 	for _, d := range dirRefs {
-		isPluginConfig := d.field == "generator" || d.field == "transformer" || d.field == "validator"
-		for _, ref := range d.refs {
+		isPluginConfig := d.field == "generators" || d.field == "transformers" || d.field == "validators"
+		for i, ref := range d.refs {
+			field := fmt.Sprintf("%s[%d]", d.field, i)
 			if isPluginConfig && isInline(ref) {
-				if err := refuseHelmConfig(kf, []byte(ref)); err != nil {
+				if err := c.checkPluginConfigs(kf, dir, field+": ", []byte(ref)); err != nil {
 					return err
 				}
 				continue
 			}
-			target, err := c.local(kf, dir, d.field, ref)
+			target, err := c.local(kf, dir, field, ref)
 			if err != nil {
 				return err
 			}
 			if c.fsys.IsDir(memPath(target)) {
+				if isPluginConfig {
+					return fail(fmt.Errorf("%s: %q is a directory: %w", field, ref, ErrConfigNotCheckable))
+				}
 				if err := c.checkDir(target); err != nil {
 					return err
 				}
@@ -91,7 +97,8 @@ func (c *checker) checkDir(dir string) error {
 			}
 			if isPluginConfig {
 				if data, err := c.fsys.ReadFile(memPath(target)); err == nil {
-					if err := refuseHelmConfig(target, data); err != nil {
+					// Paths in a config are relative to the kustomization, not to the config file.
+					if err := c.checkPluginConfigs(target, dir, "", data); err != nil {
 						return err
 					}
 				}
@@ -101,37 +108,44 @@ func (c *checker) checkDir(dir string) error {
 
 	// Entries that name files.
 	var files []struct{ field, ref string }
-	add := func(field string, refs ...string) {
-		for _, r := range refs {
-			if r != "" {
-				files = append(files, struct{ field, ref string }{field, r})
-			}
+	add := func(field string, ref string) {
+		if ref != "" {
+			files = append(files, struct{ field, ref string }{field, ref})
 		}
 	}
-	add("crd", k.Crds...)
-	add("configuration", k.Configurations...)
-	add("openapi path", k.OpenAPI["path"])
-	for _, p := range k.Patches {
-		add("patch", p.Path)
+	addAll := func(field string, refs []string) {
+		for i, r := range refs {
+			add(fmt.Sprintf("%s[%d]", field, i), r)
+		}
 	}
-	for _, p := range k.PatchesJson6902 {
-		add("patch", p.Path)
+	addAll("crds", k.Crds)
+	addAll("configurations", k.Configurations)
+	add("openapi.path", k.OpenAPI["path"])
+	for i, p := range k.Patches {
+		add(fmt.Sprintf("patches[%d].path", i), p.Path)
 	}
-	for _, p := range k.PatchesStrategicMerge {
+	for i, p := range k.PatchesJson6902 {
+		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
+	}
+	for i, p := range k.PatchesStrategicMerge {
 		if !isInline(string(p)) {
-			add("patch", string(p))
+			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
 		}
 	}
-	for _, r := range k.Replacements {
-		add("replacement", r.Path)
+	for i, r := range k.Replacements {
+		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
 	}
-	for _, g := range k.ConfigMapGenerator {
-		add("configMapGenerator file", fileSourcePaths(g.FileSources)...)
-		add("configMapGenerator env", append(g.EnvSources, g.EnvSource)...)
+	for i, g := range k.ConfigMapGenerator {
+		f := fmt.Sprintf("configMapGenerator[%d]", i)
+		addAll(f+".files", fileSourcePaths(g.FileSources))
+		addAll(f+".envs", g.EnvSources)
+		add(f+".env", g.EnvSource)
 	}
-	for _, g := range k.SecretGenerator {
-		add("secretGenerator file", fileSourcePaths(g.FileSources)...)
-		add("secretGenerator env", append(g.EnvSources, g.EnvSource)...)
+	for i, g := range k.SecretGenerator {
+		f := fmt.Sprintf("secretGenerator[%d]", i)
+		addAll(f+".files", fileSourcePaths(g.FileSources))
+		addAll(f+".envs", g.EnvSources)
+		add(f+".env", g.EnvSource)
 	}
 	for _, f := range files {
 		if _, err := c.local(kf, dir, f.field, f.ref); err != nil {
@@ -139,6 +153,84 @@ func (c *checker) checkDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// pluginConfig holds the fields of the built-in generators and transformers (api/builtins)
+// that name files, which kustomize would load, or fetch when they are URLs.
+type pluginConfig struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	// ConfigMapGenerator, SecretGenerator.
+	Files []string `yaml:"files"`
+	Envs  []string `yaml:"envs"`
+	Env   string   `yaml:"env"`
+	// PatchTransformer, PatchJson6902Transformer.
+	Path string `yaml:"path"`
+	// PatchStrategicMergeTransformer: files or inline patches.
+	Paths []string `yaml:"paths"`
+	// ReplacementTransformer.
+	Replacements []struct {
+		Path string `yaml:"path"`
+	} `yaml:"replacements"`
+	// ValueAddTransformer: TargetFilePath is loaded; Value is written into objects, and a value
+	// that is a remote location is refused too (it could be a file field of another config).
+	TargetFilePath string `yaml:"targetFilePath"`
+	Value          string `yaml:"value"`
+}
+
+// checkPluginConfigs checks the generator, transformer or validator configs in data, inline in
+// kustomization file (prefix names the entry) or in a config file (file names it). dir is the
+// kustomization's directory, against which kustomize resolves the configs' paths.
+func (c *checker) checkPluginConfigs(file, dir, prefix string, data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var pc pluginConfig
+		err := dec.Decode(&pc)
+		if errors.Is(err, io.EOF) || (err != nil && !isTypeError(err)) {
+			return nil // kustomize reports what does not parse, with more context
+		}
+		if pc.APIVersion != konfig.BuiltinPluginApiVersion {
+			continue // kustomize refuses other plugins: ErrPluginsNotAllowed
+		}
+		obj := prefix + pc.Kind + "/" + pc.Metadata.Name + ": "
+		if pc.Kind == "HelmChartInflationGenerator" {
+			return &Error{File: file, Err: fmt.Errorf("%sHelmChartInflationGenerator refused: %w", prefix, ErrHelmNotAllowed)}
+		}
+		var refs []struct{ field, ref string }
+		add := func(field, ref string) {
+			if ref != "" {
+				refs = append(refs, struct{ field, ref string }{obj + field, ref})
+			}
+		}
+		for i, f := range fileSourcePaths(pc.Files) {
+			add(fmt.Sprintf("files[%d]", i), f)
+		}
+		for i, f := range pc.Envs {
+			add(fmt.Sprintf("envs[%d]", i), f)
+		}
+		add("env", pc.Env)
+		add("path", pc.Path)
+		for i, p := range pc.Paths {
+			if !isInline(p) {
+				add(fmt.Sprintf("paths[%d]", i), p)
+			}
+		}
+		for i, r := range pc.Replacements {
+			add(fmt.Sprintf("replacements[%d].path", i), r.Path)
+		}
+		add("targetFilePath", pc.TargetFilePath)
+		if looksRemote(pc.Value) {
+			return &Error{File: file, Err: remoteRefused(obj+"value", pc.Value)}
+		}
+		for _, r := range refs {
+			if _, err := c.local(file, dir, r.field, r.ref); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // kustomizationIn returns the path of the kustomization file in dir, or "" if there is none.
@@ -159,14 +251,14 @@ func (c *checker) kustomizationIn(dir string) (string, error) {
 // path it names relative to the root.
 func (c *checker) local(kf, dir, field, ref string) (string, error) {
 	if isRemote(ref) {
-		return "", &Error{File: kf, Err: fmt.Errorf("remote %s %q refused: %w", field, ref, ErrRemoteNotAllowed)}
+		return "", &Error{File: kf, Err: remoteRefused(field, ref)}
 	}
 	if path.IsAbs(ref) {
-		return "", &Error{File: kf, Err: fmt.Errorf("%s %q is an absolute path that %w", field, ref, ErrOutsideRoot)}
+		return "", &Error{File: kf, Err: fmt.Errorf("%s: %q is an absolute path that %w", field, ref, ErrOutsideRoot)}
 	}
 	target := path.Join(dir, ref)
 	if target == ".." || strings.HasPrefix(target, "../") {
-		return "", &Error{File: kf, Err: fmt.Errorf("%s %q %w", field, ref, ErrOutsideRoot)}
+		return "", &Error{File: kf, Err: fmt.Errorf("%s: %q %w", field, ref, ErrOutsideRoot)}
 	}
 	for p := target; p != "." && p != "/"; p = path.Dir(p) {
 		if c.outside[p] {
@@ -207,24 +299,6 @@ func fileSourcePaths(sources []string) []string {
 		}
 	}
 	return paths
-}
-
-// refuseHelmConfig refuses generator configs that inflate Helm charts. Parse errors are left
-// to kustomize, which reports them with more context.
-func refuseHelmConfig(file string, data []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var m struct {
-			Kind string `yaml:"kind"`
-		}
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) || (err != nil && !isTypeError(err)) {
-			return nil
-		}
-		if m.Kind == "HelmChartInflationGenerator" {
-			return &Error{File: file, Err: fmt.Errorf("HelmChartInflationGenerator refused: %w", ErrHelmNotAllowed)}
-		}
-	}
 }
 
 func isTypeError(err error) bool {

@@ -246,37 +246,37 @@ func TestRenderRefuses(t *testing.T) {
 			name:    "kustomization resource escaping the root",
 			opts:    fixture("escape/root", "apps", nil),
 			wantIs:  render.ErrOutsideRoot,
-			wantMsg: []string{"render apps/kustomization.yaml:", `resource "../../outside" points outside the artifact root`},
+			wantMsg: []string{"render apps/kustomization.yaml:", `resources[0]: "../../outside" points outside the artifact root`},
 		},
 		{
 			name:    "remote https resource",
 			opts:    fixture("remote", "https", nil),
 			wantIs:  render.ErrRemoteNotAllowed,
-			wantMsg: []string{`render https/kustomization.yaml: remote resource "https://github.com/x/y" refused: remote bases are not allowed`},
+			wantMsg: []string{`render https/kustomization.yaml: resources[0]: remote reference "https://github.com/x/y" refused: rendering reads only the artifact`},
 		},
 		{
 			name:    "remote github.com component",
 			opts:    fixture("remote", "github", nil),
 			wantIs:  render.ErrRemoteNotAllowed,
-			wantMsg: []string{"github/kustomization.yaml", `remote component "github.com/x/y//components/z?ref=v1" refused`},
+			wantMsg: []string{"github/kustomization.yaml", `components[0]: remote reference "github.com/x/y//components/z?ref=v1" refused`},
 		},
 		{
 			name:    "remote git@ resource",
 			opts:    fixture("remote", "scp", nil),
 			wantIs:  render.ErrRemoteNotAllowed,
-			wantMsg: []string{"scp/kustomization.yaml", `remote resource "git@github.com:x/y.git" refused`},
+			wantMsg: []string{"scp/kustomization.yaml", `resources[0]: remote reference "git@github.com:x/y.git" refused`},
 		},
 		{
 			name:    "remote patch file",
 			opts:    fixture("remote", "patchurl", nil),
 			wantIs:  render.ErrRemoteNotAllowed,
-			wantMsg: []string{"patchurl/kustomization.yaml", `remote patch "https://example.com/patch.yaml" refused`},
+			wantMsg: []string{"patchurl/kustomization.yaml", `patches[0].path: remote reference "https://example.com/patch.yaml" refused`},
 		},
 		{
 			name:    "remote resource in a base names the base",
 			opts:    fixture("remote", "nested/overlay", nil),
 			wantIs:  render.ErrRemoteNotAllowed,
-			wantMsg: []string{"render nested/base/kustomization.yaml:", `remote resource "ssh://git@example.com/x/y.git" refused`},
+			wantMsg: []string{"render nested/base/kustomization.yaml:", `resources[1]: remote reference "ssh://git@example.com/x/y.git" refused`},
 		},
 		{
 			name:    "exec plugin",
@@ -408,7 +408,7 @@ func TestRenderRefuses(t *testing.T) {
 				return render.Options{Root: root}
 			},
 			wantIs:  render.ErrOutsideRoot,
-			wantMsg: []string{"render secret.yaml: symlink points outside the artifact root", `resource "secret.yaml" in kustomization.yaml`},
+			wantMsg: []string{"render secret.yaml: symlink points outside the artifact root", `resources[0] "secret.yaml" in kustomization.yaml`},
 		},
 		{
 			name: "broken symlink",
