@@ -1,0 +1,141 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeShared is a SharedStore in memory: a lease whose renewals fail while err is set, and a
+// record of what was published.
+type fakeShared struct {
+	SharedStore // the methods a test does not use panic
+	mu          sync.Mutex
+	err         error
+	released    bool
+	published   []string
+}
+
+func (f *fakeShared) TryLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err == nil, f.err
+}
+
+func (f *fakeShared) ReleaseLease(ctx context.Context, name, holder string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = true
+	return nil
+}
+
+func (f *fakeShared) Publish(ctx context.Context, payload string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = append(f.published, payload)
+	return nil
+}
+
+func (f *fakeShared) setErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+// TestLease moves time in a synctest bubble: renewals every third of the TTL, a lease kept
+// while renewals fail for less than half a TTL and lost after, taken again when the store
+// answers, and released when the replica stops.
+func TestLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 30 * time.Second
+		st := &fakeShared{}
+		l := NewLease(LeaseOptions{Store: st, Name: ControllerLease, Holder: "a", TTL: ttl})
+		if l.Held() {
+			t.Fatal("held before Run")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { l.Run(ctx); close(done) }()
+		changed := func() bool {
+			select {
+			case <-l.Changed():
+				return true
+			default:
+				return false
+			}
+		}
+		synctest.Wait()
+		if !l.Held() || !changed() {
+			t.Fatalf("after the first try: held %v, want true and a change", l.Held())
+		}
+		steps := []struct {
+			name        string
+			storeErr    error
+			wantHeld    bool
+			wantChanged bool
+		}{
+			{"a renewal fails a third of a TTL after the last success: still held", errors.New("down"), true, false},
+			{"two thirds of a TTL without a renewal: lost before it can expire", errors.New("down"), false, true},
+			{"the store answers again: taken again", nil, true, true},
+			{"renewed", nil, true, false},
+		}
+		for _, s := range steps {
+			st.setErr(s.storeErr)
+			time.Sleep(ttl / 3)
+			synctest.Wait()
+			if got, ch := l.Held(), changed(); got != s.wantHeld || ch != s.wantChanged {
+				t.Errorf("%s: held %v, changed %v; want %v, %v", s.name, got, ch, s.wantHeld, s.wantChanged)
+			}
+		}
+		cancel()
+		<-done
+		if l.Held() || !st.released {
+			t.Errorf("after Run returned: held %v, released %v; want false, true", l.Held(), st.released)
+		}
+	})
+}
+
+func TestLeaseWithoutSharedStoreIsHeld(t *testing.T) {
+	l := NewLease(LeaseOptions{Name: ControllerLease, Holder: "a", TTL: time.Second})
+	l.Run(t.Context()) // returns at once
+	if !l.Held() {
+		t.Error("a single hub's lease is not held")
+	}
+}
+
+func TestFanoutReceive(t *testing.T) {
+	var got []string
+	on := Handlers{
+		OnDesired:  func(c string) { got = append(got, "desired "+c) },
+		OnRemoved:  func(c string) { got = append(got, "removed "+c) },
+		OnClusters: func() { got = append(got, "clusters") },
+		OnView:     func(context.Context) { got = append(got, "view") },
+		OnResync:   func(context.Context) { got = append(got, "resync") },
+	}
+	st := &fakeShared{}
+	log := slog.New(slog.DiscardHandler)
+	f := &fanout{st: st, id: "a", log: log}
+	b := &fanout{st: st, id: "b", log: log}
+	for _, e := range []Event{{Kind: EventDesired, Cluster: "eu-1"}, {Kind: EventRemoved, Cluster: "eu-2"}, {Kind: EventClusters}, {Kind: EventView}} {
+		b.publish(e)
+	}
+	f.publish(Event{Kind: EventClusters}) // its own: ignored
+	f.receive(t.Context(), on, "")
+	for _, p := range st.published {
+		f.receive(t.Context(), on, p)
+	}
+	f.receive(t.Context(), on, "not json")
+	want := []string{"resync", "desired eu-1", "removed eu-2", "clusters", "view"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("handlers called (-want +got):\n%s", diff)
+	}
+	if want := `{"r":"b","k":"desired","c":"eu-1"}`; st.published[0] != want {
+		t.Errorf("payload %s, want %s (the wire format between replicas)", st.published[0], want)
+	}
+}
