@@ -1,0 +1,61 @@
+package agentapi
+
+import (
+	"context"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	"github.com/flotilla/flotilla/internal/audit"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// Heartbeat records that the agent is alive, with its outbox depth, and a desired state it
+// refused (refused_generation, refused_reason): that is logged, counted, and audited once per
+// cluster and generation, so that operators see an agent running on an older desired state.
+func (a *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv1.HeartbeatRequest]) (*connect.Response[agentv1.HeartbeatResponse], error) {
+	s, cluster := a.s, clusterFrom(ctx)
+	s.d.Seen.Heartbeat(cluster, req.Msg.GetAgentVersion(), int(req.Msg.GetOutboxDepth()))
+	if gen := req.Msg.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
+		reason := req.Msg.GetRefusedReason()
+		s.d.Metrics.DesiredRefused.Inc()
+		s.d.Logger.Warn("agent refused its desired state; it keeps the last one it accepted", "cluster", cluster, "generation", gen, "reason", reason)
+		s.d.Record(ctx, audit.Event{Actor: "agent:" + cluster, Action: "desired.refused", Cluster: cluster, Detail: map[string]any{
+			"generation": gen, "reason": reason,
+		}})
+	}
+	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
+}
+
+// refusals remembers, per cluster, the refused generation last recorded: an agent repeats
+// its refusal in every heartbeat until a newer desired state replaces it, and that is one
+// event, not one per heartbeat. One entry per cluster bounds it by the fleet; a removed
+// cluster's entry is dropped by forget.
+type refusals struct {
+	mu   sync.Mutex
+	last map[string]int64
+}
+
+func newRefusals() *refusals { return &refusals{last: map[string]int64{}} }
+
+// first reports whether (cluster, generation) is new, and remembers it.
+func (r *refusals) first(cluster string, generation int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last[cluster] == generation {
+		return false
+	}
+	r.last[cluster] = generation
+	return true
+}
+
+func (r *refusals) forget(cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.last, cluster)
+}
+
+// ForgetCluster drops what the endpoint remembers of a removed cluster.
+func (s *Server) ForgetCluster(cluster string) {
+	s.refused.forget(cluster)
+}

@@ -1,0 +1,233 @@
+package agentapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
+
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
+)
+
+// reportQueueWait is how long a Report that finds every in-flight slot taken may wait for one
+// before it is refused: a short queue absorbs bursts without making agents resend. At most
+// MaxInflightReports requests wait at once, their bodies unread.
+const reportQueueWait = 500 * time.Millisecond
+
+// limiter sheds load on the agent endpoint before it costs memory or store work:
+//
+//   - a global token bucket in front of every route, Join included;
+//   - a token bucket per cluster identity, checked once requireAgent knows the cluster;
+//   - a bound on concurrent artifact downloads (each holds a file and a slow client);
+//   - a bound on Report calls being decoded and ingested at once, so a report storm costs at
+//     most MaxInflightReports x maxMessageBytes of request bodies however many agents send
+//     (plus what HTTP/2 flow control lets each waiting request buffer, 1 MiB by default).
+//
+// A refused request gets resource_exhausted (HTTP 429 for unary calls and plain GETs) with a
+// Retry-After in whole seconds. Nothing is read from a refused request's body.
+type limiter struct {
+	clock  clock.Clock
+	global *rate.Limiter
+
+	agentQPS   rate.Limit
+	agentBurst int
+	// idleAfter: a bucket untouched for this long has refilled to its burst, the state of a
+	// new bucket, so evicting it changes nothing for its agent.
+	idleAfter time.Duration
+
+	mu        sync.Mutex
+	agents    map[string]*agentBucket
+	nextSweep time.Time
+
+	artifacts, reports *gate
+	errs               *connect.ErrorWriter
+
+	log     *slog.Logger
+	refused atomic.Int64 // since the last warning
+	warned  atomic.Int64 // unix nanoseconds of the last warning
+}
+
+// shedWarnEvery spaces the warnings that say the hub is shedding load.
+const shedWarnEvery = 10 * time.Second
+
+type agentBucket struct {
+	lim  *rate.Limiter
+	last time.Time // last request, under limiter.mu
+}
+
+func newLimiter(o Options, c clock.Clock, log *slog.Logger) *limiter {
+	return &limiter{
+		clock:      c,
+		global:     rate.NewLimiter(rate.Limit(o.GlobalQPS), o.GlobalBurst),
+		agentQPS:   rate.Limit(o.AgentQPS),
+		agentBurst: o.AgentBurst,
+		idleAfter:  time.Duration(float64(o.AgentBurst) / o.AgentQPS * float64(time.Second)),
+		agents:     map[string]*agentBucket{},
+		artifacts:  newGate(o.MaxArtifactDownloads, 0, c),
+		reports:    newGate(o.MaxInflightReports, reportQueueWait, c),
+		errs:       connect.NewErrorWriter(),
+		log:        log,
+	}
+}
+
+// limitGlobal applies the global bucket to every request.
+func (l *limiter) limitGlobal(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wait := take(l.global, l.clock.Now()); wait > 0 {
+			l.refuse(w, r, "hub busy: too many agent requests", wait)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitAgent applies the bucket of the cluster requireAgent established.
+func (l *limiter) limitAgent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cluster := clusterFrom(r.Context())
+		if wait := take(l.bucket(cluster), l.clock.Now()); wait > 0 {
+			l.refuse(w, r, fmt.Sprintf("cluster %q: too many requests", cluster), wait)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitArtifacts bounds concurrent artifact downloads.
+func (l *limiter) limitArtifacts(next http.Handler) http.Handler {
+	return l.bounded(l.artifacts, "hub busy: too many artifact downloads", next)
+}
+
+// limitReports bounds concurrent Report calls; other procedures pass through.
+func (l *limiter) limitReports(next http.Handler) http.Handler {
+	bounded := l.bounded(l.reports, "hub busy: too many reports in flight", next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == agentv1connect.AgentServiceReportProcedure {
+			bounded.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (l *limiter) bounded(g *gate, msg string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.enter(r.Context()) {
+			l.refuse(w, r, msg, time.Second)
+			return
+		}
+		defer g.leave()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// take takes a token from lim, or returns how long until one is available (without taking it).
+func take(lim *rate.Limiter, now time.Time) time.Duration {
+	res := lim.ReserveN(now, 1)
+	if !res.OK() { // burst 0: nothing is ever allowed
+		return time.Minute
+	}
+	wait := res.DelayFrom(now)
+	if wait > 0 {
+		res.CancelAt(now)
+	}
+	return wait
+}
+
+// bucket returns the cluster's bucket, creating it on first use and evicting idle ones now
+// and then: about 150 bytes per recently active agent.
+func (l *limiter) bucket(cluster string) *rate.Limiter {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !now.Before(l.nextSweep) {
+		for name, b := range l.agents {
+			if now.Sub(b.last) >= l.idleAfter {
+				delete(l.agents, name)
+			}
+		}
+		l.nextSweep = now.Add(max(l.idleAfter, 10*time.Second))
+	}
+	b := l.agents[cluster]
+	if b == nil {
+		b = &agentBucket{lim: rate.NewLimiter(l.agentQPS, l.agentBurst)}
+		l.agents[cluster] = b
+	}
+	b.last = now
+	return b.lim
+}
+
+// refuse answers resource_exhausted in the protocol the request speaks (Connect unary: HTTP
+// 429 and JSON; Connect streaming: an end-of-stream message; plain HTTP: 429 and JSON) with
+// Retry-After in the response headers or, for streams, the trailers, so that connect clients
+// find it in the error's Meta.
+func (l *limiter) refuse(w http.ResponseWriter, r *http.Request, msg string, wait time.Duration) {
+	secs := retryAfterSeconds(wait)
+	err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s; retry in %ds", msg, secs))
+	err.Meta().Set("Retry-After", strconv.Itoa(secs))
+	_ = l.errs.Write(w, r, err)
+	l.refused.Add(1)
+	now, last := l.clock.Now().UnixNano(), l.warned.Load()
+	if now-last >= int64(shedWarnEvery) && l.warned.CompareAndSwap(last, now) {
+		l.log.Warn("shedding load: agent requests refused with Retry-After", "refused", l.refused.Swap(0), "latest", err.Message())
+	}
+}
+
+// retryAfterSeconds turns a wait into a Retry-After value: whole seconds, rounded up, at least
+// 1, plus a random spread of up to a quarter (at least a second) so that agents refused
+// together do not come back together.
+func retryAfterSeconds(wait time.Duration) int {
+	s := max(1, int(math.Ceil(wait.Seconds())))
+	return s + rand.N(max(1, s/4)+1)
+}
+
+// gate bounds how many requests of one kind are served at once. A request that finds it full
+// waits up to wait for a slot, with at most as many waiting as there are slots; otherwise it
+// is refused at once.
+type gate struct {
+	slots   chan struct{}
+	waiting atomic.Int64
+	wait    time.Duration
+	clock   clock.Clock
+}
+
+func newGate(n int, wait time.Duration, c clock.Clock) *gate {
+	return &gate{slots: make(chan struct{}, n), wait: wait, clock: c}
+}
+
+func (g *gate) enter(ctx context.Context) bool {
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if g.wait <= 0 {
+		return false
+	}
+	defer g.waiting.Add(-1)
+	if g.waiting.Add(1) > int64(cap(g.slots)) {
+		return false
+	}
+	t := g.clock.NewTimer(g.wait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	case <-t.C():
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *gate) leave() { <-g.slots }

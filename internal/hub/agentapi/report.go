@@ -1,0 +1,182 @@
+package agentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// maxReportsPerRequest bounds one Report call; agents send batches of at most 100.
+const maxReportsPerRequest = 500
+
+// maxStatusesPerReport bounds one report; agents put one status in each.
+const maxStatusesPerReport = 1000
+
+func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.ReportRequest]) (*connect.Response[agentv1.ReportResponse], error) {
+	s, cluster := a.s, clusterFrom(ctx)
+	if n := len(req.Msg.GetReports()); n > maxReportsPerRequest {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%d reports in one request; at most %d", n, maxReportsPerRequest))
+	}
+	for _, r := range req.Msg.GetReports() {
+		if n := len(r.GetStatuses()); n > maxStatusesPerReport {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: %d statuses; at most %d", r.GetSeq(), n, maxStatusesPerReport))
+		}
+	}
+	known, err := s.releasesOf(ctx, cluster)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	if err := known.check(cluster, req.Msg.GetReports()); err != nil {
+		s.d.Metrics.ReportsRefused.Inc()
+		s.d.Logger.Warn("report refused", "cluster", cluster, "error", err)
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	resp := &agentv1.ReportResponse{}
+	for _, r := range req.Msg.GetReports() {
+		statuses := make([]store.AssignmentStatus, 0, len(r.GetStatuses()))
+		for _, st := range r.GetStatuses() {
+			statuses = append(statuses, StatusFromProto(cluster, r, st))
+		}
+		if n := r.GetCompacted(); n > 0 {
+			// Counted, never silent: the cluster view shows how many reports were lost to the
+			// agent's bounded outbox.
+			if err := s.d.Store.RecordCompacted(ctx, cluster, r.GetSeq(), n); err != nil {
+				s.d.Logger.Warn("record compacted reports", "cluster", cluster, "seq", r.GetSeq(), "error", err)
+				break
+			}
+			s.d.Logger.Warn("agent's outbox compacted reports before they could be sent", "cluster", cluster, "compacted", n)
+		}
+		ingestStart := s.d.Clock.Now()
+		duplicate, err := s.d.Store.IngestReport(ctx, cluster, r.GetSeq(), statuses)
+		s.d.Metrics.StoreOperations.WithLabelValues("ingest_report").Observe(s.d.Clock.Now().Sub(ingestStart).Seconds())
+		if err != nil {
+			// Ack what was stored so far; the agent resends the rest.
+			s.d.Metrics.Reports.WithLabelValues("failed").Inc()
+			s.d.Logger.Warn("ingest report", "cluster", cluster, "seq", r.GetSeq(), "error", err)
+			break
+		}
+		if duplicate {
+			s.d.Metrics.Reports.WithLabelValues("duplicate").Inc()
+		} else {
+			s.d.Metrics.Reports.WithLabelValues("ingested").Inc()
+			s.recordReport(ctx, cluster, r, known)
+			s.d.Changed()
+		}
+		resp.Acked = append(resp.Acked, r.GetSeq())
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// releases are the releases a cluster's stored desired state names, with each assigned
+// one's source URL: what its agent may report on. A release that left the cluster (its
+// tombstone is in the document, without a URL) still may: a report the agent queued before
+// it saw the removal must not be refused, or it would stay at the head of its outbox.
+type releases map[string]string
+
+// releasesOf reads the cluster's desired state. A cluster not scheduled yet has none.
+func (s *Server) releasesOf(ctx context.Context, cluster string) (releases, error) {
+	ds, err := s.d.Store.GetDesiredState(ctx, cluster)
+	if errors.Is(err, store.ErrNotFound) {
+		return releases{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
+	}
+	doc, err := schedule.DecodeDocument(ds.Document)
+	if err != nil {
+		return nil, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
+	}
+	out := make(releases, len(doc.Assignments)+len(doc.Removed))
+	for _, t := range doc.Removed {
+		out[t.Release] = ""
+	}
+	for _, a := range doc.Assignments {
+		out[a.Release] = a.URL
+	}
+	return out, nil
+}
+
+// check refuses reports that name a release the cluster's desired state does not: an agent
+// reports only on its own assignments, and anything else would be stored and audited
+// without bound.
+func (k releases) check(cluster string, reports []*agentv1.Report) error {
+	for _, r := range reports {
+		for _, st := range r.GetStatuses() {
+			if _, ok := k[st.GetRelease()]; !ok {
+				return fmt.Errorf("report %d: release %q is not in the desired state of cluster %q", r.GetSeq(), st.GetRelease(), cluster)
+			}
+		}
+	}
+	return nil
+}
+
+// StatusFromProto is one status of a report as the store keeps it.
+func StatusFromProto(cluster string, r *agentv1.Report, st *agentv1.AssignmentStatus) store.AssignmentStatus {
+	detail, _ := protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false}.Marshal(st)
+	return store.AssignmentStatus{
+		Cluster:            cluster,
+		Release:            st.GetRelease(),
+		ObservedGeneration: st.GetGeneration(),
+		Revision:           st.GetRevision(),
+		Digest:             st.GetDigest(),
+		Phase:              st.GetPhase(),
+		Health:             st.GetHealth(),
+		Objects:            int(st.GetObjects()),
+		Drifted:            st.GetDrifted(),
+		Conflicts:          len(st.GetConflicts()),
+		Error:              strings.TrimSpace(st.GetError()),
+		Detail:             detail,
+		ReportedAt:         r.GetProducedAt().AsTime(),
+	}
+}
+
+// recordReport records what one newly ingested report says: an "apply" record per status
+// (the outcome of one reconcile of one release) and a "drift.healed" record for a status
+// whose drift the agent corrected.
+func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls releases) {
+	actor := "agent:" + cluster
+	for _, st := range r.GetStatuses() {
+		d := map[string]any{
+			"revision": st.GetRevision(), "digest": st.GetDigest(), "generation": st.GetGeneration(),
+			"phase": st.GetPhase(), "objects": st.GetObjects(),
+			"created": st.GetCreated(), "configured": st.GetConfigured(), "pruned": st.GetPruned(),
+			"reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
+		}
+		if v := st.GetHealth(); v != "" {
+			d["health"] = v
+		}
+		if v := strings.TrimSpace(st.GetError()); v != "" {
+			d["error"] = v
+		}
+		if n := len(st.GetConflicts()); n > 0 {
+			d["conflicts"] = st.GetConflicts()
+		}
+		if st.GetDrifted() {
+			d["drifted"] = true
+		}
+		if u := urls[st.GetRelease()]; u != "" {
+			d["url"] = u
+		}
+		s.d.Record(ctx, audit.Event{Actor: actor, Action: "apply", Cluster: cluster, Release: st.GetRelease(), Detail: d})
+		var healed []map[string]any
+		for _, o := range st.GetDrift() {
+			if o.GetHealed() {
+				healed = append(healed, map[string]any{"object": o.GetObject(), "namespace": o.GetNamespace(), "paths": o.GetPaths()})
+			}
+		}
+		if len(healed) > 0 {
+			s.d.Record(ctx, audit.Event{Actor: actor, Action: "drift.healed", Cluster: cluster, Release: st.GetRelease(), Detail: map[string]any{
+				"revision": st.GetRevision(), "digest": st.GetDigest(), "objects": healed,
+			}})
+		}
+	}
+}

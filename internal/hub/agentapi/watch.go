@@ -1,0 +1,75 @@
+package agentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// Watch sends the cluster's desired state whenever its generation differs from the last one
+// the agent has, starting with known_generation: a reconnecting agent that is up to date
+// receives nothing until something changes.
+func (a *agentServer) Watch(ctx context.Context, req *connect.Request[agentv1.WatchRequest], stream *connect.ServerStream[agentv1.WatchResponse]) error {
+	s, cluster := a.s, clusterFrom(ctx)
+	changes, cancel := s.d.Watchers.Subscribe(cluster)
+	defer cancel()
+	s.d.Seen.Touch(cluster, req.Msg.GetAgentVersion())
+	known := req.Msg.GetKnownGeneration()
+	for {
+		ds, err := s.d.Store.GetDesiredState(ctx, cluster)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Not scheduled yet: the controller will notify.
+		case err != nil:
+			return connect.NewError(connect.CodeUnavailable, err)
+		case ds.Generation != known:
+			msg, err := DesiredToProto(ds)
+			if err != nil {
+				return connect.NewError(connect.CodeInternal, err)
+			}
+			if err := stream.Send(&agentv1.WatchResponse{Desired: msg}); err != nil {
+				return err
+			}
+			known = ds.Generation
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, open := <-changes:
+			if !open {
+				return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("cluster %q was removed", cluster))
+			}
+		}
+	}
+}
+
+// DesiredToProto is a stored desired state as the agent receives it.
+func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
+	doc, err := schedule.DecodeDocument(ds.Document)
+	if err != nil {
+		return nil, fmt.Errorf("desired state of cluster %q: %w", ds.Cluster, err)
+	}
+	out := &agentv1.DesiredState{Cluster: ds.Cluster, Generation: ds.Generation, ExplicitRemovals: true}
+	for _, t := range doc.Removed {
+		out.Removed = append(out.Removed, &agentv1.Tombstone{
+			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest,
+		})
+	}
+	for _, a := range doc.Assignments {
+		out.Assignments = append(out.Assignments, &agentv1.Assignment{
+			Release: a.Release, Source: a.Source, Url: a.URL, Revision: a.Revision, Digest: a.Digest,
+			Path: a.Path, Namespace: a.Namespace, CreateNamespace: a.CreateNamespace,
+			Prune: a.Prune, SelfHeal: a.SelfHeal, Wait: a.Wait,
+			TimeoutSeconds: int64(a.Timeout / time.Second), IntervalSeconds: int64(a.Interval / time.Second),
+			Vars: a.Vars,
+		})
+	}
+	return out, nil
+}
