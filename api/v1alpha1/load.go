@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -30,6 +32,49 @@ func isKind(kind string) bool {
 // kindList names the fleet object kinds for messages.
 const kindList = KindSource + ", " + KindRelease + " or " + KindNotification
 
+// DirRevision identifies the content of a fleet directory, so that an unchanged directory is
+// not parsed again: a hash of every file LoadDir would consider (hidden files and directories
+// skipped, by the same rule), with its path.
+func DirRevision(dir string) (string, error) {
+	h := sha256.New()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if hidden(dir, p, d) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("fleet directory %s: %w", dir, err)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("fleet directory %s: %w", dir, err)
+		}
+		rel, _ := filepath.Rel(dir, f)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
+		h.Write(data)
+	}
+	return "dir:" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// hidden reports whether p, found under dir, is a hidden file or directory, which the fleet
+// loader skips.
+func hidden(dir, p string, d fs.DirEntry) bool {
+	return p != dir && strings.HasPrefix(d.Name(), ".")
+}
+
 // LoadDir reads the fleet configuration in dir: every *.yaml, *.yml and *.json file below it,
 // recursively, except hidden files and directories. Files are named in problems by their path
 // as found under dir ("fleet/releases.yaml" for dir "fleet"). Symbolic links to directories are
@@ -40,7 +85,7 @@ func LoadDir(dir string) (*Fleet, error) {
 		if err != nil {
 			return err
 		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
+		if hidden(dir, p, d) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// Store is the part of the hub's store the controller uses.
+type Store interface {
+	ListClusters(ctx context.Context) ([]store.Cluster, error)
+	// GetDesiredState returns the cluster's stored document, or store.ErrNotFound.
+	GetDesiredState(ctx context.Context, cluster string) (store.DesiredState, error)
+	ListDesiredStates(ctx context.Context) ([]store.DesiredState, error)
+	PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error)
+	PutSourceStatus(ctx context.Context, s store.SourceStatus) error
+	PutFleetStatus(ctx context.Context, s store.FleetStatus) error
+}
+
+// Poller resolves and checks out Git sources (source.Poller).
+type Poller interface {
+	Resolve(ctx context.Context, g source.Git) (source.Resolved, error)
+	Checkout(ctx context.Context, g source.Git, commit, dst string) error
+}
+
+// Artifacts is the hub's local artifact store (artifact.Store).
+type Artifacts interface {
+	PutDir(ctx context.Context, dir string) (digest string, size int64, err error)
+	Has(digest string) bool
+	GC(keep map[string]bool) (removed []string, err error)
+}
+
+// Lease says whether this replica may schedule: always, for a single hub.
+type Lease interface {
+	Held() bool
+	// Changed is signalled whenever Held may have changed.
+	Changed() <-chan struct{}
+}
+
+// Shared is the store the replicas share (PostgreSQL); nil for a single hub.
+type Shared interface {
+	DeleteArtifactsExcept(ctx context.Context, keep map[string]bool) (int, error)
+	PutSharedFile(ctx context.Context, name string, data []byte) error
+	SharedFiles(ctx context.Context, names []string) (map[string][]byte, error)
+}
+
+// Metrics are the controller's Prometheus metrics; the hub registers them.
+type Metrics struct {
+	PollDuration   *prometheus.HistogramVec // by source
+	PollErrors     *prometheus.CounterVec   // by source
+	Reschedule     prometheus.Histogram
+	DesiredUpdates prometheus.Counter
+}
+
+// Deps are what the controller needs. Store, Poller, Artifacts and Lease are required.
+type Deps struct {
+	Store     Store
+	Poller    Poller
+	Artifacts Artifacts
+	Lease     Lease
+	// Shared, ShareArtifact and PublishView are set on a hub with replicas: the artifacts
+	// it packs and the fleet view it computes reach the other replicas through them.
+	Shared        Shared
+	ShareArtifact func(ctx context.Context, digest string) error
+	PublishView   func()
+	// Record writes an audit record (fleet and source revisions).
+	Record func(ctx context.Context, e audit.Event)
+	// DesiredChanged is called for every cluster whose stored desired state changed.
+	DesiredChanged func(cluster string)
+	Metrics        Metrics
+	Clock          clock.Clock
+	Logger         *slog.Logger
+}
+
+// Options say where the fleet configuration is and how often to read it.
+type Options struct {
+	// Fleet is a directory or a Git URL; FleetBranch and FleetPath apply to a Git URL.
+	Fleet, FleetBranch, FleetPath string
+	// FleetInterval is how often the fleet configuration is re-read.
+	FleetInterval time.Duration
+	// WorkDir holds temporary checkouts.
+	WorkDir string
+}
+
+// retryAfterFailure is how soon a reschedule that changed nothing because of a store failure
+// runs again.
+const retryAfterFailure = 2 * time.Second
+
+// Controller is the hub's scheduling loop. Run it on every replica: it acts only while its
+// replica holds the lease.
+type Controller struct {
+	d       Deps
+	opts    Options
+	log     *slog.Logger
+	clock   clock.Clock
+	trigger chan struct{}
+
+	mu        sync.Mutex
+	fleet     *v1alpha1.Fleet // last valid configuration; nil until one loaded
+	fleetRev  string
+	artifacts map[string]schedule.Artifact // by source name
+	problems  []schedule.Problem
+	// fresh are artifacts packed by a poll whose result is not applied yet: garbage
+	// collection must not take them in between.
+	fresh        map[string]bool
+	freshPending int // PutDir calls under way: GC waits for the next round
+
+	// Only the run goroutine uses the fields below.
+	polled   map[string]time.Time // by source name
+	inflight map[string]bool      // sources being polled
+	results  chan pollResult
+	// fleetCommit is the commit of the last Git fleet read, for the audit record.
+	fleetCommit source.Resolved
+	// plan is every cluster's last stored document, by cluster; nil until loaded from the
+	// store in this lease term.
+	plan map[string]schedule.Document
+	// broken are the clusters whose stored document does not decode: left out of scheduling.
+	broken map[string]bool
+	// retryAt is when a reschedule that failed runs again; zero when none failed.
+	retryAt time.Time
+}
+
+// New returns a controller; call Run.
+func New(d Deps, opts Options) (*Controller, error) {
+	if d.Store == nil || d.Poller == nil || d.Artifacts == nil || d.Lease == nil {
+		return nil, errors.New("controller: Store, Poller, Artifacts and Lease are required")
+	}
+	d.Clock = clock.Or(d.Clock)
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Record == nil {
+		d.Record = func(context.Context, audit.Event) {}
+	}
+	if d.DesiredChanged == nil {
+		d.DesiredChanged = func(string) {}
+	}
+	if d.ShareArtifact == nil {
+		d.ShareArtifact = func(context.Context, string) error { return nil }
+	}
+	if d.PublishView == nil {
+		d.PublishView = func() {}
+	}
+	if d.Metrics == (Metrics{}) {
+		d.Metrics = NewMetrics()
+	}
+	if opts.FleetInterval <= 0 {
+		opts.FleetInterval = 10 * time.Second
+	}
+	return &Controller{
+		d: d, opts: opts, log: d.Logger, clock: d.Clock, trigger: make(chan struct{}, 1),
+		artifacts: map[string]schedule.Artifact{}, fresh: map[string]bool{},
+		polled: map[string]time.Time{}, inflight: map[string]bool{}, results: make(chan pollResult, 16),
+	}, nil
+}
+
+// NewMetrics returns unregistered metrics.
+func NewMetrics() Metrics {
+	return Metrics{
+		PollDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "flotilla_hub_source_poll_duration_seconds", Help: "Time to poll a source (resolve, and pack a new revision).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 15),
+		}, []string{"source"}),
+		PollErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_hub_source_poll_errors_total", Help: "Failed source polls.",
+		}, []string{"source"}),
+		Reschedule: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "flotilla_hub_reschedule_duration_seconds", Help: "Time to recompute and store every cluster's desired state.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		DesiredUpdates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_hub_desired_state_updates_total", Help: "Changes of a cluster's desired state (generation bumps).",
+		}),
+	}
+}
+
+// Collectors are the metrics to register.
+func (m Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.PollDuration, m.PollErrors, m.Reschedule, m.DesiredUpdates}
+}
+
+// View is what the user API and dashboard show of the fleet configuration.
+type View struct {
+	Fleet    *v1alpha1.Fleet // nil until a configuration loaded
+	Revision string
+	Problems []schedule.Problem
+}
+
+// View returns the configuration in force and the last scheduling problems. The fleet is
+// shared: callers must not modify it.
+func (c *Controller) View() View {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return View{Fleet: c.fleet, Revision: c.fleetRev, Problems: c.problems}
+}
+
+// Wake asks this replica's controller for a reschedule soon.
+func (c *Controller) Wake() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run schedules until ctx ends, while the lease is held.
+func (c *Controller) Run(ctx context.Context) {
+	var lastFleetCheck time.Time
+	lease := c.d.Lease
+	for {
+		// Only the replica holding the lease reads the fleet, polls and schedules; the others
+		// wait to take over. A replica that takes over reloads its plan from the store,
+		// re-reads the fleet, polls every source and reschedules at once: what it knew from
+		// an earlier term may be stale.
+		if !lease.Held() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lease.Changed():
+			case <-c.trigger: // a reschedule is the holder's to do
+			}
+			if lease.Held() {
+				lastFleetCheck = time.Time{}
+				clear(c.polled)
+				c.plan = nil
+				c.Wake() // clusters may have changed while no replica held the lease
+			}
+			continue
+		}
+		changed := false
+		if clock.Since(c.clock, lastFleetCheck) >= c.opts.FleetInterval {
+			changed = c.loadFleet(ctx) || changed
+			lastFleetCheck = c.clock.Now()
+		}
+		changed = c.pollSources(ctx) || changed
+		select {
+		case <-c.trigger:
+			changed = true
+		default:
+		}
+		if !c.retryAt.IsZero() && !c.clock.Now().Before(c.retryAt) {
+			changed = true
+		}
+		if changed {
+			c.reschedule(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.trigger:
+			c.Wake() // handled at the top of the next round
+		case r := <-c.results:
+			// A poll finished: apply it now rather than at the next tick.
+			delete(c.inflight, r.source.Metadata.Name)
+			if c.applyPoll(ctx, r) {
+				c.Wake()
+			}
+		case <-lease.Changed(): // lost: stop at the top of the next round
+		case <-c.clock.After(500 * time.Millisecond):
+		}
+	}
+}

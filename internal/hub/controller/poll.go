@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// pollSources starts a poll of every source that is due and has none in flight, each in its
+// own goroutine, and applies the results of the polls that finished. A source whose Git server
+// hangs stalls only itself: the others keep polling. A new revision is packed into an
+// artifact; a failing source keeps its last artifact, so nothing is pruned because a source
+// failed. It reports whether any source's artifact changed.
+func (c *Controller) pollSources(ctx context.Context) bool {
+	c.mu.Lock()
+	fleet := c.fleet
+	c.mu.Unlock()
+	if fleet != nil {
+		for _, s := range fleet.Sources {
+			name := s.Metadata.Name
+			if s.Spec.Git == nil || c.inflight[name] || clock.Since(c.clock, c.polled[name]) < s.Spec.IntervalOrDefault() {
+				continue
+			}
+			c.polled[name] = c.clock.Now()
+			c.inflight[name] = true
+			go func() {
+				art, err := c.pollSource(ctx, s)
+				select {
+				case c.results <- pollResult{source: s, art: art, err: err}:
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+	changed := false
+	for {
+		select {
+		case r := <-c.results:
+			delete(c.inflight, r.source.Metadata.Name)
+			changed = c.applyPoll(ctx, r) || changed
+		default:
+			return changed
+		}
+	}
+}
+
+type pollResult struct {
+	source v1alpha1.Source
+	art    schedule.Artifact
+	err    error
+}
+
+func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
+	name := r.source.Metadata.Name
+	st := store.SourceStatus{Name: name, URL: r.source.Spec.Git.URL, CheckedAt: c.clock.Now()}
+	changed := false
+	c.mu.Lock()
+	prev, had := c.artifacts[name]
+	if r.err != nil {
+		st.Revision, st.Digest, st.Error = prev.Revision, prev.Digest, r.err.Error()
+		c.log.Warn("source poll failed; clusters keep their state", "source", name, "error", r.err)
+	} else {
+		st.Revision, st.Digest = r.art.Revision, r.art.Digest
+		delete(c.fresh, r.art.Digest)
+		if !had || prev != r.art {
+			c.artifacts[name] = r.art
+			changed = true
+			c.log.Info("source revision", "source", name, "revision", r.art.Revision, "digest", r.art.Digest)
+		}
+	}
+	c.mu.Unlock()
+	if changed {
+		c.d.Record(ctx, audit.Event{Actor: "hub", Action: "source.revision", Detail: map[string]any{
+			"source": name, "url": r.art.URL, "revision": r.art.Revision, "digest": r.art.Digest, "previous": prev.Revision,
+		}})
+	}
+	if err := c.d.Store.PutSourceStatus(ctx, st); err != nil {
+		c.log.Warn("store source status", "source", name, "error", err)
+	}
+	return changed
+}
+
+func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art schedule.Artifact, err error) {
+	start := c.clock.Now()
+	defer func() {
+		c.d.Metrics.PollDuration.WithLabelValues(s.Metadata.Name).Observe(clock.Since(c.clock, start).Seconds())
+		if err != nil {
+			c.d.Metrics.PollErrors.WithLabelValues(s.Metadata.Name).Inc()
+		}
+	}()
+	git := s.Spec.Git
+	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit}
+	if git.CredentialsFile != "" {
+		creds, err := source.LoadCredentials(git.CredentialsFile)
+		if err != nil {
+			return schedule.Artifact{}, fmt.Errorf("source '%s': %w", s.Metadata.Name, err)
+		}
+		g.Auth = creds
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := c.d.Poller.Resolve(ctx, g)
+	if err != nil {
+		return schedule.Artifact{}, err
+	}
+	c.mu.Lock()
+	prev := c.artifacts[s.Metadata.Name]
+	c.mu.Unlock()
+	if prev.Revision == res.Revision && prev.URL == git.URL && c.d.Artifacts.Has(prev.Digest) {
+		return prev, nil
+	}
+	dir, err := os.MkdirTemp(c.opts.WorkDir, "checkout-")
+	if err != nil {
+		return schedule.Artifact{}, err
+	}
+	defer os.RemoveAll(dir)
+	if err := c.d.Poller.Checkout(ctx, g, res.Commit, dir); err != nil {
+		return schedule.Artifact{}, err
+	}
+	// Protect the artifact from garbage collection from before it exists until applyPoll has
+	// made it part of the state that scheduling and GC see.
+	c.mu.Lock()
+	c.freshPending++
+	c.mu.Unlock()
+	digest, _, err := c.d.Artifacts.PutDir(ctx, dir)
+	c.mu.Lock()
+	c.freshPending--
+	if err == nil {
+		c.fresh[digest] = true
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return schedule.Artifact{}, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, res.Revision, err)
+	}
+	// The other replicas serve it from the shared store: not assigned before it is there.
+	if err := c.d.ShareArtifact(ctx, digest); err != nil {
+		return schedule.Artifact{}, fmt.Errorf("source '%s': share artifact of %s: %w", s.Metadata.Name, res.Revision, err)
+	}
+	return schedule.Artifact{Source: s.Metadata.Name, URL: git.URL, Revision: res.Revision, Digest: digest}, nil
+}

@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// loadPlan reads every cluster's stored document: the plan the next reschedule compares
+// against. A document that does not decode leaves its cluster out of scheduling (its stored
+// document stays as it is) rather than being taken for an empty one.
+func (c *Controller) loadPlan(ctx context.Context) error {
+	states, err := c.d.Store.ListDesiredStates(ctx)
+	if err != nil {
+		return fmt.Errorf("read the stored desired states: %w", err)
+	}
+	c.plan = make(map[string]schedule.Document, len(states))
+	c.broken = map[string]bool{}
+	for _, ds := range states {
+		c.remember(ds)
+	}
+	return nil
+}
+
+// remember puts a stored document into the plan, or logs why it cannot.
+func (c *Controller) remember(ds store.DesiredState) {
+	doc, err := schedule.DecodeDocument(ds.Document)
+	if err != nil {
+		c.log.Error("stored desired state does not decode; the cluster is left as it is until it is fixed",
+			"cluster", ds.Cluster, "generation", ds.Generation, "error", err)
+		c.broken[ds.Cluster] = true
+		c.plan[ds.Cluster] = schedule.Document{}
+		return
+	}
+	delete(c.broken, ds.Cluster)
+	c.plan[ds.Cluster] = doc
+}
+
+// reschedule computes every cluster's assignments and stores each cluster's desired state;
+// the store raises the generation only where the document changed, and only those clusters'
+// agents are woken. Artifacts no desired state refers to any more are deleted.
+//
+// It changes nothing when it cannot read everything it needs, and compares against the plan
+// in memory, never against a read that failed: see the package documentation.
+func (c *Controller) reschedule(ctx context.Context) {
+	defer func(start time.Time) { c.d.Metrics.Reschedule.Observe(clock.Since(c.clock, start).Seconds()) }(c.clock.Now())
+	c.mu.Lock()
+	fleet, fleetRev := c.fleet, c.fleetRev
+	arts := maps.Clone(c.artifacts)
+	c.mu.Unlock()
+	if fleet == nil {
+		c.retryAt = time.Time{}
+		return // never schedule from "no configuration": that would remove everything
+	}
+	if c.plan == nil {
+		if err := c.loadPlan(ctx); err != nil {
+			c.plan = nil
+			c.skip(err)
+			return
+		}
+	}
+	clusters, err := c.d.Store.ListClusters(ctx)
+	if err != nil {
+		c.skip(fmt.Errorf("list clusters: %w", err))
+		return
+	}
+	in := make([]schedule.Cluster, 0, len(clusters))
+	previous := make(map[string]schedule.Document, len(clusters))
+	listed := make(map[string]bool, len(clusters))
+	allReadable := true
+	for _, cl := range clusters {
+		listed[cl.Name] = true
+		if _, ok := c.plan[cl.Name]; !ok {
+			// Registered since the plan was loaded (here or on another replica): read what is
+			// stored, which is nothing for a new cluster.
+			ds, err := c.d.Store.GetDesiredState(ctx, cl.Name)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				c.plan[cl.Name] = schedule.Document{Assignments: []schedule.Assignment{}}
+			case err != nil:
+				c.skip(fmt.Errorf("desired state of cluster %q: %w", cl.Name, err))
+				return
+			default:
+				c.remember(ds)
+			}
+		}
+		if c.broken[cl.Name] {
+			allReadable = false
+			continue
+		}
+		in = append(in, schedule.Cluster{Name: cl.Name, Labels: cl.Labels})
+		previous[cl.Name] = c.plan[cl.Name]
+	}
+	for name := range c.plan {
+		if !listed[name] {
+			delete(c.plan, name) // removed: the store dropped its desired state
+			delete(c.broken, name)
+		}
+	}
+
+	plan := schedule.Schedule(fleet, in, arts, previous, fleetRev)
+	failed := 0
+	for _, cl := range in {
+		doc := plan.Document(cl.Name)
+		data, err := schedule.Encode(doc)
+		if err != nil {
+			c.log.Error("encode desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
+			failed++
+			continue
+		}
+		gen, changed, err := c.d.Store.PutDesiredState(ctx, cl.Name, data)
+		if err != nil {
+			c.log.Error("store desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
+			failed++
+			continue
+		}
+		c.plan[cl.Name] = doc
+		if changed {
+			c.d.Metrics.DesiredUpdates.Inc()
+			c.log.Info("desired state changed", "cluster", cl.Name, "generation", gen,
+				"assignments", len(doc.Assignments), "removed", len(doc.Removed))
+			c.d.DesiredChanged(cl.Name)
+		}
+	}
+	if failed > 0 {
+		c.retryAt = c.clock.Now().Add(retryAfterFailure)
+		c.log.Warn("desired state not stored for some clusters; retrying", "clusters", failed, "in", retryAfterFailure)
+	} else {
+		c.retryAt = time.Time{}
+	}
+	for _, p := range plan.Problems {
+		c.log.Warn("scheduling problem", "release", p.Release, "cluster", p.Cluster, "problem", p.Message)
+	}
+	c.mu.Lock()
+	c.problems = plan.Problems
+	c.mu.Unlock()
+
+	// Keep every artifact a stored document refers to: c.plan holds, for a cluster whose
+	// store failed, the document still stored.
+	keep := map[string]bool{}
+	for _, a := range arts {
+		keep[a.Digest] = true
+	}
+	for _, doc := range c.plan {
+		for _, a := range doc.Assignments {
+			keep[a.Digest] = true
+		}
+	}
+	c.shareView(ctx, keep)
+	if allReadable {
+		c.collect(ctx, keep)
+	}
+}
+
+// skip logs why a reschedule changed nothing and has it tried again shortly.
+func (c *Controller) skip(err error) {
+	c.retryAt = c.clock.Now().Add(retryAfterFailure)
+	c.log.Error("reschedule skipped; every desired state is left as it is", "error", err, "retry", retryAfterFailure)
+}
