@@ -86,6 +86,8 @@ type fleet struct {
 	clusters map[string]*localcluster.Cluster
 	agents   map[string]func() // stop functions
 	mu       sync.Mutex
+	// wrapStore, when set, wraps the hub's store at the next (re)start: for fault injection.
+	wrapStore func(store.Store) store.Store
 }
 
 func (f *fleet) logger(component string) *slog.Logger {
@@ -107,7 +109,11 @@ func (f *fleet) startHub() {
 	}
 	opts := f.hubOpts
 	opts.Logger = f.logger("hub")
-	h, err := hub.New(f.t.Context(), opts, st)
+	var hubStore store.Store = st
+	if f.wrapStore != nil {
+		hubStore = f.wrapStore(st)
+	}
+	h, err := hub.New(f.t.Context(), opts, hubStore)
 	if err != nil {
 		st.Close()
 		f.t.Fatal(err)

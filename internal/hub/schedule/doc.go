@@ -26,8 +26,8 @@
 //
 // Each assignment's Vars hold the cluster's variables, cluster_name and cluster_label_<key>
 // (every character of the key outside [A-Za-z0-9_] replaced by '_'; when two keys map to the
-// same name the key that sorts last wins, as in the agent's render.ClusterVars), and the
-// release's variables. The cluster wins every collision: what a manifest reads as
+// same name the key that sorts last wins), computed by v1alpha1.ClusterVariables for the
+// scheduler and the renderer alike, and the release's variables. The cluster wins every collision: what a manifest reads as
 // ${cluster_label_region} is the cluster's label whenever the cluster has one, so a release can
 // set cluster_label_region only as a default for clusters without the label. A release that sets
 // cluster_name is reported as a [Problem] (the assignment is still made, with the cluster's
@@ -35,9 +35,11 @@
 //
 // # Never pruning by accident
 //
-// An assignment left out of a plan makes the agent prune what the release applied. So the
-// scheduler leaves one out only when the fleet configuration says so: the release was removed,
-// or no longer selects the cluster. When it cannot build an assignment for another reason, it
+// An agent prunes a whole release only on its tombstone. So the scheduler leaves an assignment
+// out only when the fleet configuration says so, the release was removed or no longer selects
+// the cluster, and then writes a [Tombstone] naming that reason and the fleet revision (kept
+// until the release is assigned again, at most [MaxTombstones] per cluster). Without a fleet
+// configuration it changes nothing. When it cannot build an assignment for another reason, it
 // keeps the cluster's previous assignment for that release, if there is one, unchanged
 // (artifact, path and settings together, since a new path may not exist in the old revision),
 // and reports a Problem:

@@ -278,11 +278,11 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 			continue
 		}
 		if cvars == nil {
-			cvars = clusterVars(c)
+			cvars = v1alpha1.ClusterVariables(c.Name, c.Labels)
 		}
 		a := r.base
 		a.Path = p
-		a.Vars = mergeVars(cvars, r.vars)
+		a.Vars = v1alpha1.MergeVariables(cvars, r.vars)
 		out = append(out, a)
 	}
 	return append(make([]Assignment, 0, len(out)), out...)
@@ -308,18 +308,9 @@ func (s *scheduler) keep(out *[]Assignment, release, cluster string, previous []
 // matches reports whether any target selects a cluster with these labels.
 func matches(targets []v1alpha1.Target, labels map[string]string) bool {
 	for _, t := range targets {
-		if selects(t.Selector, labels) {
+		if t.Selector.Matches(labels) {
 			return true
 		}
 	}
 	return false
-}
-
-func selects(sel v1alpha1.LabelSelector, labels map[string]string) bool {
-	for k, want := range sel.MatchLabels {
-		if got, ok := labels[k]; !ok || got != want {
-			return false
-		}
-	}
-	return true
 }
