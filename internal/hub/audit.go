@@ -7,13 +7,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/audit"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // record appends e to the audit log. It never fails the caller: a record that cannot be
@@ -24,9 +21,11 @@ func (h *Hub) record(ctx context.Context, e audit.Event) {
 		return
 	}
 	if e.Time.IsZero() {
-		e.Time = h.now()
+		e.Time = h.clock.Now()
 	}
-	h.tagReplica(&e)
+	if h.repl != nil {
+		h.repl.TagEvent(&e)
+	}
 	if _, err := h.audit.Append(context.WithoutCancel(ctx), e); err != nil {
 		h.log.Error("audit record not written", "action", e.Action, "cluster", e.Cluster, "release", e.Release, "error", err)
 	}
@@ -165,68 +164,4 @@ func labelsDetail(labels map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// recordReport records what one newly ingested report says: an "apply" record per status
-// (the outcome of one reconcile of one release) and a "drift.healed" record for a status
-// whose drift the agent corrected.
-func (h *Hub) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls *sourceURLs) {
-	actor := "agent:" + cluster
-	for _, st := range r.GetStatuses() {
-		d := map[string]any{
-			"revision": st.GetRevision(), "digest": st.GetDigest(), "generation": st.GetGeneration(),
-			"phase": st.GetPhase(), "objects": st.GetObjects(),
-			"created": st.GetCreated(), "configured": st.GetConfigured(), "pruned": st.GetPruned(),
-			"reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
-		}
-		if v := st.GetHealth(); v != "" {
-			d["health"] = v
-		}
-		if v := strings.TrimSpace(st.GetError()); v != "" {
-			d["error"] = v
-		}
-		if n := len(st.GetConflicts()); n > 0 {
-			d["conflicts"] = st.GetConflicts()
-		}
-		if st.GetDrifted() {
-			d["drifted"] = true
-		}
-		if u := urls.get(ctx, st.GetRelease()); u != "" {
-			d["url"] = u
-		}
-		h.record(ctx, audit.Event{Actor: actor, Action: "apply", Cluster: cluster, Release: st.GetRelease(), Detail: d})
-		var healed []map[string]any
-		for _, o := range st.GetDrift() {
-			if o.GetHealed() {
-				healed = append(healed, map[string]any{"object": o.GetObject(), "namespace": o.GetNamespace(), "paths": o.GetPaths()})
-			}
-		}
-		if len(healed) > 0 {
-			h.record(ctx, audit.Event{Actor: actor, Action: "drift.healed", Cluster: cluster, Release: st.GetRelease(), Detail: map[string]any{
-				"revision": st.GetRevision(), "digest": st.GetDigest(), "objects": healed,
-			}})
-		}
-	}
-}
-
-// sourceURLs finds the source URL of a cluster's releases in its desired state, read once
-// per Report call and only when a record needs it.
-type sourceURLs struct {
-	h       *Hub
-	cluster string
-	byRel   map[string]string
-}
-
-func (s *sourceURLs) get(ctx context.Context, release string) string {
-	if s.byRel == nil {
-		s.byRel = map[string]string{}
-		if ds, err := s.h.store.GetDesiredState(ctx, s.cluster); err == nil {
-			if as, err := schedule.Decode(ds.Document); err == nil {
-				for _, a := range as {
-					s.byRel[a.Release] = a.URL
-				}
-			}
-		}
-	}
-	return s.byRel[release]
 }

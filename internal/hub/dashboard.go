@@ -30,7 +30,7 @@ func (h *Hub) dashboardHandler() http.Handler {
 // Everything else the page shows comes from the user API itself (clusters/{name}, drift,
 // audit).
 func (h *Hub) dashboardAPI(mux *http.ServeMux) {
-	h.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return h.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: h.now})
+	h.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return h.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: h.clock.Now})
 	mux.Handle("GET /api/v1/dashboard/fleet", h.dash)
 }
 
@@ -54,7 +54,7 @@ func (h *Hub) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
 	}
 	clusters := make([]dashboard.Cluster, 0, len(stored))
 	for _, c := range stored {
-		seen, _ := h.seen.get(c)
+		seen, _ := h.seen.Get(c)
 		clusters = append(clusters, dashboard.Cluster{Name: c.Name, Labels: c.Labels, Seen: !seen.IsZero(), Reachable: h.reachable(seen)})
 	}
 	return dashboard.Build(st, h.releaseNames(), clusters), nil

@@ -14,12 +14,16 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/agentapi"
+	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
+	"github.com/flotilla/flotilla/internal/hub/desired"
+	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -70,47 +74,79 @@ type Options struct {
 	Notify NotifyOptions
 	// Replica configures this hub as one of several sharing a PostgreSQL store.
 	Replica ReplicaOptions
+	// Clock is the hub's time source: leases, last-seen times, join tokens, certificates,
+	// notifications. Default: the wall clock.
+	Clock   clock.Clock
 	Logger  *slog.Logger
 	Version string
 }
 
+// The defaults of Options, defined once: setDefaults fills them in, and the hub command's
+// flags show and take them.
+const (
+	DefaultAgentAddr            = "127.0.0.1:8443"
+	DefaultAPIAddr              = "127.0.0.1:8444"
+	DefaultFleetInterval        = 10 * time.Second
+	DefaultCertTTL              = 30 * 24 * time.Hour
+	DefaultTokenTTL             = 24 * time.Hour
+	DefaultAgentQPS             = 20.0
+	DefaultAgentBurst           = 40
+	DefaultGlobalQPS            = 2000.0
+	DefaultGlobalBurst          = 4000
+	DefaultMaxArtifactDownloads = 16
+	DefaultMaxInflightReports   = 64
+	DefaultLeaseTTL             = replica.DefaultLeaseTTL
+)
+
+// DefaultOptions are Options with every default filled in (no data dir or fleet).
+func DefaultOptions() Options {
+	var o Options
+	o.setDefaults()
+	return o
+}
+
 func (o *Options) setDefaults() {
 	if o.AgentAddr == "" {
-		o.AgentAddr = "127.0.0.1:8443"
+		o.AgentAddr = DefaultAgentAddr
 	}
 	if o.APIAddr == "" {
-		o.APIAddr = "127.0.0.1:8444"
+		o.APIAddr = DefaultAPIAddr
 	}
 	if o.FleetInterval <= 0 {
-		o.FleetInterval = 10 * time.Second
+		o.FleetInterval = DefaultFleetInterval
 	}
 	if o.CertTTL <= 0 {
-		o.CertTTL = 30 * 24 * time.Hour
+		o.CertTTL = DefaultCertTTL
 	}
 	if o.TokenTTL <= 0 {
-		o.TokenTTL = 24 * time.Hour
+		o.TokenTTL = DefaultTokenTTL
 	}
 	if o.UnreachableAfter <= 0 {
 		o.UnreachableAfter = DefaultUnreachableAfter
 	}
 	if o.AgentQPS <= 0 {
-		o.AgentQPS = 20
+		o.AgentQPS = DefaultAgentQPS
 	}
 	if o.AgentBurst <= 0 {
-		o.AgentBurst = 40
+		o.AgentBurst = DefaultAgentBurst
 	}
 	if o.GlobalQPS <= 0 {
-		o.GlobalQPS = 2000
+		o.GlobalQPS = DefaultGlobalQPS
 	}
 	if o.GlobalBurst <= 0 {
-		o.GlobalBurst = 4000
+		o.GlobalBurst = DefaultGlobalBurst
 	}
 	if o.MaxArtifactDownloads <= 0 {
-		o.MaxArtifactDownloads = 16
+		o.MaxArtifactDownloads = DefaultMaxArtifactDownloads
 	}
 	if o.MaxInflightReports <= 0 {
-		o.MaxInflightReports = 64
+		o.MaxInflightReports = DefaultMaxInflightReports
 	}
+	o.Notify.setDefaults()
+	if o.Replica.LeaseTTL <= 0 {
+		o.Replica.LeaseTTL = DefaultLeaseTTL
+	}
+	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -126,19 +162,19 @@ type Hub struct {
 	artifacts  *artifact.Store
 	poller     *source.Poller
 	adminToken string
-	now        func() time.Time
+	clock      clock.Clock
 
 	agentLn, apiLn net.Listener
-	watchers       *watchers
+	watchers       *agentapi.Watchers
 	metrics        *metrics
-	errs           *connect.ErrorWriter
-	ctrl           *controller
-	seen           *lastSeen
-	auth           *agentAuth
-	desired        *desiredCache
+	ctrl           *controller.Controller
+	seen           *agentapi.LastSeen
+	auth           *agentapi.Auth
+	agent          *agentapi.Server
+	desired        *desired.Cache
 	auditSink      *audit.Sink // nil without Options.AuditSink
 	notifier       *notifier
-	repl           replication
+	repl           *replica.Replication
 	dash           *dashboard.Snapshots // the dashboard's fleet document; set by dashboardAPI
 }
 
@@ -161,29 +197,33 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
-	h := &Hub{opts: opts, log: opts.Logger, store: st, now: time.Now, watchers: newWatchers(), errs: connect.NewErrorWriter()}
+	h := &Hub{opts: opts, log: opts.Logger, store: st, clock: opts.Clock, watchers: agentapi.NewWatchers()}
+	var err error
+	if h.artifacts, err = artifact.NewStore(filepath.Join(opts.DataDir, "artifacts")); err != nil {
+		return nil, err
+	}
 	if err := h.setupReplication(ctx); err != nil {
 		return nil, err
 	}
-	var err error
-	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.now()); err != nil {
+	if h.ca, err = pki.LoadOrCreateCA(opts.DataDir, h.clock.Now()); err != nil {
 		return nil, err
 	}
 	if h.adminToken, err = loadOrCreateToken(filepath.Join(opts.DataDir, AdminTokenFile)); err != nil {
-		return nil, err
-	}
-	if h.artifacts, err = artifact.NewStore(filepath.Join(opts.DataDir, "artifacts")); err != nil {
 		return nil, err
 	}
 	if h.audit, err = audit.Open(ctx, filepath.Join(opts.DataDir, "audit.db")); err != nil {
 		return nil, err
 	}
 	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
-	h.seen = newLastSeen(st, h.log)
-	h.auth = newAgentAuth(revocationTTL)
-	h.desired = newDesiredCache()
+	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
+	h.auth = agentapi.NewAuth(agentapi.RevocationTTL)
+	h.desired = desired.NewCache()
 	h.metrics = newMetrics(h)
-	h.ctrl = newController(h)
+	h.agent = h.newAgentAPI()
+	if err := h.newController(); err != nil {
+		h.audit.Close()
+		return nil, err
+	}
 	h.notifier = newNotifier(h)
 	if err := h.newAuditSink(ctx); err != nil {
 		h.audit.Close()
@@ -214,22 +254,55 @@ func (h *Hub) CAPath() string { return filepath.Join(h.opts.DataDir, CAFile) }
 // Run serves until ctx ends, then closes the audit log.
 func (h *Hub) Run(ctx context.Context) error {
 	defer h.audit.Close()
-	cert, err := h.ca.ServingCertificate(h.servingHosts(), 365*24*time.Hour, h.now())
+	cert, err := h.ca.ServingCertificate(h.servingHosts(), 365*24*time.Hour, h.clock.Now())
 	if err != nil {
 		return err
 	}
-	agentSrv := &http.Server{Handler: h.agentHandler(), TLSConfig: h.agentTLS(cert), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	apiSrv := &http.Server{Handler: h.apiHandler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })
-	g.Go(func() error { h.ctrl.run(ctx); return nil })
-	g.Go(func() error { h.seen.run(ctx); return nil })
-	h.runReplication(ctx, g)
+	g.Go(func() error { h.ctrl.Run(ctx); return nil })
+	g.Go(func() error { h.seen.Run(ctx); return nil })
+	g.Go(func() error { h.runReplication(ctx); return nil })
 	g.Go(func() error { h.runAuditSink(ctx); return nil })
 	g.Go(func() error { h.notifier.run(ctx); return nil })
 	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", h.opts.Fleet)
 	return g.Wait()
+}
+
+// newController wires the controller to the store, poller, artifacts and replication.
+func (h *Hub) newController() error {
+	d := controller.Deps{
+		Store: h.store, Poller: h.poller, Artifacts: h.artifacts, Lease: h.repl.Lease(),
+		ShareArtifact: h.repl.ShareArtifact,
+		Record:        h.record,
+		DesiredChanged: func(cluster string) {
+			h.watchers.Notify(cluster)
+			h.dashboardChanged()
+		},
+		Metrics: h.metrics.controller,
+		Clock:   h.clock,
+		Logger:  h.log,
+	}
+	if h.repl.IsShared() {
+		d.Shared = h.repl
+		d.PublishView = func() { h.repl.Publish(replica.Event{Kind: replica.EventView}) }
+	}
+	var err error
+	h.ctrl, err = controller.New(d, controller.Options{
+		Fleet: h.opts.Fleet, FleetBranch: h.opts.FleetBranch, FleetPath: h.opts.FleetPath,
+		FleetInterval: h.opts.FleetInterval, WorkDir: h.opts.DataDir,
+	})
+	return err
+}
+
+// kickController asks for a reschedule soon (a cluster was added, relabelled or removed), by
+// whichever replica holds the controller lease.
+func (h *Hub) kickController() {
+	h.ctrl.Wake()
+	h.repl.Publish(replica.Event{Kind: replica.EventClusters})
 }
 
 func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {

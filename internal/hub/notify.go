@@ -21,13 +21,28 @@ import (
 
 // NotifyOptions configure the evaluation and delivery of the fleet's Notification objects.
 type NotifyOptions struct {
-	// Interval between evaluations of the fleet's status. Default 5s.
+	// Interval between evaluations of the fleet's status. Default DefaultNotifyInterval.
 	Interval time.Duration
 	// FlapWindow holds back an event for an assignment that was announced in the same
-	// condition less than this long ago. Default 5m.
+	// condition less than this long ago. Default DefaultFlapWindow.
 	FlapWindow time.Duration
 	// Sender configures delivery retries.
 	Sender notify.SenderOptions
+}
+
+// Defaults of NotifyOptions.
+const (
+	DefaultNotifyInterval = 5 * time.Second
+	DefaultFlapWindow     = 5 * time.Minute
+)
+
+func (o *NotifyOptions) setDefaults() {
+	if o.Interval <= 0 {
+		o.Interval = DefaultNotifyInterval
+	}
+	if o.FlapWindow <= 0 {
+		o.FlapWindow = DefaultFlapWindow
+	}
 }
 
 // notifyStateFile keeps, in the data dir, what each notification has announced: a restarted
@@ -71,12 +86,7 @@ type delivery struct {
 
 func newNotifier(h *Hub) *notifier {
 	o := h.opts.Notify
-	if o.Interval <= 0 {
-		o.Interval = 5 * time.Second
-	}
-	if o.FlapWindow <= 0 {
-		o.FlapWindow = 5 * time.Minute
-	}
+	o.setDefaults()
 	n := &notifier{
 		h: h, opts: o, sender: notify.NewSender(o.Sender), states: map[string]notify.State{},
 		throttles: map[string]*throttle{}, queues: map[string]chan delivery{},
@@ -94,7 +104,7 @@ func newNotifier(h *Hub) *notifier {
 // run evaluates every Interval until ctx ends, then waits for deliveries under way.
 func (n *notifier) run(ctx context.Context) {
 	n.load()
-	t := time.NewTicker(n.opts.Interval)
+	t := n.h.clock.NewTimer(n.opts.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -107,8 +117,9 @@ func (n *notifier) run(ctx context.Context) {
 			n.mu.Unlock()
 			n.wg.Wait()
 			return
-		case <-t.C:
+		case <-t.C():
 			n.evaluate(ctx)
+			t.Reset(n.opts.Interval)
 		}
 	}
 }
@@ -121,11 +132,9 @@ func (n *notifier) evaluate(ctx context.Context) {
 		return
 	}
 	if n.started.IsZero() {
-		n.started = n.h.now()
+		n.started = n.h.clock.Now()
 	}
-	n.h.ctrl.mu.Lock()
-	fleet := n.h.ctrl.fleet
-	n.h.ctrl.mu.Unlock()
+	fleet := n.h.ctrl.View().Fleet
 	if fleet == nil {
 		return // no configuration yet: nothing to compare against, nothing to forget
 	}
@@ -175,7 +184,7 @@ func (n *notifier) snapshot(ctx context.Context) (notify.Snapshot, error) {
 	for _, c := range clusters {
 		labels[c.Name] = c.Labels
 	}
-	now := n.h.now()
+	now := n.h.clock.Now()
 	snap := notify.Snapshot{
 		Time: now, Assignments: make([]notify.Assignment, 0, len(view.Assignments)),
 		// Agents need up to the unreachable time to reconnect to a restarted hub.

@@ -2,109 +2,79 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"maps"
-	"os"
-	"time"
+	"errors"
+	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
-
-	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/replica"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/pki"
 )
 
 // ReplicaOptions configure this hub as one of several replicas sharing a store (PostgreSQL).
 // A hub with a SQLite store is the only replica and ignores them.
-type ReplicaOptions struct {
-	// ID names this replica in leases, logs and change notifications; unique among the
-	// replicas. Default: the host name and a random suffix, new at every start.
-	ID string
-	// LeaseTTL is how long the controller lease lasts unless renewed (every third of it):
-	// the longest a dead replica's polling stays undone before another takes it over.
-	// Default 15s.
-	LeaseTTL time.Duration
-}
-
-func (o *ReplicaOptions) setDefaults() {
-	if o.ID == "" {
-		host, _ := os.Hostname()
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		o.ID = fmt.Sprintf("%s-%s", host, hex.EncodeToString(b))
-	}
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 15 * time.Second
-	}
-}
-
-// replication is what a hub needs to be one of several replicas; its zero value is that of a
-// single hub.
-type replication struct {
-	shared sharedStore // nil: the only replica
-	fanout *fanout     // nil: the only replica
-	lease  *lease      // always set: held for good without a shared store
-}
+type ReplicaOptions = replica.Options
 
 // setupReplication runs in New before the CA and admin token are loaded: with a shared store
-// it makes the data dir's CA and token those every replica shares, and wires change
-// notifications into the watchers.
+// it makes the data dir's CA and token those every replica shares.
 func (h *Hub) setupReplication(ctx context.Context) error {
-	h.opts.Replica.setDefaults()
-	shared, _ := h.store.(sharedStore)
-	h.repl.shared = shared
-	h.repl.lease = newLease(shared, controllerLease, h.opts.Replica.ID, h.opts.Replica.LeaseTTL, h.log)
-	if shared == nil {
-		return nil
-	}
-	if err := shareIdentity(ctx, shared, h.opts.DataDir, h.now()); err != nil {
+	var err error
+	h.repl, err = replica.New(ctx, replica.Config{
+		Store: h.store, Options: h.opts.Replica, Artifacts: h.artifacts, Clock: h.clock, Logger: h.log,
+		Identity: replica.Identity{
+			DataDir: h.opts.DataDir,
+			Files:   []string{pki.CACertFile, pki.CAKeyFile, AdminTokenFile},
+			Create: func() error {
+				if _, err := pki.LoadOrCreateCA(h.opts.DataDir, h.clock.Now()); err != nil {
+					return err
+				}
+				_, err := loadOrCreateToken(filepath.Join(h.opts.DataDir, AdminTokenFile))
+				return err
+			},
+		},
+	})
+	if err != nil {
 		return err
 	}
-	h.repl.fanout = &fanout{h: h, st: shared}
-	h.watchers.publish = h.repl.fanout.publish
-	h.log.Info("hub replica sharing its store", "replica", h.opts.Replica.ID, "store", h.store)
+	h.opts.Replica.ID = h.repl.ID()
+	// A change of a cluster's watches here reaches the other replicas' watches.
+	h.watchers.OnNotify = func(c string) { h.repl.Publish(replica.Event{Kind: replica.EventDesired, Cluster: c}) }
+	h.watchers.OnClose = func(c string) { h.repl.Publish(replica.Event{Kind: replica.EventRemoved, Cluster: c}) }
 	return nil
 }
 
-// runReplication starts, in g, the lease and the change listener of a replica.
-func (h *Hub) runReplication(ctx context.Context, g *errgroup.Group) {
-	g.Go(func() error { h.repl.lease.run(ctx); return nil })
-	if f := h.repl.fanout; f != nil {
-		g.Go(func() error { f.run(ctx); return nil })
+// runReplication keeps the lease and applies the other replicas' changes until ctx ends.
+func (h *Hub) runReplication(ctx context.Context) {
+	h.repl.Run(ctx, replica.Handlers{
+		OnDesired: h.watchers.NotifyLocal,
+		OnRemoved: func(c string) {
+			h.auth.ForgetCluster(c)
+			h.watchers.CloseLocal(c)
+		},
+		OnClusters: h.ctrl.Wake,
+		OnView:     h.ctrl.AdoptView,
+		OnResync:   h.resync,
+	})
+}
+
+// resync makes up for notifications missed while not listening: certificates are checked
+// against the store again, every watch stream here re-reads its desired state (and ends if
+// its cluster is gone), the controller reschedules if it holds the lease, and otherwise
+// adopts the holder's fleet view.
+func (h *Hub) resync(ctx context.Context) {
+	h.auth.ForgetAll() // a removal may be among the missed notifications
+	for _, c := range h.watchers.Clusters() {
+		if _, err := h.store.GetCluster(ctx, c); errors.Is(err, store.ErrNotFound) {
+			h.watchers.CloseLocal(c)
+			continue
+		}
+		h.watchers.NotifyLocal(c)
 	}
+	h.ctrl.Wake()
+	h.ctrl.AdoptView(ctx)
 }
 
 // IsLeader reports whether this replica holds the controller lease (always, for a single hub).
-func (h *Hub) IsLeader() bool { return h.repl.lease.Held() }
+func (h *Hub) IsLeader() bool { return h.repl.Lease().Held() }
 
 // ReplicaID names this replica.
-func (h *Hub) ReplicaID() string { return h.opts.Replica.ID }
-
-// tagReplica names this replica in e's detail when it is one of several: each replica keeps
-// its own audit chain (audit.db in its data dir), and a record says which chain, and so which
-// replica, it belongs to once the chains are read side by side.
-func (h *Hub) tagReplica(e *audit.Event) {
-	if h.repl.shared == nil {
-		return
-	}
-	d := make(map[string]any, len(e.Detail)+1)
-	maps.Copy(d, e.Detail)
-	d["replica"] = h.opts.Replica.ID
-	e.Detail = d
-}
-
-// replicaCollectors are the metrics of replication: whether this replica holds the controller
-// lease (1 on exactly one replica of a healthy set; always 1 on a single hub).
-func replicaCollectors(h *Hub) []prometheus.Collector {
-	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "flotilla_hub_controller_lease_held",
-		Help: "1 while this hub replica holds the controller lease (reads the fleet, polls sources, schedules), else 0.",
-	}, func() float64 {
-		if h.IsLeader() {
-			return 1
-		}
-		return 0
-	})
-	return []prometheus.Collector{held}
-}
+func (h *Hub) ReplicaID() string { return h.repl.ID() }

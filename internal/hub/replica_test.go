@@ -31,14 +31,14 @@ import (
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
-// replica is one hub replica of a test, on a PostgreSQL store shared with the others.
-type replica struct {
+// hubReplica is one hub replica of a test, on a PostgreSQL store shared with the others.
+type hubReplica struct {
 	*testHub
 	stop func()
 }
 
 // startReplica starts a hub named id on the database dsn, with its own data dir.
-func startReplica(t testing.TB, dsn, fleet, id string) *replica {
+func startReplica(t testing.TB, dsn, fleet, id string) *hubReplica {
 	t.Helper()
 	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
 	if err != nil {
@@ -53,11 +53,11 @@ func startReplica(t testing.TB, dsn, fleet, id string) *replica {
 	var once sync.Once
 	stop := func() { once.Do(func() { stopHub(); st.Close() }) }
 	t.Cleanup(stop)
-	return &replica{testHub: th, stop: stop}
+	return &hubReplica{testHub: th, stop: stop}
 }
 
 // agentOn is the agent identity a, talking to replica r instead of the one it joined through.
-func (a *testAgent) on(r *replica) *testAgent {
+func (a *testAgent) on(r *hubReplica) *testAgent {
 	return &testAgent{http: a.http, client: agentv1connect.NewAgentServiceClient(a.http, r.AgentURL())}
 }
 
@@ -211,7 +211,7 @@ func TestReplicas(t *testing.T) {
 	})
 
 	t.Run("each replica's audit records name it", func(t *testing.T) {
-		for _, r := range []*replica{r1, r2} {
+		for _, r := range []*hubReplica{r1, r2} {
 			recs, err := r.api.Audit(t.Context(), hubapi.AuditFilter{})
 			if err != nil {
 				t.Fatal(err)
@@ -257,7 +257,7 @@ func TestReplicas(t *testing.T) {
 		if n := pollCount(r2.Hub, "apps"); n != "0" {
 			t.Errorf("replica-2 polled source apps %s times without holding the lease", n)
 		}
-		for r, want := range map[*replica]string{r1: "1", r2: "0"} {
+		for r, want := range map[*hubReplica]string{r1: "1", r2: "0"} {
 			if got := metricValue(r.Hub, "flotilla_hub_controller_lease_held"); got != want {
 				t.Errorf("%s: flotilla_hub_controller_lease_held = %s, want %s", r.ReplicaID(), got, want)
 			}
@@ -424,14 +424,14 @@ func BenchmarkReplicaFanout(b *testing.B) {
 	r2 := startReplica(b, dsn, fleet, "replica-2")
 	for _, bc := range []struct {
 		name string
-		on   *replica
+		on   *hubReplica
 	}{{"watch=same-replica", r1}, {"watch=other-replica", r2}} {
 		b.Run(bc.name, func(b *testing.B) {
-			woken, cancel := bc.on.watchers.subscribe("edge-1")
+			woken, cancel := bc.on.watchers.Subscribe("edge-1")
 			defer cancel()
 			b.ReportAllocs()
 			for b.Loop() {
-				r1.watchers.notify("edge-1")
+				r1.watchers.Notify("edge-1")
 				select {
 				case <-woken:
 				case <-time.After(10 * time.Second):

@@ -73,7 +73,7 @@ func (h *Hub) addCluster(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	err := h.store.AddCluster(r.Context(), store.Cluster{Name: req.Name, Labels: req.Labels, CreatedAt: h.now()})
+	err := h.store.AddCluster(r.Context(), store.Cluster{Name: req.Name, Labels: req.Labels, CreatedAt: h.clock.Now()})
 	if errors.Is(err, store.ErrExists) {
 		writeError(w, http.StatusConflict, fmt.Errorf("cluster %q already exists", req.Name))
 		return
@@ -103,7 +103,7 @@ func (h *Hub) issueToken(w http.ResponseWriter, r *http.Request, cluster string,
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	expires := h.now().Add(h.opts.TokenTTL)
+	expires := h.clock.Now().Add(h.opts.TokenTTL)
 	if err := h.store.CreateJoinToken(r.Context(), store.JoinToken{ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Cluster: cluster, ExpiresAt: expires}); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -145,16 +145,16 @@ func (h *Hub) getCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Status = fd.assignments
-	seen, _ := h.seen.get(c)
-	v.Conditions = fleetview.Conditions(seen, h.opts.UnreachableAfter, h.now(), v.Status)
-	if depth, ok := h.seen.outboxDepth(c.Name); ok {
+	seen, _ := h.seen.Get(c)
+	v.Conditions = fleetview.Conditions(seen, h.opts.UnreachableAfter, h.clock.Now(), v.Status)
+	if depth, ok := h.seen.OutboxDepth(c.Name); ok {
 		v.OutboxDepth = &depth
 	}
 	writeJSON(w, http.StatusOK, v)
 }
 
 func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
-	c.LastSeen, c.AgentVersion = h.seen.get(c)
+	c.LastSeen, c.AgentVersion = h.seen.Get(c)
 	v := hubapi.ClusterView{Name: c.Name, Labels: c.Labels, CreatedAt: c.CreatedAt, AgentVersion: c.AgentVersion, Assignments: []string{}}
 	if v.Labels == nil {
 		v.Labels = map[string]string{}
@@ -169,7 +169,7 @@ func (h *Hub) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
 	}
 	if ds, err := h.store.GetDesiredState(r.Context(), c.Name); err == nil {
 		v.Generation = ds.Generation
-		if as, err := h.desired.decode(c.Name, ds.Document); err == nil {
+		if as, err := h.desired.Decode(c.Name, ds.Document); err == nil {
 			for _, a := range as {
 				v.Assignments = append(v.Assignments, a.Release)
 			}
@@ -226,9 +226,10 @@ func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Its certificates are revoked in the store; end its open streams now.
-	h.auth.forgetCluster(name)
-	h.watchers.closeCluster(name)
-	h.seen.forget(name)
+	h.auth.ForgetCluster(name)
+	h.watchers.CloseCluster(name)
+	h.seen.Forget(name)
+	h.agent.ForgetCluster(name)
 	h.log.Info("cluster removed; its certificates are revoked", "cluster", name)
 	h.record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.removed", Cluster: name})
 	h.clustersChanged()
@@ -236,9 +237,7 @@ func (h *Hub) removeCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Hub) listReleases(w http.ResponseWriter, r *http.Request) {
-	h.ctrl.mu.Lock()
-	fleet := h.ctrl.fleet
-	h.ctrl.mu.Unlock()
+	fleet := h.ctrl.View().Fleet
 	assigned := h.assignedClusters(r)
 	out := []hubapi.ReleaseView{}
 	if fleet != nil {
@@ -258,7 +257,7 @@ func (h *Hub) assignedClusters(r *http.Request) map[string][]string {
 	out := map[string][]string{}
 	docs, _ := h.store.ListDesiredStates(r.Context()) // ordered by cluster
 	for _, ds := range docs {
-		as, _ := h.desired.decode(ds.Cluster, ds.Document)
+		as, _ := h.desired.Decode(ds.Cluster, ds.Document)
 		for _, a := range as {
 			out[a.Release] = append(out[a.Release], ds.Cluster)
 		}
@@ -360,6 +359,6 @@ func writeStoreError(w http.ResponseWriter, err error, name string) {
 // clustersChanged follows a change to the cluster list or labels: the controller reschedules,
 // and the dashboard refreshes even when no assignment moves (it shows labels and clusters).
 func (h *Hub) clustersChanged() {
-	h.ctrl.kick()
+	h.kickController()
 	h.dashboardChanged()
 }

@@ -41,13 +41,11 @@ func (h *Hub) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.Sta
 	for _, s := range srcs {
 		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
-	h.ctrl.mu.Lock()
-	for _, p := range h.ctrl.problems {
+	for _, p := range h.ctrl.View().Problems {
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
 			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
 		}
 	}
-	h.ctrl.mu.Unlock()
 	out.Releases = fleetview.Summarize(out.Assignments)
 	return out, nil
 }
@@ -104,15 +102,15 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		for _, c := range clusters {
 			names[c.Name] = true
 		}
-		h.desired.keepOnly(names)
+		h.desired.KeepOnly(names)
 	}
 	for _, c := range clusters {
-		c.LastSeen, c.AgentVersion = h.seen.get(c)
+		c.LastSeen, c.AgentVersion = h.seen.Get(c)
 		ds, ok := docs[c.Name]
 		if !ok {
 			continue // not scheduled yet
 		}
-		as, err := h.desired.decode(c.Name, ds.Document)
+		as, err := h.desired.Decode(c.Name, ds.Document)
 		if err != nil {
 			h.log.Warn("desired state unreadable", "cluster", c.Name, "error", err)
 			continue
@@ -166,11 +164,9 @@ func (h *Hub) desiredDocuments(ctx context.Context, cluster string) (map[string]
 
 // releaseNames are the releases of the fleet configuration in force, sorted.
 func (h *Hub) releaseNames() []string {
-	h.ctrl.mu.Lock()
-	defer h.ctrl.mu.Unlock()
 	var names []string
-	if h.ctrl.fleet != nil {
-		for _, r := range h.ctrl.fleet.Releases {
+	if fleet := h.ctrl.View().Fleet; fleet != nil {
+		for _, r := range fleet.Releases {
 			names = append(names, r.Metadata.Name)
 		}
 	}
