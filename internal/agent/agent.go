@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -15,12 +14,15 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/backoff"
+	"github.com/flotilla/flotilla/internal/clock"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
 // Options configure an agent. HubURL, StateDir and RESTConfig are required; JoinToken only for
-// the first start (afterwards the identity in the state dir is used).
+// the first start (afterwards the identity in the state dir is used). A zero field takes its
+// value from DefaultOptions.
 type Options struct {
 	// HubURL is the hub's agent endpoint, https://HOST:PORT.
 	HubURL string
@@ -45,32 +47,53 @@ type Options struct {
 	// Version is reported to the hub.
 	Version string
 	Logger  *slog.Logger
-	// HeartbeatInterval between heartbeats. Default 30s.
+	// Clock is the time source of every interval, retry, backoff and certificate renewal.
+	// Default clock.Real{}; tests move a clock.Fake instead of sleeping.
+	Clock clock.Clock
+	// HeartbeatInterval between heartbeats.
 	HeartbeatInterval time.Duration
-	// ReportInterval: how often the outbox is flushed when nothing signals it. Default 5s.
+	// ReportInterval: how often the outbox is flushed when nothing signals it.
 	ReportInterval time.Duration
-	// MaxBackoff caps the jittered exponential backoff between reconnects. Default 30s.
+	// MaxBackoff caps the jittered exponential backoff between reconnects.
 	MaxBackoff time.Duration
 	// Metrics, when set, receives the agent's Prometheus metrics.
 	Metrics *Metrics
 	// MaxOutbox bounds the reports kept while the hub is unreachable; beyond it older reports
-	// superseded by a newer one of the same release are compacted away (and counted). Default
-	// 10,000.
+	// superseded by a newer one of the same release are compacted away (and counted).
 	MaxOutbox int
 }
 
+// DefaultOptions are the values an agent uses for every field left zero; the agent verb's
+// flags take their defaults from here.
+func DefaultOptions() Options {
+	return Options{
+		Clock:             clock.Real{},
+		HeartbeatInterval: 30 * time.Second,
+		ReportInterval:    5 * time.Second,
+		MaxBackoff:        30 * time.Second,
+		MaxOutbox:         10000,
+	}
+}
+
+// minBackoff is the first step of the backoff between reconnects and failed reports.
+const minBackoff = 500 * time.Millisecond
+
 func (o *Options) setDefaults() {
+	def := DefaultOptions()
+	if o.Clock == nil {
+		o.Clock = def.Clock
+	}
 	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = 30 * time.Second
+		o.HeartbeatInterval = def.HeartbeatInterval
 	}
 	if o.ReportInterval <= 0 {
-		o.ReportInterval = 5 * time.Second
+		o.ReportInterval = def.ReportInterval
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 30 * time.Second
+		o.MaxBackoff = def.MaxBackoff
 	}
 	if o.MaxOutbox <= 0 {
-		o.MaxOutbox = 10000
+		o.MaxOutbox = def.MaxOutbox
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -93,12 +116,15 @@ type Agent struct {
 	renewedCertPEM []byte
 	client         agentv1connect.AgentServiceClient
 
-	mu       sync.Mutex
-	desired  *agentv1.DesiredState
-	changed  chan struct{} // desired state changed
-	flush    chan struct{} // outbox has something new
-	lastGen  int64
-	lastSeen time.Time
+	clock   clock.Clock
+	changed chan struct{} // desired state changed
+	flush   chan struct{} // outbox has something new
+	beat    chan struct{} // something a heartbeat carries changed: send one now
+
+	mu      sync.Mutex
+	desired *agentv1.DesiredState // the last accepted desired state
+	lastGen int64                 // its generation
+	refused *RefusedError         // the hub's latest desired state, when the agent refused it
 }
 
 // New opens the state dir and, on the first start, joins the hub with the join token.
@@ -114,7 +140,10 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, log: opts.Logger, st: st, changed: make(chan struct{}, 1), flush: make(chan struct{}, 1)}
+	a := &Agent{
+		opts: opts, log: opts.Logger, st: st, clock: opts.Clock,
+		changed: make(chan struct{}, 1), flush: make(chan struct{}, 1), beat: make(chan struct{}, 1),
+	}
 	if err := a.init(ctx); err != nil {
 		st.close()
 		return nil, err
@@ -203,30 +232,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) setDesired(ds *agentv1.DesiredState) {
-	if err := a.st.saveDesired(ds); err != nil {
-		a.log.Error("cache desired state", "error", err)
-	}
-	a.mu.Lock()
-	a.desired = ds
-	a.lastGen = ds.Generation
-	a.mu.Unlock()
-	a.opts.Metrics.setGeneration(ds.Generation)
-	select {
-	case a.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (a *Agent) currentDesired() *agentv1.DesiredState {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.desired
-}
-
 // watchLoop keeps one Watch stream open, resuming from the last generation it saw.
 func (a *Agent) watchLoop(ctx context.Context) {
-	bo := newBackoff(a.opts.MaxBackoff)
+	bo := a.newBackoff()
 	for ctx.Err() == nil {
 		a.mu.Lock()
 		known := a.lastGen
@@ -235,10 +243,10 @@ func (a *Agent) watchLoop(ctx context.Context) {
 		if err == nil {
 			a.opts.Metrics.setConnected(true)
 			for stream.Receive() {
-				bo.reset()
+				bo.Reset()
 				if ds := stream.Msg().GetDesired(); ds != nil {
-					a.log.Info("desired state", "generation", ds.Generation, "assignments", len(ds.Assignments))
-					a.setDesired(ds)
+					a.log.Info("desired state", "generation", ds.Generation, "assignments", len(ds.Assignments), "tombstones", len(ds.Removed))
+					a.offer(ds)
 				}
 			}
 			err = stream.Err()
@@ -250,49 +258,55 @@ func (a *Agent) watchLoop(ctx context.Context) {
 		}
 		a.log.Warn("watch interrupted; reconnecting", "error", err)
 		if !a.holdOff(ctx, "watch", err) {
-			bo.wait(ctx)
+			a.sleep(ctx, bo.Next())
 		}
 	}
 }
 
+// heartbeatLoop tells the hub every HeartbeatInterval that the agent is alive, which
+// generation it runs and, while it refuses the hub's latest desired state, which one and why;
+// at once when that changes.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(a.opts.HeartbeatInterval)
+	t := a.clock.NewTimer(a.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
+		req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version}
 		a.mu.Lock()
-		gen := a.lastGen
+		req.Generation = a.lastGen
+		if a.refused != nil {
+			req.RefusedGeneration, req.RefusedReason = a.refused.Generation, a.refused.Error()
+		}
 		a.mu.Unlock()
-		_, err := a.client.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{
-			Generation: gen, OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version,
-		}))
+		_, err := a.client.Heartbeat(ctx, connect.NewRequest(req))
 		if err != nil && ctx.Err() == nil {
 			a.log.Debug("heartbeat failed", "error", err)
-			if d, ok := retryAfter(err); ok && d > a.opts.HeartbeatInterval {
-				// The next tick would come too soon for the hub.
+			if d, ok := retryAfter(err, a.clock.Now()); ok && d > a.opts.HeartbeatInterval {
+				// The next tick would come too soon for the hub: wait as it asked, then beat.
 				a.holdOff(ctx, "heartbeat", err)
-				t.Reset(a.opts.HeartbeatInterval)
 				continue
 			}
 		}
+		t.Reset(a.opts.HeartbeatInterval)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+		case <-a.beat:
 		}
 	}
 }
 
 // reportLoop sends the outbox in order and forgets a report only once the hub acked it.
 func (a *Agent) reportLoop(ctx context.Context) {
-	bo := newBackoff(a.opts.MaxBackoff)
-	t := time.NewTicker(a.opts.ReportInterval)
+	bo := a.newBackoff()
+	t := a.clock.NewTimer(a.opts.ReportInterval)
 	defer t.Stop()
 	batchSize := maxReportBatch
 	for {
 		for {
 			sent, err := a.sendBatch(ctx, batchSize)
 			if err == nil {
-				bo.reset()
+				bo.Reset()
 				batchSize = min(batchSize*2, maxReportBatch)
 				if sent == 0 {
 					break
@@ -312,13 +326,14 @@ func (a *Agent) reportLoop(ctx context.Context) {
 				batchSize = max(batchSize/2, 1)
 				continue
 			}
-			bo.wait(ctx)
+			a.sleep(ctx, bo.Next())
 			break
 		}
+		t.Reset(a.opts.ReportInterval)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-a.flush:
 		}
 	}
@@ -363,26 +378,8 @@ func (a *Agent) flushOutbox(ctx context.Context) {
 	}
 }
 
-// backoff is jittered exponential backoff with a cap, so that a hub restart with thousands of
-// agents is not a thundering herd.
-type backoff struct {
-	cur, max time.Duration
-}
-
-func newBackoff(max time.Duration) *backoff { return &backoff{max: max} }
-
-func (b *backoff) reset() { b.cur = 0 }
-
-func (b *backoff) wait(ctx context.Context) {
-	if b.cur == 0 {
-		b.cur = 500 * time.Millisecond
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	// Full jitter: anywhere between half and all of the current step.
-	d := b.cur/2 + rand.N(b.cur/2+1)
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
+// newBackoff is the jittered exponential backoff between reconnects and failed reports, so
+// that a hub restart with thousands of agents is not a thundering herd.
+func (a *Agent) newBackoff() *backoff.Backoff {
+	return &backoff.Backoff{Min: minBackoff, Max: a.opts.MaxBackoff}
 }

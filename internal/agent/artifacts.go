@@ -41,7 +41,7 @@ func (a *Agent) artifactRoot(ctx context.Context, digest string) (string, error)
 		return "", fmt.Errorf("artifact %s: download: %w", digest, err)
 	}
 	defer resp.Body.Close()
-	if d, busy := retryAfterResponse(resp); busy {
+	if d, busy := retryAfterResponse(resp, a.clock.Now()); busy {
 		return "", &hubBusyError{Digest: digest, RetryIn: withJitter(d)}
 	}
 	if resp.StatusCode != http.StatusOK {

@@ -178,10 +178,9 @@ func (a *Agent) renewLoop(ctx context.Context) {
 			a.log.Warn("certificate renewal failed; will retry", "error", err)
 			next = time.Minute
 		}
-		select {
-		case <-ctx.Done():
+		a.sleep(ctx, min(max(next, time.Second), time.Hour))
+		if ctx.Err() != nil {
 			return
-		case <-time.After(min(max(next, time.Second), time.Hour)):
 		}
 	}
 }
@@ -196,8 +195,8 @@ func (a *Agent) renewIfDue(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cluster %q: agent certificate: %w", a.id.Cluster, err)
 	}
-	if !pki.NeedsRenewal(cert, time.Now()) {
-		return renewalPoint(cert), nil
+	if !pki.NeedsRenewal(cert, a.clock.Now()) {
+		return renewalPoint(cert, a.clock.Now()), nil
 	}
 	key, err := pki.NewAgentKey()
 	if err != nil {
@@ -231,7 +230,7 @@ func (a *Agent) renewIfDue(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return renewalPoint(newCert), nil
+	return renewalPoint(newCert, a.clock.Now()), nil
 }
 
 func parseCert(certPEM []byte) (*x509.Certificate, error) {
@@ -242,8 +241,8 @@ func parseCert(certPEM []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// renewalPoint is how long until two thirds of cert's lifetime have passed.
-func renewalPoint(cert *x509.Certificate) time.Duration {
+// renewalPoint is how long after now two thirds of cert's lifetime have passed.
+func renewalPoint(cert *x509.Certificate, now time.Time) time.Duration {
 	life := cert.NotAfter.Sub(cert.NotBefore)
-	return time.Until(cert.NotBefore.Add(life * 2 / 3))
+	return cert.NotBefore.Add(life * 2 / 3).Sub(now)
 }

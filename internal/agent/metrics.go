@@ -20,6 +20,8 @@ type Metrics struct {
 	outbox     prometheus.Gauge
 	connected  prometheus.Gauge
 	generation prometheus.Gauge
+	refusedGen prometheus.Gauge
+	refusals   prometheus.Counter
 }
 
 // NewMetrics creates the agent's metrics with Go and process collectors beside them.
@@ -48,8 +50,15 @@ func NewMetrics() *Metrics {
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "flotilla_agent_desired_generation", Help: "Generation of the desired state the agent has.",
 		}),
+		refusedGen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flotilla_agent_desired_refused_generation",
+			Help: "Generation of the hub's desired state the agent refuses (it drops a release without a tombstone); 0 when it refuses none.",
+		}),
+		refusals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_agent_desired_refused_total", Help: "Desired states refused because they drop a release without a tombstone.",
+		}),
 	}
-	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation,
+	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation, m.refusedGen, m.refusals,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -101,5 +110,16 @@ func (m *Metrics) setConnected(up bool) {
 func (m *Metrics) setGeneration(g int64) {
 	if m != nil {
 		m.generation.Set(float64(g))
+	}
+}
+
+// refused records a refused desired state; generation 0 records that the refusal is over.
+func (m *Metrics) refused(generation int64) {
+	if m == nil {
+		return
+	}
+	m.refusedGen.Set(float64(generation))
+	if generation > 0 {
+		m.refusals.Inc()
 	}
 }

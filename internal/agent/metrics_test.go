@@ -30,6 +30,7 @@ func TestMetrics(t *testing.T) {
 	m.setOutbox(4)
 	m.setConnected(true)
 	m.setGeneration(7)
+	m.refused(9)
 	out := scrape(t, m)
 	for _, want := range []string{
 		`flotilla_agent_objects{release="web"} 12`,
@@ -39,6 +40,8 @@ func TestMetrics(t *testing.T) {
 		`flotilla_agent_outbox_depth 4`,
 		`flotilla_agent_hub_connected 1`,
 		`flotilla_agent_desired_generation 7`,
+		`flotilla_agent_desired_refused_generation 9`,
+		`flotilla_agent_desired_refused_total 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(out, want) {
@@ -54,4 +57,5 @@ func TestMetrics(t *testing.T) {
 	var none *Metrics
 	none.observeStatus(&agentv1.AssignmentStatus{Release: "x"})
 	none.setOutbox(1)
+	none.refused(3)
 }

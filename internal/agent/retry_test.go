@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -43,7 +44,7 @@ func TestRetryAfter(t *testing.T) {
 		{"nil", nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := retryAfter(tc.err)
+			got, ok := retryAfter(tc.err, time.Now())
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("retryAfter = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
 			}
@@ -51,26 +52,8 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfterDate(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		value string
-		want  time.Duration
-		ok    bool
-	}{
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
-		{now.Add(24 * time.Hour).Format(http.TimeFormat), maxRetryAfter, true},
-		{"Mon, 30 Nov 2026 12:00", 0, false},
-	} {
-		got, ok := parseRetryAfter(tc.value, now)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestRetryAfterResponse(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	resp := func(status int, retryAfter string) *http.Response {
 		r := &http.Response{StatusCode: status, Header: http.Header{}}
 		if retryAfter != "" {
@@ -88,12 +71,15 @@ func TestRetryAfterResponse(t *testing.T) {
 		{"429 without: a second", resp(http.StatusTooManyRequests, ""), time.Second, true},
 		{"429 unreadable: a second", resp(http.StatusTooManyRequests, "later"), time.Second, true},
 		{"503 with Retry-After", resp(http.StatusServiceUnavailable, "2"), 2 * time.Second, true},
+		{"an HTTP date", resp(http.StatusTooManyRequests, now.Add(90*time.Second).Format(http.TimeFormat)), 90 * time.Second, true},
+		{"a date far ahead: capped", resp(http.StatusServiceUnavailable, now.Add(24*time.Hour).Format(http.TimeFormat)), maxRetryAfter, true},
+		{"seconds far ahead: capped", resp(http.StatusTooManyRequests, "86400"), maxRetryAfter, true},
 		{"503 without: an ordinary failure", resp(http.StatusServiceUnavailable, ""), 0, false},
 		{"200", resp(http.StatusOK, "3"), 0, false},
 		{"403", resp(http.StatusForbidden, ""), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := retryAfterResponse(tc.resp)
+			got, ok := retryAfterResponse(tc.resp, now)
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("retryAfterResponse = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
 			}
@@ -123,11 +109,11 @@ func TestHubBusyStatus(t *testing.T) {
 	err := fmt.Errorf("release web: %w", &hubBusyError{Digest: "sha256:abc", RetryIn: 3 * time.Second})
 	st := &agentv1.AssignmentStatus{}
 	fillStatus(st, nil, err)
-	if st.Phase != "Pending" || st.Error != "release web: artifact sha256:abc: hub busy, retrying in 3s" {
+	if st.Phase != hubapi.PhasePending || st.Error != "release web: artifact sha256:abc: hub busy, retrying in 3s" {
 		t.Errorf("status = %q %q; want Pending with the hub-busy message", st.Phase, st.Error)
 	}
 	fillStatus(st, nil, errors.New("artifact sha256:abc: digest mismatch"))
-	if st.Phase != "Failed" {
+	if st.Phase != hubapi.PhaseFailed {
 		t.Errorf("phase = %q for a corrupt artifact; want Failed", st.Phase)
 	}
 }

@@ -2,14 +2,17 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/backoff"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -19,15 +22,22 @@ import (
 func (a *Agent) reconcileLoop(ctx context.Context) {
 	done := map[string]string{}   // release -> what was last reconciled (digest, settings, generation)
 	due := map[string]time.Time{} // release -> next periodic reconcile
-	removedChecked := int64(-1)   // generation whose removed releases were pruned
+	removedChecked := int64(-1)   // generation whose tombstones were all acted on
+	var pruneFailures int         // consecutive failed passes over the tombstones
+	var pruneDue time.Time        // when to try the tombstones again after a failure
 	failures := map[string]int{}  // release -> consecutive failed reconciles
 	for ctx.Err() == nil {
 		ds := a.currentDesired()
-		now := time.Now()
+		now := a.clock.Now()
 		if ds != nil {
-			if ds.Generation != removedChecked {
-				a.removeLeftovers(ctx, ds)
-				removedChecked = ds.Generation
+			if ds.Generation != removedChecked && !now.Before(pruneDue) {
+				if err := a.removeTombstoned(ctx, ds); err != nil {
+					pruneFailures++
+					pruneDue = now.Add(retryDelay(pruneFailures))
+					a.log.Warn("tombstoned releases not all removed; will retry", "generation", ds.Generation, "error", err)
+				} else {
+					removedChecked, pruneFailures, pruneDue = ds.Generation, 0, time.Time{}
+				}
 			}
 			for _, as := range ds.Assignments {
 				key := fmt.Sprintf("%d/%s", ds.Generation, as.String())
@@ -48,57 +58,84 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 					failures[as.Release]++
 					next = min(next, retryDelay(failures[as.Release]))
 				}
-				due[as.Release] = time.Now().Add(next)
+				due[as.Release] = a.clock.Now().Add(next)
 			}
 		}
+		now = a.clock.Now()
 		next := 24 * time.Hour
 		for _, t := range due {
-			next = min(next, time.Until(t))
+			next = min(next, t.Sub(now))
 		}
+		if !pruneDue.IsZero() {
+			next = min(next, pruneDue.Sub(now))
+		}
+		t := a.clock.NewTimer(max(next, 50*time.Millisecond))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-a.changed:
-		case <-time.After(max(next, 50*time.Millisecond)):
+		case <-t.C():
 		}
+		t.Stop()
 	}
 }
 
-// removeLeftovers removes what releases that left this cluster applied: every inventory in
-// the cluster that the desired state no longer names. Reading the inventories from the
-// cluster (not from the agent's disk) makes this work after the state dir was lost.
-func (a *Agent) removeLeftovers(ctx context.Context, ds *agentv1.DesiredState) {
+// removeTombstoned removes what the releases that left this cluster applied: a release is
+// pruned only when the desired state carries a tombstone for it. Inventories are read from
+// the cluster (not from the agent's disk), so that this works after the state dir was lost;
+// an inventory the desired state neither assigns nor tombstones is left alone and logged
+// (its release may be another agent's, or its tombstone not yet written), and a tombstone
+// whose inventory is gone does nothing.
+func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) error {
 	names, err := a.reconciler.Inventories(ctx)
 	if err != nil {
-		a.log.Warn("list inventories", "error", err)
-		return
+		return fmt.Errorf("list inventories: %w", err)
 	}
+	assigned := map[string]bool{}
+	for _, as := range ds.Assignments {
+		assigned[as.Release] = true
+	}
+	tombstones := map[string]*agentv1.Tombstone{}
+	for _, t := range ds.Removed {
+		tombstones[t.Release] = t
+	}
+	var errs []error
 	for _, name := range names {
-		if slices.ContainsFunc(ds.Assignments, func(as *agentv1.Assignment) bool { return as.Release == name }) {
-			continue
+		t := tombstones[name]
+		switch {
+		case assigned[name]:
+			if t != nil {
+				a.log.Warn("release both assigned and tombstoned; kept", "release", name, "reason", t.Reason)
+			}
+		case t == nil:
+			a.log.Warn("inventory in the cluster neither assigned nor tombstoned; left alone", "release", name, "generation", ds.Generation)
+		default:
+			res, err := a.reconciler.Remove(ctx, name)
+			if err != nil {
+				a.log.Error("remove release that left the cluster", "release", name, "reason", t.Reason, "error", err)
+				errs = append(errs, fmt.Errorf("release %q: %w", name, err))
+				continue
+			}
+			a.log.Info("removed release that left the cluster", "release", name, "reason", t.Reason,
+				"fleetRevision", t.FleetRevision, "pruned", res.Count(reconcile.Pruned))
+			a.opts.Metrics.forget(name)
 		}
-		res, err := a.reconciler.Remove(ctx, name)
-		if err != nil {
-			a.log.Error("remove release that left the cluster", "release", name, "error", err)
-			continue
-		}
-		a.log.Info("removed release that left the cluster", "release", name, "pruned", res.Count(reconcile.Pruned))
-		a.opts.Metrics.forget(name)
 	}
+	return errors.Join(errs...)
 }
 
-// reconcileOne reconciles one assignment and reports the result. When the hub is too busy to
-// serve the artifact it returns how soon to try again (0 otherwise); that is reported only on
-// the assignment's first attempt, so that a busy hub does not get a report per retry.
-// retryDelay is the wait before the n-th consecutive retry of a failed reconcile.
+// retryDelay is the wait before the n-th consecutive retry of a failed reconcile: 2s,
+// doubling, up to 5 minutes.
 func retryDelay(n int) time.Duration {
-	return min(2*time.Second<<min(n-1, 10), 5*time.Minute)
+	return backoff.Step(n, 2*time.Second, 5*time.Minute)
 }
 
 // reconcileOne reconciles one assignment and queues its report. retryIn > 0 means the hub
-// shed load and asked to come back then; ok says whether the assignment is Ready.
+// shed load and asked to come back then (reported only on the assignment's first attempt, so
+// that a busy hub does not get a report per retry); ok says whether the assignment is Ready.
 func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, first bool) (retryIn time.Duration, ok bool) {
-	start := time.Now()
+	start := a.clock.Now()
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: as.Revision, Digest: as.Digest}
 	res, err := a.apply(ctx, as)
 	if ctx.Err() != nil {
@@ -111,19 +148,19 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		}
 	}
 	fillStatus(st, res, err)
-	st.DurationSeconds = time.Since(start).Seconds()
+	st.DurationSeconds = clock.Since(a.clock, start).Seconds()
 	a.opts.Metrics.observeStatus(st)
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
-	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
+	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
-		return retryIn, st.Phase == "Ready"
+		return retryIn, st.Phase == hubapi.PhaseReady
 	}
 	a.opts.Metrics.setOutbox(a.st.outboxDepth())
 	select {
 	case a.flush <- struct{}{}:
 	default:
 	}
-	return retryIn, st.Phase == "Ready"
+	return retryIn, st.Phase == hubapi.PhaseReady
 }
 
 func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.Result, error) {
@@ -148,12 +185,12 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.R
 
 // fillStatus turns a reconcile result into the status the hub stores.
 func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) {
-	st.Phase = "Ready"
+	st.Phase = hubapi.PhaseReady
 	if err != nil {
-		st.Phase, st.Error = "Failed", err.Error()
+		st.Phase, st.Error = hubapi.PhaseFailed, err.Error()
 	}
 	if _, ok := asHubBusy(err); ok {
-		st.Phase = "Pending" // not failed: the download is retried shortly
+		st.Phase = hubapi.PhasePending // not failed: the download is retried shortly
 	}
 	if res == nil {
 		return
@@ -180,8 +217,8 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 			})
 		}
 	}
-	if len(st.Conflicts) > 0 && st.Phase == "Ready" {
-		st.Phase, st.Error = "Failed", fmt.Sprintf("%d conflict(s)", len(st.Conflicts))
+	if len(st.Conflicts) > 0 && st.Phase == hubapi.PhaseReady {
+		st.Phase, st.Error = hubapi.PhaseFailed, fmt.Sprintf("%d conflict(s)", len(st.Conflicts))
 	}
 	if res.Ready != nil {
 		st.Health = "Current"

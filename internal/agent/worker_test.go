@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/clock"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// recordingTarget is a Target that records what the agent asks of it.
+type recordingTarget struct {
+	mu           sync.Mutex
+	inventories  []string
+	listErr      error
+	reconcileErr error
+	reconciles   []string // release of each Reconcile
+	removed      []string
+}
+
+func (r *recordingTarget) Reconcile(_ context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reconciles = append(r.reconciles, opts.Name)
+	return &reconcile.Result{Name: opts.Name}, r.reconcileErr
+}
+
+func (r *recordingTarget) Remove(_ context.Context, name string) (*reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removed = append(r.removed, name)
+	r.inventories = slices.DeleteFunc(r.inventories, func(n string) bool { return n == name })
+	return &reconcile.Result{Name: name}, nil
+}
+
+func (r *recordingTarget) Inventories(context.Context) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.inventories), r.listErr
+}
+
+func (r *recordingTarget) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reconciles)
+}
+
+// newClockAgent is an agent of a fakeHub on a fake clock, reconciling into target; its loops
+// are not running.
+func newClockAgent(t *testing.T, target Target, clk clock.Clock) (*Agent, *fakeHub) {
+	t.Helper()
+	hub := newFakeHub(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	hub.identity(dir, "edge-clock")
+	a, err := New(t.Context(), Options{StateDir: dir, Target: target, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, hub
+}
+
+// plainArtifact puts an unpacked artifact in the agent's cache and returns its digest.
+func plainArtifact(t *testing.T, a *Agent) string {
+	t.Helper()
+	hex := strings.Repeat("ab", 32)
+	dir := filepath.Join(a.st.artifactDir(), hex, "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte(configMap("app")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "sha256:" + hex
+}
+
+func TestReconcileLoopRunsOnTheClock(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	target := &recordingTarget{}
+	a, _ := newClockAgent(t, target, clk)
+	digest := plainArtifact(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.reconcileLoop(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// idle: the loop has reconciled n times and waits on its timer.
+	idle := func(what string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for target.count() != n || clk.Waiters() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{
+		{Release: "app", Digest: digest, Path: "app", Namespace: "app", IntervalSeconds: 60},
+	}})
+	idle("on the new desired state", 1)
+	clk.Advance(59 * time.Second)
+	idle("before the interval", 1)
+	clk.Advance(time.Second)
+	idle("at the interval", 2)
+
+	// Failures are retried sooner than the interval: 2s, then 4s.
+	target.mu.Lock()
+	target.reconcileErr = errors.New("api server down")
+	target.mu.Unlock()
+	clk.Advance(60 * time.Second)
+	idle("first failure", 3)
+	clk.Advance(2 * time.Second)
+	idle("first retry, 2s later", 4)
+	clk.Advance(3 * time.Second)
+	idle("second retry not before 4s", 4)
+	clk.Advance(time.Second)
+	idle("second retry, 4s later", 5)
+}
+
+func TestRemoveTombstoned(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		inventories []string
+		assigned    []string
+		tombstones  []string
+		wantRemoved []string
+	}{
+		{name: "only the tombstoned release", inventories: []string{"kept", "gone", "stray"}, assigned: []string{"kept"}, tombstones: []string{"gone"}, wantRemoved: []string{"gone"}},
+		{name: "a tombstone whose inventory is gone", inventories: []string{"kept"}, assigned: []string{"kept"}, tombstones: []string{"gone"}},
+		{name: "an unassigned inventory without a tombstone is left alone", inventories: []string{"stray"}},
+		{name: "assigned and tombstoned: assigned wins", inventories: []string{"both"}, assigned: []string{"both"}, tombstones: []string{"both"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := &recordingTarget{inventories: tc.inventories}
+			a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
+			ds := &agentv1.DesiredState{Generation: 1, ExplicitRemovals: true}
+			for _, r := range tc.assigned {
+				ds.Assignments = append(ds.Assignments, &agentv1.Assignment{Release: r})
+			}
+			for _, r := range tc.tombstones {
+				ds.Removed = append(ds.Removed, &agentv1.Tombstone{Release: r, Reason: "not-selected"})
+			}
+			if err := a.removeTombstoned(t.Context(), ds); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(target.removed, tc.wantRemoved) {
+				t.Errorf("removed %v, want %v", target.removed, tc.wantRemoved)
+			}
+		})
+	}
+	t.Run("inventories unreadable: an error, nothing removed", func(t *testing.T) {
+		target := &recordingTarget{listErr: errors.New("forbidden")}
+		a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
+		err := a.removeTombstoned(t.Context(), &agentv1.DesiredState{Removed: []*agentv1.Tombstone{{Release: "x"}}})
+		if err == nil || len(target.removed) > 0 {
+			t.Errorf("err = %v, removed %v; want an error and nothing removed", err, target.removed)
+		}
+	})
+}
+
+func TestRenewalFollowsTheClock(t *testing.T) {
+	start := time.Now()
+	clk := clock.NewFake(start)
+	a, hub := newClockAgent(t, &recordingTarget{}, clk)
+	next, err := a.renewIfDue(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake hub signs for 24h: renewal is due at 16h.
+	if next < 15*time.Hour || next > 17*time.Hour {
+		t.Fatalf("next check in %v; want about 16h", next)
+	}
+	clk.Advance(next - time.Minute)
+	if _, err := a.renewIfDue(t.Context()); err != nil || hub.renewals != 0 {
+		t.Fatalf("renewed %d times before two thirds of the lifetime (err %v)", hub.renewals, err)
+	}
+	clk.Advance(time.Minute)
+	if _, err := a.renewIfDue(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	hub.mu.Lock()
+	defer hub.mu.Unlock()
+	if hub.renewals != 1 {
+		t.Errorf("renewed %d times at two thirds of the lifetime; want 1", hub.renewals)
+	}
+}
