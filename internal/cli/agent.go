@@ -13,7 +13,7 @@ import (
 
 func newAgentCommand(s streams) *cobra.Command {
 	var (
-		opts        agent.Options
+		opts        = agent.DefaultOptions()
 		hubs        []string
 		kubeconfig  string
 		metricsAddr string
@@ -81,11 +81,15 @@ in-cluster configuration (the agent's service account).`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&hubs, "hub", nil, "the hub's agent endpoint, https://HOST:PORT (required to join); repeat it, or separate with commas, for several hub replicas: the agent moves to the next when one cannot be reached")
-	f.StringVar(&opts.JoinToken, "join-token", "", "one-time join token from `flotilla cluster add` (first start only)")
+	f.StringVar(&opts.JoinToken, "join-token", "", "one-time join token from \"flotilla cluster add\" (first start only)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to reconcile (default: in-cluster config)")
 	f.StringVar(&opts.StateDir, "state-dir", "", "directory for identity, desired state, outbox and artifacts (required)")
-	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "time between heartbeats (default 30s)")
-	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "time between outbox flushes when idle (default 5s)")
+	// The defaults are the agent package's (opts starts as agent.DefaultOptions()), so --help
+	// shows what an agent started without the flag really uses.
+	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", opts.HeartbeatInterval, "time between heartbeats")
+	f.DurationVar(&opts.ReportInterval, "report-interval", opts.ReportInterval, "time between outbox flushes when idle")
+	f.DurationVar(&opts.MaxBackoff, "max-backoff", opts.MaxBackoff, "cap of the jittered exponential backoff between reconnects to the hub")
+	f.IntVar(&opts.MaxOutbox, "max-outbox", opts.MaxOutbox, "reports kept while the hub is unreachable; beyond it, reports superseded by a newer one of the same release are compacted away (and counted)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	return cmd
 }
