@@ -44,7 +44,7 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := schedule.Encode([]schedule.Assignment{
+	doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{
 		{
 			Release: "baseline", Source: "platform", URL: "https://hub/artifacts/sha256/aaaa", Revision: "main@sha1:1111",
 			Digest: "sha256:aaaa", Path: "clusters/eu", Namespace: "platform-system", CreateNamespace: true,
@@ -52,7 +52,7 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 			Vars: map[string]string{"cluster_name": "c", "cluster_label_region": "eu"},
 		},
 		{Release: "apps", Source: "apps", Digest: "sha256:bbbb", Wait: true, Timeout: 90 * time.Second},
-	})
+	}, Removed: []schedule.Tombstone{{Release: "old", Reason: schedule.ReasonReleaseDeleted, FleetRevision: "r1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +142,15 @@ func FuzzDesiredDocument(f *testing.F) {
 				t.Fatalf("release %q is empty or assigned twice", a.GetRelease())
 			}
 			seen[a.GetRelease()] = true
+		}
+		if !msg.GetExplicitRemovals() {
+			t.Fatal("a desired state from this hub does not say it carries tombstones")
+		}
+		for _, tb := range msg.GetRemoved() {
+			if tb.GetRelease() == "" || seen[tb.GetRelease()] {
+				t.Fatalf("tombstone of release %q: empty, or the release is also assigned", tb.GetRelease())
+			}
+			seen[tb.GetRelease()] = true
 		}
 		if _, err := proto.Marshal(&agentv1.WatchResponse{Desired: msg}); err != nil {
 			t.Fatalf("desired state cannot be sent: %v", err)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -389,7 +387,7 @@ func TestReplicaRefusesForeignCA(t *testing.T) {
 // closing anything (a partition that does not answer): it must stop acting as the lease holder
 // before the lease expires, and the other replica must take over.
 func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
-	dsn, proxied, proxy := databaseBehindProxy(t)
+	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	fleet, _ := replicaFleet(t)
 
 	r1 := startReplica(t, proxied, fleet, "replica-1")
@@ -481,7 +479,7 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 // changes a cluster's desired state: the notification is lost to it, so when it reconnects it
 // must resynchronise its watch streams, and the agent watching there gets the change.
 func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
-	dsn, proxied, proxy := databaseBehindProxy(t)
+	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	fleet, _ := replicaFleet(t)
 
 	r1 := startReplica(t, dsn, fleet, "replica-1")
@@ -511,21 +509,4 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 		t.Errorf("after reconnecting: generation %d with %d assignments, want above %d with none",
 			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
 	}
-}
-
-// databaseBehindProxy creates a test database and returns its DSN, the same DSN through a
-// fault proxy (to cut a replica off the database), and that proxy.
-func databaseBehindProxy(t *testing.T) (dsn, proxied string, proxy *faultproxy.Proxy) {
-	t.Helper()
-	dsn = pgtest.NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if proxy, err = faultproxy.Start(u.Host); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	u.Host = proxy.Addr()
-	return dsn, u.String(), proxy
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flotilla/flotilla/internal/faultproxy"
 )
 
 // EnvDSN names the environment variable holding the connection string of a server on which
@@ -99,4 +101,21 @@ func randomHex(n int) string {
 		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux
 	}
 	return hex.EncodeToString(b)
+}
+
+// BehindProxy creates a test database and returns its DSN, the same DSN through a fault proxy
+// (to cut a hub off the database), and that proxy, closed when t ends.
+func BehindProxy(t testing.TB) (dsn, proxied string, proxy *faultproxy.Proxy) {
+	t.Helper()
+	dsn = NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proxy, err = faultproxy.Start(u.Host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	u.Host = proxy.Addr()
+	return dsn, u.String(), proxy
 }
