@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -71,10 +73,11 @@ func parse(t *testing.T, namespace, docs string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for {
 		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if err.Error() == "EOF" {
-				return out
-			}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
 			t.Fatalf("parse test YAML: %v", err)
 		}
 		if len(u.Object) > 0 {

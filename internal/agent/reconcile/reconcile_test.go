@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -217,8 +218,12 @@ spec:
     spec: {containers: [{name: c, image: nginx}]}
 `
 	res, err := r.Reconcile(t.Context(), parse(t, ns, set), Options{Name: ns, Namespace: ns})
-	if !IsInvalid(err) {
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
 		t.Fatalf("err = %v, want an InvalidError", err)
+	}
+	if len(invalid.Problems) != 2 {
+		t.Errorf("%d problems, want one per rejected object (2):\n%v", len(invalid.Problems), err)
 	}
 	for _, want := range []string{"2 object(s) rejected, nothing applied", "service/broken", "99999", "deployment.apps/noselector", "selector"} {
 		if !strings.Contains(err.Error(), want) {
