@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +73,9 @@ type notifier struct {
 
 	messages   *prometheus.CounterVec
 	suppressed *prometheus.CounterVec
+	// evaluated counts finished evaluations, so that a test can wait for several instead of
+	// sleeping.
+	evaluated atomic.Int64
 }
 
 type throttle struct {
@@ -119,6 +123,7 @@ func (n *notifier) run(ctx context.Context) {
 			return
 		case <-t.C():
 			n.evaluate(ctx)
+			n.evaluated.Add(1)
 			t.Reset(n.opts.Interval)
 		}
 	}

@@ -188,7 +188,7 @@ spec:
 	th, _ = runHub(t, opts, st)
 	h = th.Hub
 	ag = client(h)
-	time.Sleep(20 * opts.Notify.Interval) // many evaluations of a still-failed assignment
+	waitEvaluations(t, h, 20) // many evaluations of a still-failed assignment
 	if n, s := len(rv.got("/hook")), len(rv.got(slackPath)); n != 1 || s != 1 {
 		t.Fatalf("after the restart: %d webhook and %d slack messages; want still 1 and 1", n, s)
 	}
@@ -209,7 +209,7 @@ spec:
 	if want := ":white_check_mark: *recovered*: release `web` on cluster `echo`: back on " + shortRev(as.GetRevision()) + ", healthy (was failed)"; sm.Text != want {
 		t.Errorf("slack text %q, want %q", sm.Text, want)
 	}
-	time.Sleep(20 * opts.Notify.Interval)
+	waitEvaluations(t, h, 20)
 	if n, s := len(rv.got("/hook")), len(rv.got(slackPath)); n != 2 || s != 2 {
 		t.Errorf("%d webhook and %d slack messages in the end; want 2 and 2", n, s)
 	}
@@ -218,6 +218,20 @@ spec:
 		if !strings.Contains(metrics, line) {
 			t.Errorf("metrics lack %s", line)
 		}
+	}
+}
+
+// waitEvaluations waits until the hub's notifier has evaluated the fleet n more times: a
+// repeated message would have been queued by then.
+func waitEvaluations(t *testing.T, h *Hub, n int64) {
+	t.Helper()
+	target := h.notifier.evaluated.Load() + n
+	deadline := time.Now().Add(30 * time.Second)
+	for h.notifier.evaluated.Load() < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("the notifier evaluated %d times in 30s, want %d", h.notifier.evaluated.Load()-target+n, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -406,7 +406,13 @@ func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
 		t.Error("replica-1, cut off the database, still acts as the lease holder")
 	}
 	proxy.Blackhole(false)
-	time.Sleep(2 * time.Second) // a few renewals by both
+	r1Answers, r2Answers := r1.repl.Lease().Answers(), r2.repl.Lease().Answers()
+	waitFor(t, "a few renewals by both replicas", func() bool {
+		if r1.IsLeader() {
+			t.Fatal("replica-1 took the lease back from replica-2, which kept renewing it")
+		}
+		return r1.repl.Lease().Answers() >= r1Answers+3 && r2.repl.Lease().Answers() >= r2Answers+3
+	})
 	if r1.IsLeader() {
 		t.Error("replica-1 took the lease back from replica-2, which kept renewing it")
 	}

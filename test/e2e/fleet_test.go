@@ -248,7 +248,7 @@ func TestSecurity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(f.hubOpts.TokenTTL + time.Second)
+		f.clock.advance(f.hubOpts.TokenTTL + time.Second)
 		if _, err := tryJoin(ctx, f.hub.AgentURL(), j3.JoinToken); connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), "expired") {
 			t.Errorf("expired token: err = %v, want permission denied naming the expiry", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -88,7 +90,21 @@ type fleet struct {
 	mu       sync.Mutex
 	// wrapStore, when set, wraps the hub's store at the next (re)start: for fault injection.
 	wrapStore func(store.Store) store.Store
+	// clock is the hub's: the wall clock, which a test may move forward (token expiry).
+	clock *offsetClock
 }
+
+// offsetClock is the wall clock plus an offset that a test moves forward, so that a TTL can
+// be made to pass without waiting it out. Timers run in real time.
+type offsetClock struct {
+	clock.Real
+	offset atomic.Int64
+}
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// advance moves the clock forward by d.
+func (c *offsetClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 func (f *fleet) logger(component string) *slog.Logger {
 	if os.Getenv("E2E_LOG") == "" {
@@ -181,7 +197,7 @@ func (f *fleet) stopAgent(name string) {
 func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string, tweak ...func(*hub.Options)) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}}
+	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}, clock: &offsetClock{}}
 	var names []string
 	for name := range labels {
 		names = append(names, name)
@@ -190,6 +206,7 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	f.hubOpts = hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
+		Clock: f.clock,
 	}
 	for _, tw := range tweak {
 		tw(&f.hubOpts)

@@ -155,7 +155,9 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	if err := os.Rename(srcDir, srcDir+".gone"); err != nil {
 		t.Fatal(err)
 	}
-	cutting.arm("ListClusters", "ListDesiredStates", "GetDesiredState", "PutDesiredState")
+	// The cut comes when the take-over reschedule reads or writes desired states, after it
+	// listed the clusters: the middle of it.
+	cutting.arm("ListDesiredStates", "GetDesiredState", "PutDesiredState")
 	stopR1()
 	waitUntil(t, "replica-2 takes the controller lease over", 30*time.Second, r2.IsLeader)
 	waitUntil(t, "a database connection cut in the middle of a reschedule", 30*time.Second, func() bool { return len(cutting.cutOps()) > 0 })

@@ -32,6 +32,9 @@ type Lease struct {
 	o       LeaseOptions
 	held    atomic.Bool
 	changed chan struct{}
+	// answers counts the store's answers to TryLease, so that a test can wait for renewals
+	// rather than sleep through them.
+	answers atomic.Int64
 }
 
 // NewLease returns a lease; Run takes and renews it.
@@ -47,6 +50,9 @@ func NewLease(o LeaseOptions) *Lease {
 
 // Held reports whether this replica holds the lease now.
 func (l *Lease) Held() bool { return l.held.Load() }
+
+// Answers is how many times the store answered a take or renewal of the lease.
+func (l *Lease) Answers() int64 { return l.answers.Load() }
 
 // Changed receives a value whenever Held changed (changes in between coalesce).
 func (l *Lease) Changed() <-chan struct{} { return l.changed }
@@ -78,6 +84,9 @@ func (l *Lease) Run(ctx context.Context) {
 			log.Warn("lease not renewed", "lease", l.o.Name, "held", held, "error", err)
 		case held:
 			lastOK = l.o.Clock.Now()
+		}
+		if err == nil {
+			l.answers.Add(1)
 		}
 		if was := l.held.Swap(held); was != held {
 			log.Info("lease changed hands", "lease", l.o.Name, "replica", l.o.Holder, "held", held)
