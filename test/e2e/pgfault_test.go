@@ -20,7 +20,9 @@ import (
 // cuttingStore is a replica's PostgreSQL store that, once armed, cuts the replica's database
 // connections (through the fault proxy) the moment one of the armed operations starts, and
 // refuses new ones until that operation has returned: the connection dies in the middle of a
-// reschedule, on the real driver.
+// reschedule, on the real driver. The database is back at once after that operation: the pool
+// drops its dead connections before the hub's next call, so that only the cut operation fails,
+// like one SQLITE_BUSY.
 type cuttingStore struct {
 	*store.Postgres
 	proxy *faultproxy.Proxy
@@ -47,7 +49,14 @@ func (s *cuttingStore) cutDuring(op string) func() {
 	s.cuts = append(s.cuts, op)
 	s.proxy.Refuse(true)
 	s.proxy.Cut()
-	return func() { s.proxy.Refuse(false) }
+	return func() {
+		s.proxy.Refuse(false)
+		for range 20 { // each failed call drops one dead connection from the pool
+			if _, err := s.Postgres.ListClusters(context.Background()); err == nil {
+				return
+			}
+		}
+	}
 }
 
 func (s *cuttingStore) cutOps() []string {
