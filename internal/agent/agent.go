@@ -121,6 +121,10 @@ type Agent struct {
 	flush   chan struct{} // outbox has something new
 	beat    chan struct{} // something a heartbeat carries changed: send one now
 
+	// enqueueMu orders queueing a report against refusing a desired state, so that no report
+	// on a release the refused document dropped enters the outbox after it was cleared of them.
+	enqueueMu sync.Mutex
+
 	mu      sync.Mutex
 	desired *agentv1.DesiredState // the last accepted desired state
 	lastGen int64                 // its generation

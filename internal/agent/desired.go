@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -71,9 +72,20 @@ func checkRemovals(accepted, next *agentv1.DesiredState) *RefusedError {
 func (a *Agent) offer(ds *agentv1.DesiredState) {
 	if refused := checkRemovals(a.currentDesired(), ds); refused != nil {
 		a.log.Error("desired state refused", "generation", ds.Generation, "dropped", refused.Dropped, "error", refused)
+		a.enqueueMu.Lock()
 		a.mu.Lock()
 		a.refused = refused
 		a.mu.Unlock()
+		// The hub refuses reports on releases its desired state no longer names: one left at
+		// the head of the outbox would hold back every report behind it.
+		n, err := a.st.withdraw(refused.Dropped)
+		a.enqueueMu.Unlock()
+		if err != nil {
+			a.log.Error("withdraw reports on dropped releases from the outbox", "error", err)
+		} else if n > 0 {
+			a.log.Warn("reports on releases the hub dropped withdrawn from the outbox", "statuses", n, "releases", refused.Dropped)
+			a.opts.Metrics.setOutbox(a.st.outboxDepth())
+		}
 		a.opts.Metrics.refused(refused.Generation)
 		a.heartbeatNow()
 		return
@@ -116,4 +128,12 @@ func (a *Agent) heartbeatNow() {
 	case a.beat <- struct{}{}:
 	default:
 	}
+}
+
+// droppedByRefused reports whether the desired state the agent refuses drops release: the
+// agent still runs it, but the hub no longer takes reports on it.
+func (a *Agent) droppedByRefused(release string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused != nil && slices.Contains(a.refused.Dropped, release)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,7 +42,11 @@ type fakeHub struct {
 	heartbeats []*agentv1.HeartbeatRequest
 	statuses   []*agentv1.AssignmentStatus
 	renewals   int
-	cluster    string // of the last identity written
+	// holdReports makes Report fail as if the hub were unreachable, so reports queue up.
+	holdReports bool
+	// refusedReports counts Report calls refused for naming a release outside the desired state.
+	refusedReports int
+	cluster        string // of the last identity written
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -167,10 +173,30 @@ func (h *fakeHub) Heartbeat(_ context.Context, req *connect.Request[agentv1.Hear
 	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
 }
 
+// Report acks every report, unless one names a release that the current desired state
+// neither assigns nor tombstones: then, as the real hub does, it refuses the whole call.
 func (h *fakeHub) Report(_ context.Context, req *connect.Request[agentv1.ReportRequest]) (*connect.Response[agentv1.ReportResponse], error) {
 	resp := &agentv1.ReportResponse{}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.holdReports {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("reports held by the test"))
+	}
+	known := map[string]bool{}
+	for _, as := range h.desired.GetAssignments() {
+		known[as.Release] = true
+	}
+	for _, t := range h.desired.GetRemoved() {
+		known[t.Release] = true
+	}
+	for _, r := range req.Msg.GetReports() {
+		for _, st := range r.GetStatuses() {
+			if !known[st.Release] {
+				h.refusedReports++
+				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: release %q is not in the desired state", r.GetSeq(), st.Release))
+			}
+		}
+	}
 	for _, r := range req.Msg.GetReports() {
 		h.statuses = append(h.statuses, r.GetStatuses()...)
 		resp.Acked = append(resp.Acked, r.GetSeq())

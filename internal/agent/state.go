@@ -332,6 +332,63 @@ func (s *state) outboxDepth() int {
 	return n
 }
 
+// withdraw removes from the outbox the statuses of releases, and the reports left with none:
+// reports the hub will never take, because its desired state dropped their release (the agent
+// refuses that document and keeps running the release). A report that carries a compacted
+// count is kept, empty, so the count still reaches the hub. It returns how many statuses went.
+func (s *state) withdraw(releases []string) (int, error) {
+	drop := map[string]bool{}
+	for _, r := range releases {
+		drop[r] = true
+	}
+	withdrawn := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		withdrawn = 0 // a retried transaction starts afresh
+		b := tx.Bucket(bucketOutbox)
+		var del [][]byte
+		rewrite := map[string][]byte{}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			r := &agentv1.Report{}
+			if err := proto.Unmarshal(v, r); err != nil {
+				return fmt.Errorf("outbox entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			kept := make([]*agentv1.AssignmentStatus, 0, len(r.Statuses))
+			for _, st := range r.Statuses {
+				if !drop[st.Release] {
+					kept = append(kept, st)
+				}
+			}
+			if len(kept) == len(r.Statuses) {
+				continue
+			}
+			withdrawn += len(r.Statuses) - len(kept)
+			if len(kept) == 0 && r.Compacted == 0 {
+				del = append(del, clone(k))
+				continue
+			}
+			r.Statuses = kept
+			data, err := proto.Marshal(r)
+			if err != nil {
+				return err
+			}
+			rewrite[string(k)] = data
+		}
+		for _, k := range del {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, v := range rewrite {
+			if err := b.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return setOutboxCount(tx, outboxCount(tx)-len(del))
+	})
+	return withdrawn, err
+}
+
 func seqKey(seq uint64) []byte {
 	k := make([]byte, 8)
 	binary.BigEndian.PutUint64(k, seq)

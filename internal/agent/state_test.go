@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"testing"
 
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -97,5 +98,49 @@ func TestOutbox(t *testing.T) {
 	}
 	if st, err = openState(dir); err != nil { // for the deferred close
 		t.Fatal(err)
+	}
+}
+
+func TestOutboxWithdraw(t *testing.T) {
+	st, err := openState(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	for _, r := range []*agentv1.Report{report("baseline"), report("web"), report("baseline", "web"), report("baseline")} {
+		if err := st.enqueue(r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A report that carries a compacted count keeps it, emptied.
+	carrier := report("baseline")
+	carrier.Compacted = 3
+	if err := st.enqueue(carrier, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.withdraw([]string{"baseline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("withdrew %d statuses, want 4", n)
+	}
+	pending, err := st.pending(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range pending {
+		s := ""
+		for _, st := range r.Statuses {
+			s += st.Release
+		}
+		got = append(got, fmt.Sprintf("%d:%s/%d", r.Seq, s, r.Compacted))
+	}
+	if want := []string{"2:web/0", "3:web/0", "5:/3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("outbox = %v, want %v", got, want)
+	}
+	if d := st.outboxDepth(); d != len(pending) {
+		t.Errorf("outbox depth counter = %d, but the outbox holds %d reports", d, len(pending))
 	}
 }

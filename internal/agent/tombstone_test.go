@@ -101,6 +101,16 @@ func TestRemovalIsExplicit(t *testing.T) {
 	}
 
 	t.Run("refuses a document that drops a release without a tombstone", func(t *testing.T) {
+		// Reports on baseline wait in the outbox when the refusal comes: the hub would refuse
+		// them (its desired state no longer names baseline), and they must not hold back the
+		// reports behind them.
+		hub.mu.Lock()
+		hub.holdReports = true
+		hub.mu.Unlock()
+		waitFor(t, hub, time.Minute, "reports queued while the hub does not take them", func() bool {
+			hb := hub.lastHeartbeat()
+			return hb != nil && hb.OutboxDepth >= 3
+		})
 		hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 2, ExplicitRemovals: true,
 			Assignments: []*agentv1.Assignment{assign(web, "web")}})
 		// Either outcome ends the wait: the refusal, or the agent taking generation 2 on (the
@@ -109,12 +119,16 @@ func TestRemovalIsExplicit(t *testing.T) {
 			hb := hub.lastHeartbeat()
 			return hb != nil && (hb.RefusedGeneration == 2 || hb.Generation == 2)
 		})
-		// A reconcile pass after the answer: baseline again (it keeps running generation 1),
-		// or web at generation 2 (it took generation 2 on, after pruning what it dropped).
-		before := hub.reported(func(st *agentv1.AssignmentStatus) bool { return st.Release == baseline })
-		waitFor(t, hub, time.Minute, "a reconcile pass after generation 2 arrived", func() bool {
-			return hub.reported(func(st *agentv1.AssignmentStatus) bool { return st.Release == baseline }) > before ||
-				hub.reported(ready(web, 2)) > 0
+		hub.mu.Lock()
+		hub.holdReports = false
+		hub.mu.Unlock()
+		// A reconcile pass after the answer, reported: web again at generation 1 (the agent
+		// keeps running it), or web at generation 2 (it took generation 2 on, after pruning
+		// what it dropped). Reports keep flowing: the agent does not queue reports on
+		// baseline, which the hub's desired state no longer names and the hub would refuse.
+		before := hub.reported(ready(web, 1))
+		waitFor(t, hub, time.Minute, "a reconcile pass after generation 2 arrived, reported", func() bool {
+			return hub.reported(ready(web, 1)) > before || hub.reported(ready(web, 2)) > 0
 		})
 		if !configMapExists(t, baseline, "baseline") {
 			t.Fatal("baseline's ConfigMap was pruned on a desired state without a tombstone")
@@ -129,6 +143,12 @@ func TestRemovalIsExplicit(t *testing.T) {
 		}
 		if hub.reported(ready(web, 2)) > 0 {
 			t.Error("web was reconciled at the refused generation 2")
+		}
+		hub.mu.Lock()
+		refusedReports := hub.refusedReports
+		hub.mu.Unlock()
+		if refusedReports > 0 {
+			t.Errorf("the hub refused %d report calls: the agent reported on a release the hub dropped", refusedReports)
 		}
 		out := scrape(t, agent.metrics)
 		for _, want := range []string{"flotilla_agent_desired_refused_generation 2", "flotilla_agent_desired_generation 1"} {

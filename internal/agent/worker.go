@@ -151,7 +151,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	st.DurationSeconds = clock.Since(a.clock, start).Seconds()
 	a.opts.Metrics.observeStatus(st)
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
-	if err := a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox); err != nil {
+	if err := a.enqueue(st); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
 		return retryIn, st.Phase == hubapi.PhaseReady
 	}
@@ -161,6 +161,18 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	default:
 	}
 	return retryIn, st.Phase == hubapi.PhaseReady
+}
+
+// enqueue queues a report of st, unless the desired state the agent refuses dropped its
+// release: the hub no longer takes reports on it, and one queued would block every report
+// behind it (the refusal itself is in every heartbeat).
+func (a *Agent) enqueue(st *agentv1.AssignmentStatus) error {
+	a.enqueueMu.Lock()
+	defer a.enqueueMu.Unlock()
+	if a.droppedByRefused(st.Release) {
+		return nil
+	}
+	return a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox)
 }
 
 func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.Result, error) {
