@@ -33,46 +33,48 @@ func isKind(kind string) bool {
 const kindList = KindSource + ", " + KindRelease + " or " + KindNotification
 
 // DirRevision identifies the content of a fleet directory, so that an unchanged directory is
-// not parsed again: a hash of every file LoadDir would consider (hidden files and directories
-// skipped, by the same rule), with its path.
+// not parsed again: a hash of every file that walkFleet visits (LoadDir reads some of them),
+// with its path.
 func DirRevision(dir string) (string, error) {
 	h := sha256.New()
-	var files []string
+	err := walkFleet(dir, func(p string) error {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "dir:" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// walkFleet calls fn for every file below dir in lexical order, except hidden files and
+// directories. Symbolic links to directories are not followed.
+func walkFleet(dir string, fn func(path string) error) error {
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if hidden(dir, p, d) {
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !d.IsDir() {
-			files = append(files, p)
+		if d.IsDir() {
+			return nil
 		}
-		return nil
+		return fn(p)
 	})
 	if err != nil {
-		return "", fmt.Errorf("fleet directory %s: %w", dir, err)
+		return fmt.Errorf("fleet directory %s: %w", dir, err)
 	}
-	slices.Sort(files)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("fleet directory %s: %w", dir, err)
-		}
-		rel, _ := filepath.Rel(dir, f)
-		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
-		h.Write(data)
-	}
-	return "dir:" + hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// hidden reports whether p, found under dir, is a hidden file or directory, which the fleet
-// loader skips.
-func hidden(dir, p string, d fs.DirEntry) bool {
-	return p != dir && strings.HasPrefix(d.Name(), ".")
+	return nil
 }
 
 // LoadDir reads the fleet configuration in dir: every *.yaml, *.yml and *.json file below it,
@@ -81,17 +83,8 @@ func hidden(dir, p string, d fs.DirEntry) bool {
 // not followed, so a fleet repository cannot pull in files from outside itself that way.
 func LoadDir(dir string) (*Fleet, error) {
 	files := make(map[string][]byte)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if hidden(dir, p, d) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !isConfigFile(d.Name()) {
+	err := walkFleet(dir, func(p string) error {
+		if !isConfigFile(filepath.Base(p)) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -102,7 +95,7 @@ func LoadDir(dir string) (*Fleet, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fleet directory %s: %w", dir, err)
+		return nil, err
 	}
 	return Parse(files)
 }

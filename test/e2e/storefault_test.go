@@ -104,7 +104,7 @@ func TestStoreFaultAfterRestartPrunesNothing(t *testing.T) {
 			f.hubStop()
 			faulty.arm(op)
 			f.startHub()
-			waitUntil(t, op+" failed once", 30*time.Second, func() bool { return faulty.fired(op) })
+			waitFor(t, op+" failed once", 30*time.Second, func() bool { return faulty.fired(op) })
 
 			markers.commit(fmt.Sprintf("marker %d", n), map[string]string{fmt.Sprintf("marker-%d/cm.yaml", n): marker(n)})
 			fleetRepo.commit(fmt.Sprintf("marker-%d", n), map[string]string{"fleet/fleet.yaml": storeFaultFleet(srcDir, markerDir, n)})
@@ -188,16 +188,4 @@ spec:
 `, i, i)
 	}
 	return b.String()
-}
-
-// waitUntil polls cond until it holds, failing the test after timeout.
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
