@@ -274,6 +274,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	t := a.clock.NewTimer(a.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
+		t.Reset(a.opts.HeartbeatInterval) // the next one is due an interval after this one starts
 		req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version}
 		a.mu.Lock()
 		req.Generation = a.lastGen
@@ -290,7 +291,6 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 				continue
 			}
 		}
-		t.Reset(a.opts.HeartbeatInterval)
 		select {
 		case <-ctx.Done():
 			return

@@ -128,7 +128,7 @@ func TestRemovalIsExplicit(t *testing.T) {
 		// baseline, which the hub's desired state no longer names and the hub would refuse.
 		before := hub.reported(ready(web, 1))
 		waitFor(t, hub, time.Minute, "a reconcile pass after generation 2 arrived, reported", func() bool {
-			return hub.reported(ready(web, 1)) > before || hub.reported(ready(web, 2)) > 0
+			return hub.reported(ready(web, 1)) > before || hub.reported(ready(web, 2)) > 0 || !configMapExists(t, baseline, "baseline")
 		})
 		if !configMapExists(t, baseline, "baseline") {
 			t.Fatal("baseline's ConfigMap was pruned on a desired state without a tombstone")

@@ -195,3 +195,42 @@ func TestRenewalFollowsTheClock(t *testing.T) {
 		t.Errorf("renewed %d times at two thirds of the lifetime; want 1", hub.renewals)
 	}
 }
+
+func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	a, hub := newClockAgent(t, &recordingTarget{}, clk)
+	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{{Release: "baseline"}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.heartbeatLoop(ctx) }()
+	defer func() { cancel(); <-done }()
+	beats := func() int {
+		hub.mu.Lock()
+		defer hub.mu.Unlock()
+		return len(hub.heartbeats)
+	}
+	// waitBeats: n heartbeats sent and the loop waiting on its timer again.
+	waitBeats := func(what string, n int) {
+		t.Helper()
+		waitFor(t, hub, 10*time.Second, what, func() bool { return beats() == n && clk.Waiters() == 1 })
+	}
+	waitBeats("first heartbeat", 1)
+	clk.Advance(a.opts.HeartbeatInterval)
+	waitBeats("after an interval", 2)
+
+	a.offer(&agentv1.DesiredState{Generation: 2, ExplicitRemovals: true})
+	waitBeats("the refusal, without waiting for the interval", 3)
+	if hb := hub.lastHeartbeat(); hb.Generation != 1 || hb.RefusedGeneration != 2 || !strings.Contains(hb.RefusedReason, `"baseline"`) {
+		t.Errorf("heartbeat %v; want generation 1, refused 2 naming baseline", hb)
+	}
+	clk.Advance(a.opts.HeartbeatInterval)
+	waitBeats("the refusal is repeated", 4)
+	if hb := hub.lastHeartbeat(); hb.RefusedGeneration != 2 {
+		t.Errorf("heartbeat %v; want the refusal repeated", hb)
+	}
+	a.offer(&agentv1.DesiredState{Generation: 3, ExplicitRemovals: true, Removed: []*agentv1.Tombstone{{Release: "baseline", Reason: "release-deleted"}}})
+	waitBeats("the end of the refusal, at once", 5)
+	if hb := hub.lastHeartbeat(); hb.Generation != 3 || hb.RefusedGeneration != 0 || hb.RefusedReason != "" {
+		t.Errorf("heartbeat %v; want generation 3 and no refusal", hb)
+	}
+}
