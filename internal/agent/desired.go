@@ -71,11 +71,15 @@ func checkRemovals(accepted, next *agentv1.DesiredState) *RefusedError {
 // restart refuses the same document again rather than forgetting the refusal).
 func (a *Agent) offer(ds *agentv1.DesiredState) {
 	if refused := checkRemovals(a.currentDesired(), ds); refused != nil {
-		a.log.Error("desired state refused", "generation", ds.Generation, "dropped", refused.Dropped, "error", refused)
 		a.enqueueMu.Lock()
 		a.mu.Lock()
+		again := a.refused != nil && a.refused.Generation == refused.Generation // sent again after a reconnect
 		a.refused = refused
 		a.mu.Unlock()
+		if !again {
+			a.log.Error("desired state refused", "generation", ds.Generation, "dropped", refused.Dropped, "error", refused)
+			a.opts.Metrics.refused(refused.Generation)
+		}
 		// The hub refuses reports on releases its desired state no longer names: one left at
 		// the head of the outbox would hold back every report behind it.
 		n, err := a.st.withdraw(refused.Dropped)
@@ -86,7 +90,6 @@ func (a *Agent) offer(ds *agentv1.DesiredState) {
 			a.log.Warn("reports on releases the hub dropped withdrawn from the outbox", "statuses", n, "releases", refused.Dropped)
 			a.opts.Metrics.setOutbox(a.st.outboxDepth())
 		}
-		a.opts.Metrics.refused(refused.Generation)
 		a.heartbeatNow()
 		return
 	}

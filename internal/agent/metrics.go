@@ -55,7 +55,7 @@ func NewMetrics() *Metrics {
 			Help: "Generation of the hub's desired state the agent refuses (it drops a release without a tombstone); 0 when it refuses none.",
 		}),
 		refusals: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flotilla_agent_desired_refused_total", Help: "Desired states refused because they drop a release without a tombstone.",
+			Name: "flotilla_agent_desired_refused_total", Help: "Desired states refused because they drop a release without a tombstone (each generation once).",
 		}),
 	}
 	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation, m.refusedGen, m.refusals,
