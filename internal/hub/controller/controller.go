@@ -122,6 +122,11 @@ type Controller struct {
 	results  chan pollResult
 	// fleetCommit is the commit of the last Git fleet read, for the audit record.
 	fleetCommit source.Resolved
+	// rejected is the last fleet commit that did not load, and why.
+	rejected struct {
+		commit string
+		err    error
+	}
 	// plan is every cluster's last stored document, by cluster; nil until loaded from the
 	// store in this lease term.
 	plan map[string]schedule.Document

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,9 @@ func (c *Controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 	if res.Commit == c.currentFleetRev() {
 		return nil, res.Commit, nil
 	}
+	if r := c.rejected; r.commit == res.Commit {
+		return nil, "", r.err // the same commit is not checked out and parsed again
+	}
 	dir, err := os.MkdirTemp(o.WorkDir, "fleet-")
 	if err != nil {
 		return nil, "", err
@@ -84,6 +88,12 @@ func (c *Controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 		return nil, "", err
 	}
 	f, err := v1alpha1.LoadDir(filepath.Join(dir, filepath.FromSlash(o.FleetPath)))
+	if err != nil {
+		// Files are named as in the repository, not by the temporary checkout: the message
+		// is what users read in `flotilla status` and the dashboard.
+		err = errors.New(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		c.rejected.commit, c.rejected.err = res.Commit, err
+	}
 	return f, res.Commit, err
 }
 
