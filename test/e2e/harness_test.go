@@ -205,7 +205,7 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	f.clusters = clustertest.StartAll(t, names...)
 	f.hubOpts = hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
-		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
+		AgentAddr: freeAddr(t), APIAddr: freeAddr(t), FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
 		Clock: f.clock,
 	}
 	for _, tw := range tweak {

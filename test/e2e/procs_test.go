@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -113,14 +114,22 @@ type procFleet struct {
 	hubMetrics string
 }
 
+// freeAddr is a loopback address free now, for a process that is restarted on it. Its port
+// is below the kernel's ephemeral range, so that no outgoing connection takes it while the
+// process is down (a hub restarted mid-test once found its port taken that way).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free loopback port between 20000 and 32000")
+	return ""
 }
 
 func newProcFleet(t *testing.T, fleetURL string, labels map[string]map[string]string) *procFleet {
