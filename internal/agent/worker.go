@@ -153,14 +153,14 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
 	if err := a.enqueue(st); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
-		return retryIn, st.Phase == hubapi.PhaseReady
+		return retryIn, hubapi.Phase(st.Phase) == hubapi.PhaseReady
 	}
 	a.opts.Metrics.setOutbox(a.st.outboxDepth())
 	select {
 	case a.flush <- struct{}{}:
 	default:
 	}
-	return retryIn, st.Phase == hubapi.PhaseReady
+	return retryIn, hubapi.Phase(st.Phase) == hubapi.PhaseReady
 }
 
 // enqueue queues a report of st, unless the desired state the agent refuses dropped its
@@ -197,12 +197,13 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.R
 
 // fillStatus turns a reconcile result into the status the hub stores.
 func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) {
-	st.Phase = hubapi.PhaseReady
+	phase := hubapi.PhaseReady
+	defer func() { st.Phase = string(phase) }()
 	if err != nil {
-		st.Phase, st.Error = hubapi.PhaseFailed, err.Error()
+		phase, st.Error = hubapi.PhaseFailed, err.Error()
 	}
 	if _, ok := asHubBusy(err); ok {
-		st.Phase = hubapi.PhasePending // not failed: the download is retried shortly
+		phase = hubapi.PhasePending // not failed: the download is retried shortly
 	}
 	if res == nil {
 		return
@@ -229,8 +230,8 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 			})
 		}
 	}
-	if len(st.Conflicts) > 0 && st.Phase == hubapi.PhaseReady {
-		st.Phase, st.Error = hubapi.PhaseFailed, fmt.Sprintf("%d conflict(s)", len(st.Conflicts))
+	if len(st.Conflicts) > 0 && phase == hubapi.PhaseReady {
+		phase, st.Error = hubapi.PhaseFailed, fmt.Sprintf("%d conflict(s)", len(st.Conflicts))
 	}
 	if res.Ready != nil {
 		st.Health = "Current"

@@ -133,9 +133,9 @@ func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter) {
 // phaseText shows an unreachable cluster's last reported phase beside it.
 func phaseText(a hubapi.AssignmentView) string {
 	if a.Phase == hubapi.PhaseUnreachable && a.ReportedPhase != "" {
-		return a.Phase + " (last " + a.ReportedPhase + ")"
+		return string(a.Phase) + " (last " + string(a.ReportedPhase) + ")"
 	}
-	return a.Phase
+	return string(a.Phase)
 }
 
 func driftText(drifted bool) string {

@@ -225,7 +225,7 @@ func waitConverged(ctx context.Context, c *hubapi.Client, errs <-chan error) err
 
 func allReady(st hubapi.StatusView) bool {
 	for _, a := range st.Assignments {
-		if a.Phase != "Ready" || a.AppliedRevision != a.DesiredRevision {
+		if a.Phase != hubapi.PhaseReady || a.AppliedRevision != a.DesiredRevision {
 			return false
 		}
 	}

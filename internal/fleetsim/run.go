@@ -192,10 +192,10 @@ func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit st
 		if err == nil {
 			done, failed := 0, ""
 			for _, a := range st.Assignments {
-				if a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
+				if a.Phase == hubapi.PhaseReady && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
 					done++
 				}
-				if a.Phase == "Failed" {
+				if a.Phase == hubapi.PhaseFailed {
 					// Agents retry failures (a busy hub, a transient error), so a failure only
 					// ends the wait when the wave times out; it is kept to say why.
 					failed = fmt.Sprintf("; e.g. release %s on cluster %s failed: %s", a.Release, a.Cluster, a.Error)

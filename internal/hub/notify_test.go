@@ -271,7 +271,7 @@ func TestAssignmentOf(t *testing.T) {
 	tests := []struct {
 		name      string
 		v         hubapi.AssignmentView
-		wantPhase string
+		wantPhase hubapi.Phase
 		wantSeen  time.Time
 	}{
 		{name: "reported phase kept", v: hubapi.AssignmentView{Phase: "Failed", ReportedPhase: "Failed", LastSeen: &seen, Reachable: true}, wantPhase: "Failed", wantSeen: seen},

@@ -74,7 +74,7 @@ type AssignmentView struct {
 	Cluster         string     `json:"cluster"`
 	DesiredRevision string     `json:"desiredRevision"`
 	AppliedRevision string     `json:"appliedRevision"`
-	Phase           string     `json:"phase"`
+	Phase           Phase      `json:"phase"`
 	Health          string     `json:"health,omitempty"`
 	Drifted         bool       `json:"drifted"`
 	Conflicts       int        `json:"conflicts"`
@@ -87,20 +87,25 @@ type AssignmentView struct {
 	AppliedDigest string `json:"appliedDigest,omitempty"`
 	// ReportedPhase is the phase the agent last reported, kept when Phase says Unreachable
 	// or Progressing instead; "" before the first report.
-	ReportedPhase string `json:"reportedPhase,omitempty"`
+	ReportedPhase Phase `json:"reportedPhase,omitempty"`
 	// ReportedAt is when the agent produced its last report of this assignment.
 	ReportedAt *time.Time `json:"reportedAt,omitempty"`
 }
+
+// Phase is where an assignment stands. Agents report Pending, Applying, Ready or Failed; the
+// hub's views add Progressing and Unreachable.
+type Phase string
 
 // Phases of an AssignmentView. Ready means the desired revision is applied (and healthy,
 // for releases with wait: true); Unreachable means the cluster's agent has not been heard
 // from within the hub's --unreachable-after, whatever it reported last.
 const (
-	PhasePending     = "Pending"
-	PhaseProgressing = "Progressing"
-	PhaseReady       = "Ready"
-	PhaseFailed      = "Failed"
-	PhaseUnreachable = "Unreachable"
+	PhasePending     Phase = "Pending"
+	PhaseApplying    Phase = "Applying"
+	PhaseProgressing Phase = "Progressing"
+	PhaseReady       Phase = "Ready"
+	PhaseFailed      Phase = "Failed"
+	PhaseUnreachable Phase = "Unreachable"
 )
 
 // ReleaseSummary counts one release's assignments by phase. Ready, Progressing, Pending,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Event types, as in the fleet configuration.
@@ -24,7 +25,7 @@ var conditions = []string{Failed, Drifted, Skewed, Unreachable}
 type Assignment struct {
 	Release, Cluster string
 	ClusterLabels    map[string]string
-	Phase            string
+	Phase            hubapi.Phase
 	DesiredRevision  string
 	AppliedRevision  string
 	// DesiredDigest and AppliedDigest are the artifacts behind the revisions; compared
@@ -106,7 +107,7 @@ type Event struct {
 	Release         string            `json:"release"`
 	Cluster         string            `json:"cluster"`
 	ClusterLabels   map[string]string `json:"clusterLabels,omitempty"`
-	Phase           string            `json:"phase"`
+	Phase           hubapi.Phase      `json:"phase"`
 	DesiredRevision string            `json:"desiredRevision"`
 	AppliedRevision string            `json:"appliedRevision"`
 	Drifted         bool              `json:"drifted"`
@@ -155,7 +156,7 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			st.OffDesiredSince = now
 		}
 		active := map[string]bool{
-			Failed:  a.Phase == "Failed" || a.Conflicts > 0,
+			Failed:  a.Phase == hubapi.PhaseFailed || a.Conflicts > 0,
 			Drifted: a.Drifted,
 			// An unreachable cluster cannot move to a new revision: that is said once, as
 			// unreachable, not twice.
@@ -202,7 +203,7 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			}
 			st.LastSent[c] = now
 		}
-		healthy := onDesired && a.Phase == "Ready" && !active[Failed] && !active[Drifted] && !st.Unreachable
+		healthy := onDesired && a.Phase == hubapi.PhaseReady && !active[Failed] && !active[Drifted] && !st.Unreachable
 		if healthy && len(st.Announced) > 0 {
 			if r.enabled(Recovered) {
 				e := ev(Recovered)

@@ -89,7 +89,7 @@ func SlackLine(e Event) string {
 	fmt.Fprintf(&b, "%s *%s*: release `%s` on cluster `%s`", emoji[e.Type], e.Type, e.Release, e.Cluster)
 	switch e.Type {
 	case Failed:
-		fmt.Fprintf(&b, ": phase %s, desired %s", slackEscape(e.Phase), shortRevision(e.DesiredRevision))
+		fmt.Fprintf(&b, ": phase %s, desired %s", slackEscape(string(e.Phase)), shortRevision(e.DesiredRevision))
 		if e.Conflicts > 0 {
 			fmt.Fprintf(&b, ", %d conflicts", e.Conflicts)
 		}

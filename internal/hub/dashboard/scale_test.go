@@ -41,7 +41,7 @@ func TestMatrixAtScale(t *testing.T) {
 	}
 	// want counts the clusters the status API says match: a label, and a release whose
 	// assignment is in phase (any release and any phase when empty).
-	want := func(label, release, phase string) int {
+	want := func(label, release string, phase hubapi.Phase) int {
 		k, v, _ := strings.Cut(label, "=")
 		match := map[string]bool{}
 		for _, a := range st.Assignments {
@@ -101,7 +101,10 @@ func TestMatrixAtScale(t *testing.T) {
 		t.Errorf("page 2 starts with %s, want %s", first, f.Clusters[50])
 	}
 
-	for _, tc := range []struct{ hash, label, release, phase string }{
+	for _, tc := range []struct {
+		hash, label, release string
+		phase                hubapi.Phase
+	}{
 		{"#/matrix?state=failed", "", "", hubapi.PhaseFailed},
 		{"#/matrix?state=unreachable", "", "", hubapi.PhaseUnreachable},
 		{"#/matrix?q=region%3Dap&release=release-03&state=progressing", "region=ap", "release-03", hubapi.PhaseProgressing},

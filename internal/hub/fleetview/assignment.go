@@ -36,13 +36,14 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 	if s := reported; s != nil {
 		v.AppliedRevision, v.AppliedDigest = s.Revision, s.Digest
 		v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
-		v.ReportedPhase, v.Phase = s.Phase, s.Phase
+		v.ReportedPhase = hubapi.Phase(s.Phase)
+		v.Phase = v.ReportedPhase
 		if !s.ReportedAt.IsZero() {
 			t := s.ReportedAt
 			v.ReportedAt = &t
 		}
-		switch s.Phase {
-		case "Applying", "":
+		switch v.ReportedPhase {
+		case hubapi.PhaseApplying, "":
 			v.Phase = hubapi.PhaseProgressing
 		}
 		if s.Digest != d.Digest || s.Revision != d.Revision {

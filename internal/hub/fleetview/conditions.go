@@ -34,7 +34,7 @@ func Conditions(lastSeen time.Time, threshold time.Duration, now time.Time, stat
 	var notReady, drifted, failed, conflicted []string
 	for _, a := range status {
 		if a.Phase != hubapi.PhaseReady {
-			notReady = append(notReady, a.Release+" "+a.Phase)
+			notReady = append(notReady, a.Release+" "+string(a.Phase))
 		}
 		if a.Drifted {
 			drifted = append(drifted, a.Release)

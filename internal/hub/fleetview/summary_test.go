@@ -18,7 +18,7 @@ func TestAssignmentPhase(t *testing.T) {
 		name              string
 		reported          *store.AssignmentStatus
 		obs               Observed
-		phase, reportedAs string
+		phase, reportedAs hubapi.Phase
 	}{
 		{name: "no agent yet", obs: Observed{}, phase: "Pending"},
 		{name: "agent seen, no report yet", obs: reachable, phase: "Pending"},

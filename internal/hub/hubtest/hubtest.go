@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -177,14 +178,14 @@ const (
 func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.AssignmentStatus {
 	s := store.AssignmentStatus{
 		Cluster: name, Release: a.Release, ObservedGeneration: 1, Revision: a.Revision, Digest: a.Digest,
-		Phase: "Ready", Health: "Current", Objects: 2, ReportedAt: now, UpdatedAt: now,
+		Phase: string(hubapi.PhaseReady), Health: "Current", Objects: 2, ReportedAt: now, UpdatedAt: now,
 	}
 	report := &agentv1.AssignmentStatus{Release: a.Release, Generation: 1, Objects: 2}
 	switch {
 	case i%10 == 3:
 		s.Revision, s.Digest = OldRevision, OldDigest
 	case i%20 == 7:
-		s.Phase, s.Health, s.Error = "Failed", "Failed", fmt.Sprintf("ConfigMap/apps/settings-%s apply failed: admission webhook denied the request", a.Release)
+		s.Phase, s.Health, s.Error = string(hubapi.PhaseFailed), "Failed", fmt.Sprintf("ConfigMap/apps/settings-%s apply failed: admission webhook denied the request", a.Release)
 	case i%10 == 5:
 		// As the agent does: Drifted only for drift left in place, healed drift is in the
 		// detail alone.
@@ -192,7 +193,7 @@ func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.Ass
 		report.Drift = []*agentv1.DriftedObject{{Object: "configmap/settings-" + a.Release, Namespace: "apps", Paths: []string{".data.level"}, Healed: j%2 == 0}}
 	case i%25 == 11 && j == 0:
 		// As the agent does: a conflict fails the assignment.
-		s.Phase, s.Conflicts, s.Error = "Failed", 1, "1 conflict(s)"
+		s.Phase, s.Conflicts, s.Error = string(hubapi.PhaseFailed), 1, "1 conflict(s)"
 		report.Conflicts = []string{fmt.Sprintf("configmap/apps/settings-%s: field .data.level is managed by kubectl-edit", a.Release)}
 	}
 	report.Revision, report.Digest, report.Phase, report.Health, report.Drifted, report.Error = s.Revision, s.Digest, s.Phase, s.Health, s.Drifted, s.Error

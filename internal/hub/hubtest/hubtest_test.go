@@ -22,7 +22,7 @@ func TestStart(t *testing.T) {
 	if got, want := len(st.Assignments), 60*3; got != want {
 		t.Fatalf("status lists %d assignments, want %d", got, want)
 	}
-	phases := map[string]int{}
+	phases := map[hubapi.Phase]int{}
 	for _, a := range st.Assignments {
 		if a.DesiredRevision != f.Revision {
 			t.Errorf("%s on %s desires %q, want %q", a.Release, a.Cluster, a.DesiredRevision, f.Revision)
