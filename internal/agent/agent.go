@@ -354,6 +354,9 @@ func (a *Agent) sendBatch(ctx context.Context, n int) (int, error) {
 		return 0, err
 	}
 	resp, err := a.client.Report(ctx, connect.NewRequest(&agentv1.ReportRequest{Reports: batch}))
+	if connect.CodeOf(err) == connect.CodeInvalidArgument {
+		return len(batch), a.sendEach(ctx, batch)
+	}
 	if err != nil {
 		return len(batch), err
 	}
@@ -365,6 +368,32 @@ func (a *Agent) sendBatch(ctx context.Context, n int) (int, error) {
 		return len(batch), errors.New("hub acked none of the reports")
 	}
 	return len(batch), nil
+}
+
+// sendEach sends a batch the hub refused as invalid one report at a time, so that one report it
+// will never take (a release its desired state does not hold, an oversized report) cannot hold
+// back the rest: such a report is logged, counted and dropped from the outbox, since sending
+// it again cannot succeed.
+func (a *Agent) sendEach(ctx context.Context, batch []*agentv1.Report) error {
+	for _, r := range batch {
+		resp, err := a.client.Report(ctx, connect.NewRequest(&agentv1.ReportRequest{Reports: []*agentv1.Report{r}}))
+		var acked []uint64
+		switch {
+		case connect.CodeOf(err) == connect.CodeInvalidArgument:
+			a.log.Error("report refused by the hub as invalid; dropped from the outbox", "seq", r.GetSeq(), "error", err)
+			a.opts.Metrics.reportsRefused.Inc()
+			acked = []uint64{r.GetSeq()}
+		case err != nil:
+			return err
+		default:
+			acked = resp.Msg.GetAcked()
+		}
+		if err := a.st.ack(acked); err != nil {
+			return fmt.Errorf("remove report %d from the outbox: %w", r.GetSeq(), err)
+		}
+	}
+	a.opts.Metrics.setOutbox(a.st.outboxDepth())
+	return nil
 }
 
 // flushOutbox tries, once, to deliver what is left in the outbox: on shutdown, so that a

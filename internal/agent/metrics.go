@@ -22,6 +22,8 @@ type Metrics struct {
 	generation prometheus.Gauge
 	refusedGen prometheus.Gauge
 	refusals   prometheus.Counter
+	// reportsRefused counts reports the hub refused as invalid: dropped from the outbox.
+	reportsRefused prometheus.Counter
 }
 
 // NewMetrics creates the agent's metrics with Go and process collectors beside them.
@@ -57,8 +59,11 @@ func NewMetrics() *Metrics {
 		refusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flotilla_agent_desired_refused_total", Help: "Desired states refused because they drop a release without a tombstone (each generation once).",
 		}),
+		reportsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flotilla_agent_reports_refused_total", Help: "Reports the hub refused as invalid (a release not in the cluster's desired state, an oversized report); dropped from the outbox and logged.",
+		}),
 	}
-	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation, m.refusedGen, m.refusals,
+	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation, m.refusedGen, m.refusals, m.reportsRefused,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
