@@ -2,17 +2,11 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/flotilla/flotilla/internal/localcluster"
 )
@@ -51,24 +45,4 @@ func testCluster(t *testing.T) *localcluster.Cluster {
 // uniqueName returns a name no other test uses: for namespaces and releases.
 func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, testSeq.Add(1))
-}
-
-// parseObjects reads multi-document YAML.
-func parseObjects(t *testing.T, docs string) []*unstructured.Unstructured {
-	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(docs), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("parse test YAML: %v", err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -261,7 +262,7 @@ func TestUnassignedInventoryIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := parseObjects(t, configMap("orphan"))
+	objs := clustertest.Objects(t, configMap("orphan"))
 	if _, err := r.Reconcile(t.Context(), objs, reconcile.Options{Name: orphan, Namespace: orphan, CreateNamespace: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -106,49 +107,31 @@ func DefaultOptions() Options {
 }
 
 func (o *Options) setDefaults() {
-	if o.AgentAddr == "" {
-		o.AgentAddr = DefaultAgentAddr
-	}
-	if o.APIAddr == "" {
-		o.APIAddr = DefaultAPIAddr
-	}
-	if o.FleetInterval <= 0 {
-		o.FleetInterval = DefaultFleetInterval
-	}
-	if o.CertTTL <= 0 {
-		o.CertTTL = DefaultCertTTL
-	}
-	if o.TokenTTL <= 0 {
-		o.TokenTTL = DefaultTokenTTL
-	}
-	if o.UnreachableAfter <= 0 {
-		o.UnreachableAfter = DefaultUnreachableAfter
-	}
-	if o.AgentQPS <= 0 {
-		o.AgentQPS = DefaultAgentQPS
-	}
-	if o.AgentBurst <= 0 {
-		o.AgentBurst = DefaultAgentBurst
-	}
-	if o.GlobalQPS <= 0 {
-		o.GlobalQPS = DefaultGlobalQPS
-	}
-	if o.GlobalBurst <= 0 {
-		o.GlobalBurst = DefaultGlobalBurst
-	}
-	if o.MaxArtifactDownloads <= 0 {
-		o.MaxArtifactDownloads = DefaultMaxArtifactDownloads
-	}
-	if o.MaxInflightReports <= 0 {
-		o.MaxInflightReports = DefaultMaxInflightReports
-	}
+	orDefault(&o.AgentAddr, DefaultAgentAddr)
+	orDefault(&o.APIAddr, DefaultAPIAddr)
+	orDefault(&o.FleetInterval, DefaultFleetInterval)
+	orDefault(&o.CertTTL, DefaultCertTTL)
+	orDefault(&o.TokenTTL, DefaultTokenTTL)
+	orDefault(&o.UnreachableAfter, DefaultUnreachableAfter)
+	orDefault(&o.AgentQPS, DefaultAgentQPS)
+	orDefault(&o.AgentBurst, DefaultAgentBurst)
+	orDefault(&o.GlobalQPS, DefaultGlobalQPS)
+	orDefault(&o.GlobalBurst, DefaultGlobalBurst)
+	orDefault(&o.MaxArtifactDownloads, DefaultMaxArtifactDownloads)
+	orDefault(&o.MaxInflightReports, DefaultMaxInflightReports)
 	o.Notify.setDefaults()
-	if o.Replica.LeaseTTL <= 0 {
-		o.Replica.LeaseTTL = DefaultLeaseTTL
-	}
+	orDefault(&o.Replica.LeaseTTL, DefaultLeaseTTL)
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// orDefault sets *v to def when it is zero or negative: unset, or no valid setting.
+func orDefault[T cmp.Ordered](v *T, def T) {
+	var zero T
+	if *v <= zero {
+		*v = def
 	}
 }
 

@@ -38,12 +38,8 @@ const (
 )
 
 func (o *NotifyOptions) setDefaults() {
-	if o.Interval <= 0 {
-		o.Interval = DefaultNotifyInterval
-	}
-	if o.FlapWindow <= 0 {
-		o.FlapWindow = DefaultFlapWindow
-	}
+	orDefault(&o.Interval, DefaultNotifyInterval)
+	orDefault(&o.FlapWindow, DefaultFlapWindow)
 }
 
 // notifyStateFile keeps, in the data dir, what each notification has announced: a restarted

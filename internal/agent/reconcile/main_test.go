@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -12,11 +10,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
 
 // One real API server for the package; every test works in namespaces and assignments of its
@@ -68,22 +66,7 @@ func restConfig() *rest.Config {
 // parse reads multi-document YAML, with {{ns}} replaced by namespace.
 func parse(t *testing.T, namespace, docs string) []*unstructured.Unstructured {
 	t.Helper()
-	docs = strings.ReplaceAll(docs, "{{ns}}", namespace)
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(docs), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("parse test YAML: %v", err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return clustertest.Objects(t, strings.ReplaceAll(docs, "{{ns}}", namespace))
 }
 
 func mustReconcile(t *testing.T, r *Reconciler, objs []*unstructured.Unstructured, opts Options) *Result {
