@@ -381,7 +381,7 @@ func (a *Agent) sendEach(ctx context.Context, batch []*agentv1.Report) error {
 		switch {
 		case connect.CodeOf(err) == connect.CodeInvalidArgument:
 			a.log.Error("report refused by the hub as invalid; dropped from the outbox", "seq", r.GetSeq(), "error", err)
-			a.opts.Metrics.reportsRefused.Inc()
+			a.opts.Metrics.reportRefused()
 			acked = []uint64{r.GetSeq()}
 		case err != nil:
 			return err

@@ -95,6 +95,12 @@ func (m *Metrics) forget(release string) {
 	m.drifted.DeleteLabelValues(release)
 }
 
+func (m *Metrics) reportRefused() {
+	if m != nil {
+		m.reportsRefused.Inc()
+	}
+}
+
 func (m *Metrics) setOutbox(n int) {
 	if m != nil {
 		m.outbox.Set(float64(n))
