@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,7 +48,7 @@ func CopyToPostgres(ctx context.Context, src *SQLite, dst *Postgres) (CopyStats,
 			if err != nil {
 				return fmt.Errorf("table %s: read: %w", t.name, err)
 			}
-			copied, err := tx.CopyFrom(ctx, pgx.Identifier{t.name}, t.pgColumns, pgx.CopyFromRows(rows))
+			copied, err := tx.CopyFrom(ctx, pgx.Identifier{t.name}, t.names(), pgx.CopyFromRows(rows))
 			if err != nil {
 				return fmt.Errorf("table %s: write: %w", t.name, err)
 			}
@@ -61,140 +62,113 @@ func CopyToPostgres(ctx context.Context, src *SQLite, dst *Postgres) (CopyStats,
 	return stats, nil
 }
 
-// copyTable says how to read one table from SQLite and what the rows become in PostgreSQL.
+// copyTable is one table: its columns, the same in both databases, and what each holds.
 type copyTable struct {
-	name      string
-	query     string   // SQLite SELECT, columns in pgColumns' order
-	pgColumns []string // PostgreSQL columns
-	// dest returns fresh scan destinations; row turns them into PostgreSQL values.
-	dest func() []any
-	row  func(d []any) []any
+	name    string
+	columns []copyColumn
+}
+
+type copyColumn struct {
+	name string
+	kind columnKind
+}
+
+// columnKind is how a column is stored in SQLite and what it becomes in PostgreSQL (see the
+// conventions in migrations.go).
+type columnKind int
+
+const (
+	colText        columnKind = iota // TEXT in both
+	colBlob                          // BLOB to BYTEA; NULL to empty where the column is NOT NULL
+	colInt                           // INTEGER to BIGINT
+	colBool                          // 0/1 to BOOLEAN
+	colTimeOrNull                    // nanoseconds to an instant, 0 to NULL
+	colTimeNotNull                   // nanoseconds to an instant, 0 to the epoch
+	colNullTime                      // nanoseconds or NULL to an instant or NULL
+	colRawBlob                       // BLOB to BYTEA, NULL kept
+)
+
+func (k columnKind) dest() any {
+	switch k {
+	case colText:
+		return new(string)
+	case colBlob, colRawBlob:
+		return new([]byte)
+	case colNullTime:
+		return new(sql.NullInt64)
+	default:
+		return new(int64)
+	}
+}
+
+func (k columnKind) value(d any) any {
+	switch k {
+	case colText:
+		return *d.(*string)
+	case colBlob:
+		return notNil(*d.(*[]byte))
+	case colRawBlob:
+		return *d.(*[]byte)
+	case colInt:
+		return *d.(*int64)
+	case colBool:
+		return *d.(*int64) != 0
+	case colTimeOrNull:
+		return pgTime(fromNanos(*d.(*int64)))
+	case colTimeNotNull:
+		if n := *d.(*int64); n != 0 {
+			return fromNanos(n)
+		}
+		return time.Unix(0, 0).UTC()
+	default: // nullTime
+		return pgTime(fromNullNanos(*d.(*sql.NullInt64)))
+	}
+}
+
+func (t copyTable) names() []string {
+	out := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		out[i] = c.name
+	}
+	return out
 }
 
 func readRows(ctx context.Context, db *sql.DB, t copyTable) ([][]any, error) {
-	rows, err := db.QueryContext(ctx, t.query)
+	rows, err := db.QueryContext(ctx, `SELECT `+strings.Join(t.names(), ", ")+` FROM `+t.name)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out [][]any
 	for rows.Next() {
-		d := t.dest()
+		d := make([]any, len(t.columns))
+		for i, c := range t.columns {
+			d[i] = c.kind.dest()
+		}
 		if err := rows.Scan(d...); err != nil {
 			return nil, err
 		}
-		out = append(out, t.row(d))
+		for i, c := range t.columns {
+			d[i] = c.kind.value(d[i])
+		}
+		out = append(out, d)
 	}
 	return out, rows.Err()
 }
 
-// Conversions from SQLite's column types to PostgreSQL's (see the conventions in
-// migrations.go): nanoseconds to instants (0 or NULL to NULL where the column allows it),
-// 0/1 to booleans.
-func nanosOrNull(n int64) any { return pgTime(fromNanos(n)) }
-func nanosNotNull(n int64) time.Time {
-	if n == 0 {
-		return time.Unix(0, 0).UTC()
-	}
-	return fromNanos(n)
-}
-func nullNanosOrNull(n sql.NullInt64) any { return pgTime(fromNullNanos(n)) }
-
-func val[T any](d []any, i int) T { return *d[i].(*T) }
-
+// copyTables are every table, parents before children for the foreign keys.
 var copyTables = []copyTable{
-	{
-		name:      "clusters",
-		query:     `SELECT name, labels, created_at, last_seen, agent_version FROM clusters`,
-		pgColumns: []string{"name", "labels", "created_at", "last_seen", "agent_version"},
-		dest: func() []any {
-			return []any{new(string), new(string), new(int64), new(int64), new(string)}
-		},
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[string](d, 1), nanosOrNull(val[int64](d, 2)), nanosOrNull(val[int64](d, 3)), val[string](d, 4)}
-		},
-	},
-	{
-		name:      "join_tokens",
-		query:     `SELECT id, secret_hash, cluster, expires_at, used_at FROM join_tokens`,
-		pgColumns: []string{"id", "secret_hash", "cluster", "expires_at", "used_at"},
-		dest: func() []any {
-			return []any{new(string), new([]byte), new(string), new(int64), new(sql.NullInt64)}
-		},
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), notNil(val[[]byte](d, 1)), val[string](d, 2), nanosOrNull(val[int64](d, 3)), nullNanosOrNull(val[sql.NullInt64](d, 4))}
-		},
-	},
-	{
-		name:      "certificates",
-		query:     `SELECT serial, cluster, not_after, revoked FROM certificates`,
-		pgColumns: []string{"serial", "cluster", "not_after", "revoked"},
-		dest:      func() []any { return []any{new(string), new(string), new(int64), new(int64)} },
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[string](d, 1), nanosOrNull(val[int64](d, 2)), val[int64](d, 3) != 0}
-		},
-	},
-	{
-		name:      "desired_states",
-		query:     `SELECT cluster, generation, document, updated_at FROM desired_states`,
-		pgColumns: []string{"cluster", "generation", "document", "updated_at"},
-		dest:      func() []any { return []any{new(string), new(int64), new([]byte), new(int64)} },
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[int64](d, 1), notNil(val[[]byte](d, 2)), nanosNotNull(val[int64](d, 3))}
-		},
-	},
-	{
-		name:      "reports",
-		query:     `SELECT cluster, seq, ingested_at FROM reports`,
-		pgColumns: []string{"cluster", "seq", "ingested_at"},
-		dest:      func() []any { return []any{new(string), new(int64), new(int64)} },
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[int64](d, 1), nanosNotNull(val[int64](d, 2))}
-		},
-	},
-	{
-		name: "statuses",
-		query: `SELECT cluster, release, observed_generation, revision, digest, phase, health, objects,
-	drifted, conflicts, error, detail, reported_at, updated_at FROM statuses`,
-		pgColumns: []string{"cluster", "release", "observed_generation", "revision", "digest", "phase", "health",
-			"objects", "drifted", "conflicts", "error", "detail", "reported_at", "updated_at"},
-		dest: func() []any {
-			return []any{new(string), new(string), new(int64), new(string), new(string), new(string), new(string),
-				new(int64), new(int64), new(int64), new(string), new([]byte), new(int64), new(int64)}
-		},
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[string](d, 1), val[int64](d, 2), val[string](d, 3), val[string](d, 4),
-				val[string](d, 5), val[string](d, 6), val[int64](d, 7), val[int64](d, 8) != 0, val[int64](d, 9),
-				val[string](d, 10), val[[]byte](d, 11), nanosOrNull(val[int64](d, 12)), nanosNotNull(val[int64](d, 13))}
-		},
-	},
-	{
-		name:      "source_statuses",
-		query:     `SELECT name, url, revision, digest, error, checked_at FROM source_statuses`,
-		pgColumns: []string{"name", "url", "revision", "digest", "error", "checked_at"},
-		dest: func() []any {
-			return []any{new(string), new(string), new(string), new(string), new(string), new(int64)}
-		},
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[string](d, 1), val[string](d, 2), val[string](d, 3), val[string](d, 4), nanosOrNull(val[int64](d, 5))}
-		},
-	},
-	{
-		name:      "fleet_status",
-		query:     `SELECT id, revision, error, updated_at FROM fleet_status`,
-		pgColumns: []string{"id", "revision", "error", "updated_at"},
-		dest:      func() []any { return []any{new(int64), new(string), new(string), new(int64)} },
-		row: func(d []any) []any {
-			return []any{val[int64](d, 0), val[string](d, 1), val[string](d, 2), nanosOrNull(val[int64](d, 3))}
-		},
-	},
-	{
-		name:      "compactions",
-		query:     `SELECT cluster, seq, reports FROM compactions`,
-		pgColumns: []string{"cluster", "seq", "reports"},
-		dest:      func() []any { return []any{new(string), new(int64), new(int64)} },
-		row: func(d []any) []any {
-			return []any{val[string](d, 0), val[int64](d, 1), val[int64](d, 2)}
-		},
-	},
+	{"clusters", []copyColumn{{"name", colText}, {"labels", colText}, {"created_at", colTimeOrNull}, {"last_seen", colTimeOrNull}, {"agent_version", colText}}},
+	{"join_tokens", []copyColumn{{"id", colText}, {"secret_hash", colBlob}, {"cluster", colText}, {"expires_at", colTimeOrNull}, {"used_at", colNullTime}}},
+	{"certificates", []copyColumn{{"serial", colText}, {"cluster", colText}, {"not_after", colTimeOrNull}, {"revoked", colBool}}},
+	{"desired_states", []copyColumn{{"cluster", colText}, {"generation", colInt}, {"document", colBlob}, {"updated_at", colTimeNotNull}}},
+	{"reports", []copyColumn{{"cluster", colText}, {"seq", colInt}, {"ingested_at", colTimeNotNull}}},
+	{"statuses", []copyColumn{
+		{"cluster", colText}, {"release", colText}, {"observed_generation", colInt}, {"revision", colText}, {"digest", colText},
+		{"phase", colText}, {"health", colText}, {"objects", colInt}, {"drifted", colBool}, {"conflicts", colInt},
+		{"error", colText}, {"detail", colRawBlob}, {"reported_at", colTimeOrNull}, {"updated_at", colTimeNotNull},
+	}},
+	{"source_statuses", []copyColumn{{"name", colText}, {"url", colText}, {"revision", colText}, {"digest", colText}, {"error", colText}, {"checked_at", colTimeOrNull}}},
+	{"fleet_status", []copyColumn{{"id", colInt}, {"revision", colText}, {"error", colText}, {"updated_at", colTimeOrNull}}},
+	{"compactions", []copyColumn{{"cluster", colText}, {"seq", colInt}, {"reports", colInt}}},
 }

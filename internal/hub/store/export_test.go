@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -40,4 +42,17 @@ func CopiedTables() map[string]bool {
 		out[t.name] = true
 	}
 	return out
+}
+
+// LeaseHolder returns who holds lease name and until when; "" if nobody does or it expired.
+func (s *Postgres) LeaseHolder(ctx context.Context, name string) (holder string, until time.Time, err error) {
+	err = s.db.QueryRowContext(ctx, `
+SELECT holder, expires_at FROM leases WHERE name = $1 AND expires_at >= now()`, name).Scan(&holder, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("lease %q: %w", name, err)
+	}
+	return holder, until.UTC(), nil
 }

@@ -85,19 +85,6 @@ RETURNING holder`, name, holder, ttl.Microseconds()).Scan(&got)
 	return got == holder, nil
 }
 
-// LeaseHolder returns who holds lease name and until when; "" if nobody does or it expired.
-func (s *Postgres) LeaseHolder(ctx context.Context, name string) (holder string, until time.Time, err error) {
-	err = s.db.QueryRowContext(ctx, `
-SELECT holder, expires_at FROM leases WHERE name = $1 AND expires_at >= now()`, name).Scan(&holder, &until)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", time.Time{}, nil
-	}
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("lease %q: %w", name, err)
-	}
-	return holder, until.UTC(), nil
-}
-
 // ReleaseLease gives up lease name if holder has it, so another replica takes it at once
 // rather than after the TTL.
 func (s *Postgres) ReleaseLease(ctx context.Context, name, holder string) error {
