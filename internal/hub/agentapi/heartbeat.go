@@ -2,7 +2,9 @@ package agentapi
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 
@@ -17,7 +19,7 @@ func (a *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv
 	s, cluster := a.s, clusterFrom(ctx)
 	s.d.Seen.Heartbeat(cluster, req.Msg.GetAgentVersion(), int(req.Msg.GetOutboxDepth()))
 	if gen := req.Msg.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
-		reason := req.Msg.GetRefusedReason()
+		reason := boundReason(req.Msg.GetRefusedReason())
 		s.d.Metrics.DesiredRefused.Inc()
 		s.d.Logger.Warn("agent refused its desired state; it keeps the last one it accepted", "cluster", cluster, "generation", gen, "reason", reason)
 		s.d.Record(ctx, audit.Event{Actor: "agent:" + cluster, Action: "desired.refused", Cluster: cluster, Detail: map[string]any{
@@ -25,6 +27,23 @@ func (a *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv
 		}})
 	}
 	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
+}
+
+// maxReasonBytes bounds the refusal reason an agent sends, as it goes into logs and the audit
+// trail: an agent's own reason names a few releases, far below it.
+const maxReasonBytes = 1024
+
+// boundReason cuts an agent's refusal reason to maxReasonBytes, on a UTF-8 boundary, and says
+// that it did.
+func boundReason(r string) string {
+	if len(r) <= maxReasonBytes {
+		return r
+	}
+	cut := maxReasonBytes
+	for cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	return r[:cut] + fmt.Sprintf(" ... (%d bytes cut)", len(r)-cut)
 }
 
 // refusals remembers, per cluster, the refused generation last recorded: an agent repeats

@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -62,5 +63,24 @@ func TestHeartbeatRecordsRefusedDesiredStateOnce(t *testing.T) {
 	}
 	if n := mfs[0].GetMetric()[0].GetCounter().GetValue(); n != 4 {
 		t.Errorf("flotilla_hub_desired_refused_total = %v, want 4", n)
+	}
+}
+
+// An agent's refusal reason goes into the log and the audit trail: bounded, whatever it sends.
+func TestHeartbeatBoundsTheRefusalReason(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"short", "drops release \"a\"", "drops release \"a\""},
+		{"at the bound", strings.Repeat("x", maxReasonBytes), strings.Repeat("x", maxReasonBytes)},
+		{"over it", strings.Repeat("x", maxReasonBytes+10), strings.Repeat("x", maxReasonBytes) + " ... (10 bytes cut)"},
+		{"cut on a rune boundary", strings.Repeat("x", maxReasonBytes-1) + "é" + "yz", strings.Repeat("x", maxReasonBytes-1) + " ... (4 bytes cut)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := boundReason(tt.in); got != tt.want {
+				t.Errorf("boundReason = %q (%d bytes), want %q", got, len(got), tt.want)
+			}
+		})
 	}
 }
