@@ -22,11 +22,11 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -97,6 +97,9 @@ const (
 	DefaultMaxArtifactDownloads = 16
 	DefaultMaxInflightReports   = 64
 	DefaultLeaseTTL             = replica.DefaultLeaseTTL
+	// DefaultUnreachableAfter: a cluster whose agent has not been heard from for this long
+	// is shown as unreachable, never as Ready.
+	DefaultUnreachableAfter = 2 * time.Minute
 )
 
 // DefaultOptions are Options with every default filled in (no data dir or fleet).
@@ -158,7 +161,7 @@ type Hub struct {
 	auditSink      *audit.Sink // nil without Options.AuditSink
 	notifier       *notifier
 	repl           *replica.Replication
-	dash           *dashboard.Snapshots // the dashboard's fleet document; set by dashboardAPI
+	user           *userapi.API // nil until New has bound both listeners
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -221,6 +224,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		h.audit.Close()
 		return nil, fmt.Errorf("API endpoint %s: %w", opts.APIAddr, err)
 	}
+	h.user = h.newUserAPI()
 	return h, nil
 }
 
@@ -242,7 +246,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
-	apiSrv := &http.Server{Handler: h.apiHandler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })

@@ -173,7 +173,7 @@ func (n *notifier) evaluate(ctx context.Context) {
 
 // snapshot is the fleet as the status view shows it, with each cluster's labels.
 func (n *notifier) snapshot(ctx context.Context) (notify.Snapshot, error) {
-	view, err := n.h.fleetStatus(ctx)
+	view, err := n.h.user.FleetStatus(ctx)
 	if err != nil {
 		return notify.Snapshot{}, err
 	}

@@ -1,4 +1,4 @@
-package hub
+package userapi
 
 import (
 	"context"
@@ -19,29 +19,29 @@ type errUnknown struct{ msg string }
 
 func (e errUnknown) Error() string { return e.msg }
 
-// fleetStatus computes the whole fleet's status from the store, the scheduler's desired
+// FleetStatus computes the whole fleet's status from the store, the scheduler's desired
 // states and the last-seen times: the one view that status, the dashboard and notifications
 // share.
-func (h *Hub) fleetStatus(ctx context.Context) (hubapi.StatusView, error) {
-	return h.statusView(ctx, hubapi.StatusFilter{})
+func (api *API) FleetStatus(ctx context.Context) (hubapi.StatusView, error) {
+	return api.statusView(ctx, hubapi.StatusFilter{})
 }
 
-// statusView is fleetStatus for the assignments f selects; an unknown release or cluster is
+// statusView is FleetStatus for the assignments f selects; an unknown release or cluster is
 // an errUnknown.
-func (h *Hub) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
-	fd, err := h.loadFleet(ctx, f)
+func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
+	fd, err := api.loadFleet(ctx, f)
 	if err != nil {
 		return hubapi.StatusView{}, err
 	}
 	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: fd.assignments}
-	if fs, err := h.store.GetFleetStatus(ctx); err == nil {
+	if fs, err := api.d.Store.GetFleetStatus(ctx); err == nil {
 		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
 	}
-	srcs, _ := h.store.ListSourceStatuses(ctx)
+	srcs, _ := api.d.Store.ListSourceStatuses(ctx)
 	for _, s := range srcs {
 		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
-	for _, p := range h.ctrl.View().Problems {
+	for _, p := range api.d.View().Problems {
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
 			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
 		}
@@ -57,9 +57,9 @@ type fleetData struct {
 	statuses    []store.AssignmentStatus // of the selected assignments only
 }
 
-func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
+func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
 	if f.Release != "" {
-		if known := h.releaseNames(); !slices.Contains(known, f.Release) {
+		if known := api.releaseNames(); !slices.Contains(known, f.Release) {
 			have := "it has none"
 			if len(known) > 0 {
 				have = "releases: " + strings.Join(known, ", ")
@@ -69,7 +69,7 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 	}
 	var clusters []store.Cluster
 	if f.Cluster != "" {
-		c, err := h.store.GetCluster(ctx, f.Cluster)
+		c, err := api.d.Store.GetCluster(ctx, f.Cluster)
 		if errors.Is(err, store.ErrNotFound) {
 			return fleetData{}, errUnknown{fmt.Sprintf("cluster %q not found", f.Cluster)}
 		}
@@ -79,11 +79,11 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		clusters = []store.Cluster{c}
 	} else {
 		var err error
-		if clusters, err = h.store.ListClusters(ctx); err != nil {
+		if clusters, err = api.d.Store.ListClusters(ctx); err != nil {
 			return fleetData{}, err
 		}
 	}
-	statuses, err := h.store.ListStatuses(ctx)
+	statuses, err := api.d.Store.ListStatuses(ctx)
 	if err != nil {
 		return fleetData{}, err
 	}
@@ -93,7 +93,7 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
 	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}}
-	docs, err := h.desiredDocuments(ctx, f.Cluster)
+	docs, err := api.desiredDocuments(ctx, f.Cluster)
 	if err != nil {
 		return fleetData{}, err
 	}
@@ -102,20 +102,20 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 		for _, c := range clusters {
 			names[c.Name] = true
 		}
-		h.desired.KeepOnly(names)
+		api.d.Desired.KeepOnly(names)
 	}
 	for _, c := range clusters {
-		c.LastSeen, c.AgentVersion = h.seen.Get(c)
+		c.LastSeen, c.AgentVersion = api.d.Seen.Get(c)
 		ds, ok := docs[c.Name]
 		if !ok {
 			continue // not scheduled yet
 		}
-		as, err := h.desired.Decode(c.Name, ds.Document)
+		as, err := api.d.Desired.Decode(c.Name, ds.Document)
 		if err != nil {
-			h.log.Warn("desired state unreadable", "cluster", c.Name, "error", err)
+			api.d.Logger.Warn("desired state unreadable", "cluster", c.Name, "error", err)
 			continue
 		}
-		obs := fleetview.Observed{LastSeen: c.LastSeen, Reachable: h.reachable(c.LastSeen)}
+		obs := fleetview.Observed{LastSeen: c.LastSeen, Reachable: api.reachable(c.LastSeen)}
 		for _, a := range as {
 			if f.Release != "" && a.Release != f.Release {
 				continue
@@ -140,9 +140,9 @@ func (h *Hub) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, 
 // desiredDocuments returns the stored desired state of cluster, or of every cluster when
 // cluster is "", by cluster name: one query for the whole fleet (with PostgreSQL, one per
 // cluster would be a round trip each).
-func (h *Hub) desiredDocuments(ctx context.Context, cluster string) (map[string]store.DesiredState, error) {
+func (api *API) desiredDocuments(ctx context.Context, cluster string) (map[string]store.DesiredState, error) {
 	if cluster != "" {
-		ds, err := h.store.GetDesiredState(ctx, cluster)
+		ds, err := api.d.Store.GetDesiredState(ctx, cluster)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
 		}
@@ -151,7 +151,7 @@ func (h *Hub) desiredDocuments(ctx context.Context, cluster string) (map[string]
 		}
 		return map[string]store.DesiredState{cluster: ds}, nil
 	}
-	all, err := h.store.ListDesiredStates(ctx)
+	all, err := api.d.Store.ListDesiredStates(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +163,9 @@ func (h *Hub) desiredDocuments(ctx context.Context, cluster string) (map[string]
 }
 
 // releaseNames are the releases of the fleet configuration in force, sorted.
-func (h *Hub) releaseNames() []string {
+func (api *API) releaseNames() []string {
 	var names []string
-	if fleet := h.ctrl.View().Fleet; fleet != nil {
+	if fleet := api.d.View().Fleet; fleet != nil {
 		for _, r := range fleet.Releases {
 			names = append(names, r.Metadata.Name)
 		}
@@ -175,8 +175,8 @@ func (h *Hub) releaseNames() []string {
 }
 
 // skewView groups, per release, the clusters by the revision they applied.
-func (h *Hub) skewView(ctx context.Context, release string) (hubapi.SkewView, error) {
-	fd, err := h.loadFleet(ctx, hubapi.StatusFilter{Release: release})
+func (api *API) skewView(ctx context.Context, release string) (hubapi.SkewView, error) {
+	fd, err := api.loadFleet(ctx, hubapi.StatusFilter{Release: release})
 	if err != nil {
 		return hubapi.SkewView{}, err
 	}
@@ -185,14 +185,14 @@ func (h *Hub) skewView(ctx context.Context, release string) (hubapi.SkewView, er
 
 // driftView lists the drifted objects of the assignments f selects, from each one's last
 // report. A report whose detail cannot be read is logged and left out.
-func (h *Hub) driftView(ctx context.Context, f hubapi.DriftFilter) (hubapi.DriftView, error) {
-	fd, err := h.loadFleet(ctx, hubapi.StatusFilter{Release: f.Release, Cluster: f.Cluster})
+func (api *API) driftView(ctx context.Context, f hubapi.DriftFilter) (hubapi.DriftView, error) {
+	fd, err := api.loadFleet(ctx, hubapi.StatusFilter{Release: f.Release, Cluster: f.Cluster})
 	if err != nil {
 		return hubapi.DriftView{}, err
 	}
 	objs, err := fleetview.Drift(fd.statuses)
 	if err != nil {
-		h.log.Warn("drift view: a report's detail is unreadable", "error", err)
+		api.d.Logger.Warn("drift view: a report's detail is unreadable", "error", err)
 	}
 	return hubapi.DriftView{Objects: objs}, nil
 }

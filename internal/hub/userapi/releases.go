@@ -1,0 +1,49 @@
+package userapi
+
+import (
+	"net/http"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
+	fleet := api.d.View().Fleet
+	assigned := api.assignedClusters(r)
+	out := []hubapi.ReleaseView{}
+	if fleet != nil {
+		for _, rel := range fleet.Releases {
+			cl := assigned[rel.Metadata.Name]
+			if cl == nil {
+				cl = []string{}
+			}
+			out = append(out, hubapi.ReleaseView{Name: rel.Metadata.Name, Source: rel.Spec.Source, Path: rel.Spec.Path, Namespace: rel.Spec.Namespace, Clusters: cl})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// assignedClusters names, per release, the clusters it is assigned to, in name order.
+func (api *API) assignedClusters(r *http.Request) map[string][]string {
+	out := map[string][]string{}
+	docs, _ := api.d.Store.ListDesiredStates(r.Context()) // ordered by cluster
+	for _, ds := range docs {
+		as, _ := api.d.Desired.Decode(ds.Cluster, ds.Document)
+		for _, a := range as {
+			out[a.Release] = append(out[a.Release], ds.Cluster)
+		}
+	}
+	return out
+}
+
+func (api *API) listSources(w http.ResponseWriter, r *http.Request) {
+	sts, err := api.d.Store.ListSourceStatuses(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]hubapi.SourceView, 0, len(sts))
+	for _, s := range sts {
+		out = append(out, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
+	}
+	writeJSON(w, http.StatusOK, out)
+}

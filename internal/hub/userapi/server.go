@@ -1,0 +1,173 @@
+package userapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/dashboard"
+	"github.com/flotilla/flotilla/internal/hub/desired"
+	"github.com/flotilla/flotilla/internal/hub/store"
+)
+
+// Store is the part of the hub's store the user API uses.
+type Store interface {
+	// AddCluster registers c; store.ErrExists if the name is taken.
+	AddCluster(ctx context.Context, c store.Cluster) error
+	// GetCluster returns the named cluster or store.ErrNotFound.
+	GetCluster(ctx context.Context, name string) (store.Cluster, error)
+	// ListClusters returns every cluster, ordered by name.
+	ListClusters(ctx context.Context) ([]store.Cluster, error)
+	// SetClusterLabels replaces the cluster's labels; store.ErrNotFound if it does not exist.
+	SetClusterLabels(ctx context.Context, name string, labels map[string]string) error
+	// RemoveCluster deletes the cluster and revokes its certificates; store.ErrNotFound if
+	// it does not exist.
+	RemoveCluster(ctx context.Context, name string) error
+	CreateJoinToken(ctx context.Context, t store.JoinToken) error
+	ReportStats(ctx context.Context, cluster string) (store.ReportStats, error)
+	// GetDesiredState returns the cluster's desired state, or store.ErrNotFound.
+	GetDesiredState(ctx context.Context, cluster string) (store.DesiredState, error)
+	// ListDesiredStates returns every stored desired state, ordered by cluster.
+	ListDesiredStates(ctx context.Context) ([]store.DesiredState, error)
+	ListStatuses(ctx context.Context) ([]store.AssignmentStatus, error)
+	// ListSourceStatuses returns every source status, ordered by name.
+	ListSourceStatuses(ctx context.Context) ([]store.SourceStatus, error)
+	GetFleetStatus(ctx context.Context) (store.FleetStatus, error)
+}
+
+// Seen is where the agents' last-seen times and outbox depths are kept (agentapi.LastSeen).
+type Seen interface {
+	// Get returns when c's agent was last heard from and its version.
+	Get(c store.Cluster) (time.Time, string)
+	// OutboxDepth returns the depth the agent last reported, if it did.
+	OutboxDepth(cluster string) (int, bool)
+}
+
+// AuditLog is the audit log the audit endpoints read (audit.Log).
+type AuditLog interface {
+	List(ctx context.Context, f audit.Filter) ([]audit.Record, error)
+	ExportJSONL(ctx context.Context, w io.Writer, f audit.Filter) error
+	Verify(ctx context.Context) (checked int64, err error)
+	Head(ctx context.Context) (seq int64, hash string, err error)
+}
+
+// Deps are what the user API needs. All are required except Audit (then the audit endpoints
+// answer 503), Record, ClustersChanged, ClusterRemoved, Clock (then the wall clock) and
+// Logger.
+type Deps struct {
+	Store   Store
+	Seen    Seen
+	Desired *desired.Cache
+	// View is the controller's view: the fleet configuration in force and its problems.
+	View  func() controller.View
+	Audit AuditLog
+	// Record writes an audit record; it never fails the caller.
+	Record func(ctx context.Context, e audit.Event)
+	// ClustersChanged follows a change to the cluster list or labels (reschedule soon).
+	ClustersChanged func()
+	// ClusterRemoved follows the removal of a cluster from the store: its certificates are
+	// revoked there, and what the hub keeps of it in memory (open streams, last-seen time)
+	// goes.
+	ClusterRemoved func(name string)
+	Clock          clock.Clock
+	Logger         *slog.Logger
+}
+
+// Options are the user API's settings. The hub's Options hold their defaults.
+type Options struct {
+	// AdminToken is the bearer token every /api/ request must carry.
+	AdminToken string
+	// AgentURL is the agent endpoint, for the command a join token comes with.
+	AgentURL string
+	// CAFingerprint is the CA's fingerprint, which join tokens pin.
+	CAFingerprint string
+	// TokenTTL is the lifetime of join tokens.
+	TokenTTL time.Duration
+	// UnreachableAfter is how long an agent may stay silent before its cluster is shown as
+	// unreachable.
+	UnreachableAfter time.Duration
+}
+
+// API is the user API.
+type API struct {
+	d    Deps
+	o    Options
+	dash *dashboard.Snapshots // the dashboard's fleet document
+}
+
+// New returns the user API.
+func New(d Deps, o Options) *API {
+	d.Clock = clock.Or(d.Clock)
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Record == nil {
+		d.Record = func(context.Context, audit.Event) {}
+	}
+	if d.ClustersChanged == nil {
+		d.ClustersChanged = func() {}
+	}
+	if d.ClusterRemoved == nil {
+		d.ClusterRemoved = func(string) {}
+	}
+	api := &API{d: d, o: o}
+	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return api.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: d.Clock.Now})
+	return api
+}
+
+// Handler serves the user API under /api/, behind the admin token, and the dashboard's
+// pages everywhere else.
+func (api *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/clusters", api.addCluster)
+	mux.HandleFunc("GET /api/v1/clusters", api.listClusters)
+	mux.HandleFunc("GET /api/v1/clusters/{name}", api.getCluster)
+	mux.HandleFunc("PATCH /api/v1/clusters/{name}/labels", api.labelCluster)
+	mux.HandleFunc("DELETE /api/v1/clusters/{name}", api.removeCluster)
+	mux.HandleFunc("POST /api/v1/clusters/{name}/token", api.newToken)
+	mux.HandleFunc("GET /api/v1/releases", api.listReleases)
+	mux.HandleFunc("GET /api/v1/sources", api.listSources)
+	mux.HandleFunc("GET /api/v1/status", api.status)
+	mux.HandleFunc("GET /api/v1/skew", api.skew)
+	mux.HandleFunc("GET /api/v1/drift", api.drift)
+	mux.HandleFunc("GET /api/v1/audit", api.listAudit)
+	mux.HandleFunc("GET /api/v1/audit/verify", api.verifyAudit)
+	mux.Handle("GET /api/v1/dashboard/fleet", api.dash)
+	root := http.NewServeMux()
+	root.Handle("/api/", api.requireAdmin(api.auditAPICalls(mux)))
+	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
+	root.Handle("/", api.dashboardPages())
+	return root
+}
+
+func (api *API) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(api.o.AdminToken)) != 1 {
+			writeError(w, http.StatusUnauthorized, errors.New("a valid bearer token is required (see admin.token in the hub's data dir)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clustersChanged follows a change to the cluster list or labels: the controller reschedules,
+// and the dashboard refreshes even when no assignment moves (it shows labels and clusters).
+func (api *API) clustersChanged() {
+	api.d.ClustersChanged()
+	api.DashboardChanged()
+}
+
+// reachable reports whether an agent last seen at seen counts as reachable now: heard from
+// within Options.UnreachableAfter. A zero seen (never heard from) is not reachable.
+func (api *API) reachable(seen time.Time) bool {
+	return !seen.IsZero() && clock.Since(api.d.Clock, seen) < api.o.UnreachableAfter
+}
