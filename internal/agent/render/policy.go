@@ -276,8 +276,14 @@ var scpLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*@[^/:]+:`)
 // address. It errs towards "remote": a local directory named github.com is refused too, as
 // kustomize itself would treat it as a repository.
 func isRemote(ref string) bool {
-	l := strings.ToLower(strings.TrimSpace(ref))
-	return strings.Contains(l, "://") ||
+	return remoteLocation(strings.ToLower(strings.TrimSpace(ref)), func(l string) bool { return strings.Contains(l, "://") })
+}
+
+// remoteLocation reports whether l, lower-cased, names a repository or URL: isURL says how a
+// URL is recognised (anywhere in a path field, only at the start of a free string), and the
+// rest is go-getter's git:: prefix, a github.com shorthand or an scp-like Git address.
+func remoteLocation(l string, isURL func(string) bool) bool {
+	return isURL(l) ||
 		strings.HasPrefix(l, "git::") ||
 		strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:") ||
 		scpLike.MatchString(l)

@@ -251,11 +251,7 @@ func looksRemote(s string) bool {
 	if s == "" || strings.ContainsAny(s, "\n") {
 		return false
 	}
-	l := strings.ToLower(s)
-	return urlLike.MatchString(l) ||
-		strings.HasPrefix(l, "git::") ||
-		strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:") ||
-		scpLike.MatchString(l)
+	return remoteLocation(strings.ToLower(s), urlLike.MatchString)
 }
 
 // remoteRefused is the error for a remote reference in field.
