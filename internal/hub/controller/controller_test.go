@@ -248,9 +248,15 @@ func TestFailedRescheduleIsRetried(t *testing.T) {
 	if st.putCount() != 0 {
 		t.Fatalf("%d desired states stored after the failed reschedule, want 0", st.putCount())
 	}
-	for st.putCount() == 0 {
-		clk.Advance(500 * time.Millisecond) // the loop's tick; the retry is due after 2s
+	// The loop ticks every 500ms of its clock; the retry is due retryAfterFailure (2s) after
+	// the failure: on the fourth tick, not before, and not only at the next fleet change.
+	ticks := 0
+	for ; ticks < 8 && st.putCount() == 0; ticks++ {
+		clk.Advance(500 * time.Millisecond)
 		waitFor(t, "the loop to wait again", func() bool { return clk.Waiters() > 0 })
+	}
+	if want := int(retryAfterFailure / (500 * time.Millisecond)); ticks != want {
+		t.Fatalf("the failed reschedule was retried after %d ticks of 500ms (%d stores), want %d", ticks, st.putCount(), want)
 	}
 	assertKeepsBaseline(t, st, "after the retry")
 }
