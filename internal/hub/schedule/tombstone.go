@@ -1,6 +1,9 @@
 package schedule
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Reasons a release leaves a cluster: the only two the hub can name.
 const (
@@ -39,10 +42,12 @@ type Document struct {
 
 // removals returns the tombstones of the cluster's next document: those of prev still not
 // assigned again, then one for every release of prev that assigned no longer holds, oldest
-// first and at most MaxTombstones. why names the reason a release is not assigned.
+// first and at most MaxTombstones. assigned is sorted by release, as Schedule makes it; why
+// names the reason a release is not assigned.
 func removals(prev Document, assigned []Assignment, fleetRevision string, why func(release string) string) []Tombstone {
 	holds := func(release string) bool {
-		return slices.ContainsFunc(assigned, func(a Assignment) bool { return a.Release == release })
+		_, found := slices.BinarySearchFunc(assigned, release, func(a Assignment, r string) int { return strings.Compare(a.Release, r) })
+		return found
 	}
 	var out []Tombstone
 	for _, t := range prev.Removed {
