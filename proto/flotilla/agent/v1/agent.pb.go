@@ -790,8 +790,14 @@ type AssignmentStatus struct {
 	Conflicts       []string         `protobuf:"bytes,13,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
 	Error           string           `protobuf:"bytes,14,opt,name=error,proto3" json:"error,omitempty"`
 	DurationSeconds float64          `protobuf:"fixed64,15,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The objects that need a look: not Current after the wait, drifted (healed or not), in
+	// conflict, or failed to apply. Ready, unchanged objects are left out, so a healthy
+	// assignment's report stays small. At most 100, the failed and conflicted first.
+	ObjectDetails []*ObjectDetail `protobuf:"bytes,16,rep,name=object_details,json=objectDetails,proto3" json:"object_details,omitempty"`
+	// Objects that qualified for object_details but were left out by its bounds.
+	ObjectDetailsOmitted int32 `protobuf:"varint,17,opt,name=object_details_omitted,json=objectDetailsOmitted,proto3" json:"object_details_omitted,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *AssignmentStatus) Reset() {
@@ -929,6 +935,276 @@ func (x *AssignmentStatus) GetDurationSeconds() float64 {
 	return 0
 }
 
+func (x *AssignmentStatus) GetObjectDetails() []*ObjectDetail {
+	if x != nil {
+		return x.ObjectDetails
+	}
+	return nil
+}
+
+func (x *AssignmentStatus) GetObjectDetailsOmitted() int32 {
+	if x != nil {
+		return x.ObjectDetailsOmitted
+	}
+	return 0
+}
+
+// ObjectDetail is what the last reconcile found for one object of an assignment.
+type ObjectDetail struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Kind      string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// What the reconcile did: created, configured, unchanged, healed, drifted, conflict.
+	Action string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
+	// kstatus after the wait (Current, InProgress, Failed, ...); empty without wait.
+	Health        string `protobuf:"bytes,7,opt,name=health,proto3" json:"health,omitempty"`
+	HealthMessage string `protobuf:"bytes,8,opt,name=health_message,json=healthMessage,proto3" json:"health_message,omitempty"`
+	// The drifted fields, desired against live. An object deleted by hand has one, path
+	// "(deleted)".
+	Drift []*FieldDrift `protobuf:"bytes,9,rep,name=drift,proto3" json:"drift,omitempty"`
+	// The fields it declares that another owner holds.
+	Conflicts []*FieldConflict `protobuf:"bytes,10,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	// Why applying it failed.
+	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// Drift and conflict entries left out by their bounds.
+	FieldsOmitted int32 `protobuf:"varint,12,opt,name=fields_omitted,json=fieldsOmitted,proto3" json:"fields_omitted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectDetail) Reset() {
+	*x = ObjectDetail{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectDetail) ProtoMessage() {}
+
+func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
+func (*ObjectDetail) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ObjectDetail) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetHealth() string {
+	if x != nil {
+		return x.Health
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetHealthMessage() string {
+	if x != nil {
+		return x.HealthMessage
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetDrift() []*FieldDrift {
+	if x != nil {
+		return x.Drift
+	}
+	return nil
+}
+
+func (x *ObjectDetail) GetConflicts() []*FieldConflict {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+func (x *ObjectDetail) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ObjectDetail) GetFieldsOmitted() int32 {
+	if x != nil {
+		return x.FieldsOmitted
+	}
+	return 0
+}
+
+// FieldDrift is one drifted field. Values are JSON, cut to a few hundred bytes; empty when
+// the field is absent on that side. Values of Secrets are "(redacted)".
+type FieldDrift struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Desired       string                 `protobuf:"bytes,2,opt,name=desired,proto3" json:"desired,omitempty"`
+	Live          string                 `protobuf:"bytes,3,opt,name=live,proto3" json:"live,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldDrift) Reset() {
+	*x = FieldDrift{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldDrift) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldDrift) ProtoMessage() {}
+
+func (x *FieldDrift) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
+func (*FieldDrift) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FieldDrift) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FieldDrift) GetDesired() string {
+	if x != nil {
+		return x.Desired
+	}
+	return ""
+}
+
+func (x *FieldDrift) GetLive() string {
+	if x != nil {
+		return x.Live
+	}
+	return ""
+}
+
+// FieldConflict is one field and the owner that holds it: `field manager "team-x"`,
+// `assignment "other"`. An empty field means the whole object.
+type FieldConflict struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldConflict) Reset() {
+	*x = FieldConflict{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldConflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldConflict) ProtoMessage() {}
+
+func (x *FieldConflict) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
+func (*FieldConflict) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FieldConflict) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *FieldConflict) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
 type DriftedObject struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kubectl form: deployment.apps/web
@@ -942,7 +1218,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1230,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1243,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1007,7 +1283,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1295,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1308,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -1058,7 +1334,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1346,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1359,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -1129,7 +1405,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1417,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1430,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1221,7 +1497,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\vproduced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"producedAt\x12?\n" +
 	"\bstatuses\x18\x03 \x03(\v2#.flotilla.agent.v1.AssignmentStatusR\bstatuses\x12\x1c\n" +
-	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\xcb\x03\n" +
+	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\xc9\x04\n" +
 	"\x10AssignmentStatus\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x1e\n" +
 	"\n" +
@@ -1242,7 +1518,31 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x05drift\x18\f \x03(\v2 .flotilla.agent.v1.DriftedObjectR\x05drift\x12\x1c\n" +
 	"\tconflicts\x18\r \x03(\tR\tconflicts\x12\x14\n" +
 	"\x05error\x18\x0e \x01(\tR\x05error\x12)\n" +
-	"\x10duration_seconds\x18\x0f \x01(\x01R\x0fdurationSeconds\"s\n" +
+	"\x10duration_seconds\x18\x0f \x01(\x01R\x0fdurationSeconds\x12F\n" +
+	"\x0eobject_details\x18\x10 \x03(\v2\x1f.flotilla.agent.v1.ObjectDetailR\robjectDetails\x124\n" +
+	"\x16object_details_omitted\x18\x11 \x01(\x05R\x14objectDetailsOmitted\"\x8d\x03\n" +
+	"\fObjectDetail\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12\x16\n" +
+	"\x06action\x18\x06 \x01(\tR\x06action\x12\x16\n" +
+	"\x06health\x18\a \x01(\tR\x06health\x12%\n" +
+	"\x0ehealth_message\x18\b \x01(\tR\rhealthMessage\x123\n" +
+	"\x05drift\x18\t \x03(\v2\x1d.flotilla.agent.v1.FieldDriftR\x05drift\x12>\n" +
+	"\tconflicts\x18\n" +
+	" \x03(\v2 .flotilla.agent.v1.FieldConflictR\tconflicts\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12%\n" +
+	"\x0efields_omitted\x18\f \x01(\x05R\rfieldsOmitted\"N\n" +
+	"\n" +
+	"FieldDrift\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\adesired\x18\x02 \x01(\tR\adesired\x12\x12\n" +
+	"\x04live\x18\x03 \x01(\tR\x04live\";\n" +
+	"\rFieldConflict\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\"s\n" +
 	"\rDriftedObject\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
@@ -1279,7 +1579,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -1293,37 +1593,43 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*ReportRequest)(nil),         // 9: flotilla.agent.v1.ReportRequest
 	(*Report)(nil),                // 10: flotilla.agent.v1.Report
 	(*AssignmentStatus)(nil),      // 11: flotilla.agent.v1.AssignmentStatus
-	(*DriftedObject)(nil),         // 12: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 13: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 14: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 15: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 16: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*ObjectDetail)(nil),          // 12: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 13: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 14: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 15: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 16: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 17: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 18: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 19: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
 	8,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
 	7,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
-	16, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	19, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
 	10, // 4: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	17, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	20, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
 	11, // 6: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	12, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	0,  // 8: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 9: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 10: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	9,  // 11: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	14, // 12: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 13: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 14: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 15: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	13, // 16: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	15, // 17: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	15, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	12, // 8: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	13, // 9: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	14, // 10: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 11: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 12: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 13: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	9,  // 14: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	17, // 15: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 16: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 17: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 18: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	16, // 19: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	18, // 20: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -1337,7 +1643,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
