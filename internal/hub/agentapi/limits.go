@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
@@ -231,3 +232,63 @@ func (g *gate) enter(ctx context.Context) bool {
 }
 
 func (g *gate) leave() { <-g.slots }
+
+// Bounds of what one status may carry beyond its counts: the per-object detail and the
+// conflict texts. Agents keep within tighter bounds of their own (internal/agent, details.go);
+// these protect the hub, its store and the dashboards that read the detail back from any
+// client. A status beyond them is refused with the report, as an oversized message is.
+const (
+	maxObjectDetails   = 200
+	maxDetailFields    = 64   // drift and conflict entries of one object
+	maxDetailString    = 4096 // bytes of any one string: a value, a message, a conflict text
+	maxStatusDetailLen = 512 << 10
+)
+
+// checkStatus refuses a status whose detail or conflict texts exceed the bounds above,
+// naming the release, the object and the field.
+func checkStatus(st *agentv1.AssignmentStatus) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("release %q: %s", st.GetRelease(), fmt.Sprintf(format, args...))
+	}
+	if n := len(st.GetObjectDetails()); n > maxObjectDetails {
+		return fail("%d object details; at most %d", n, maxObjectDetails)
+	}
+	for i, c := range st.GetConflicts() {
+		if len(c) > maxDetailString {
+			return fail("conflict %d: %d bytes; at most %d", i, len(c), maxDetailString)
+		}
+	}
+	type field struct{ what, s string }
+	total := 0
+	for _, d := range st.GetObjectDetails() {
+		obj := fmt.Sprintf("object %s/%s", d.GetKind(), d.GetName())
+		if d.GetNamespace() != "" {
+			obj += fmt.Sprintf(" in namespace %q", d.GetNamespace())
+		}
+		if n := len(d.GetDrift()) + len(d.GetConflicts()); n > maxDetailFields {
+			return fail("%s: %d drift and conflict entries; at most %d", obj, n, maxDetailFields)
+		}
+		fields := []field{
+			{"group", d.GetGroup()}, {"version", d.GetVersion()}, {"kind", d.GetKind()}, {"namespace", d.GetNamespace()},
+			{"name", d.GetName()}, {"action", d.GetAction()}, {"health", d.GetHealth()}, {"health message", d.GetHealthMessage()},
+			{"error", d.GetError()},
+		}
+		for j, f := range d.GetDrift() {
+			fields = append(fields, field{fmt.Sprintf("drift %d path", j), f.GetPath()},
+				field{fmt.Sprintf("drift %d desired value", j), f.GetDesired()}, field{fmt.Sprintf("drift %d live value", j), f.GetLive()})
+		}
+		for j, c := range d.GetConflicts() {
+			fields = append(fields, field{fmt.Sprintf("conflict %d field", j), c.GetField()}, field{fmt.Sprintf("conflict %d owner", j), c.GetOwner()})
+		}
+		for _, f := range fields {
+			if len(f.s) > maxDetailString {
+				return fail("%s: %s: %d bytes; at most %d", obj, f.what, len(f.s), maxDetailString)
+			}
+			total += len(f.s)
+		}
+		if total > maxStatusDetailLen {
+			return fail("object details of at least %d bytes; at most %d", total, maxStatusDetailLen)
+		}
+	}
+	return nil
+}

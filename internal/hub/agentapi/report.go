@@ -30,6 +30,13 @@ func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 		if n := len(r.GetStatuses()); n > maxStatusesPerReport {
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: %d statuses; at most %d", r.GetSeq(), n, maxStatusesPerReport))
 		}
+		for _, st := range r.GetStatuses() {
+			if err := checkStatus(st); err != nil {
+				s.d.Metrics.ReportsRefused.Inc()
+				s.d.Logger.Warn("report refused", "cluster", cluster, "seq", r.GetSeq(), "error", err)
+				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: %w", r.GetSeq(), err))
+			}
+		}
 	}
 	known, err := s.releasesOf(ctx, cluster)
 	if err != nil {
