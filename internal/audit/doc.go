@@ -10,6 +10,16 @@
 // in the hub's data dir), apart from the store, so that it can be copied, shipped or kept on
 // other media without the rest of the hub's state.
 //
+// # Checkpoints
+//
+// Agents check every assignment at its interval, and most checks change nothing. A check
+// that changed nothing does not append a record: it updates the assignment's Checkpoint
+// (kept in the hub's store, beside the chain), and Step decides when the checkpoint itself
+// goes into the chain, as an ActionVerified record of the window of unchanged checks, at
+// most once per checkpoint interval per assignment. A change is always a full record, and
+// carries the window it closes. So the chain still shows, for every assignment, the state
+// it was verified at and when, with no gap, at a small fraction of the bytes.
+//
 // # Verification
 //
 // Verify walks the whole chain and reports the first broken record as a *ChainError:

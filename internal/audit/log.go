@@ -21,8 +21,8 @@ type Event struct {
 	// Actor is "admin" (the user API), "agent:<cluster>" or "hub".
 	Actor string `json:"actor"`
 	// Action is what happened: cluster.added, cluster.relabelled, cluster.removed,
-	// token.issued, token.used, fleet.revision, source.revision, apply, drift.healed,
-	// api.call.
+	// token.issued, token.used, fleet.revision, source.revision, apply, apply.verified,
+	// release.removed, drift.healed, api.call.
 	Action  string `json:"action"`
 	Cluster string `json:"cluster,omitempty"`
 	Release string `json:"release,omitempty"`
