@@ -51,10 +51,13 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 	if err != nil && apierrors.IsConflict(err) && it.live != nil {
 		others := conflictsOf(err)
 		var appliers, paths []string
+		var conflicts []FieldConflict
 		for _, c := range others {
 			if appliedBy(it.live, c.manager) {
-				appliers = append(appliers, fmt.Sprintf("field manager %q", c.manager))
+				owner := fmt.Sprintf("field manager %q", c.manager)
+				appliers = append(appliers, owner)
 				paths = append(paths, c.field)
+				conflicts = append(conflicts, FieldConflict{Field: c.field, Owner: owner})
 			}
 		}
 		if len(appliers) > 0 {
@@ -62,6 +65,8 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 			it.result.Action = Conflict
 			it.result.ConflictWith = dedupe(appliers)
 			it.result.ConflictPaths = dedupe(paths)
+			sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Field < conflicts[j].Field })
+			it.result.Conflicts = conflicts
 			return ""
 		}
 		// Only Update managers (kubectl edit, scale, patch, client-side apply): hand-made
@@ -76,10 +81,19 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 	if it.live == nil {
 		it.result.Action = Created
 		it.apply = true
+		if e, ok := own.entries[it.ref.id()]; ok && e.hash == it.hash {
+			// Applied with this very content, and now gone: someone deleted it.
+			it.result.DriftPaths = []string{DeletedPath}
+			it.result.Drift = []FieldDrift{{Path: DeletedPath}}
+			it.result.Action, it.apply = Drifted, opts.SelfHeal
+			if opts.SelfHeal {
+				it.result.Action = Healed
+			}
+		}
 		return ""
 	}
-	paths := changedPaths(it.live, result)
-	if len(paths) == 0 {
+	fields := changedFields(it.live, result)
+	if len(fields) == 0 {
 		it.result.Action = Unchanged
 		// Values agree but flotilla does not own them yet: apply once to take ownership, so
 		// that a field later removed from the desired state is removed live too.
@@ -87,7 +101,8 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		return ""
 	}
 	if e, ok := own.entries[it.ref.id()]; ok && e.hash == it.hash {
-		it.result.DriftPaths = paths
+		it.result.DriftPaths = pathsOf(fields)
+		it.result.Drift = fields
 		if opts.SelfHeal {
 			it.result.Action = Healed
 			it.apply = true
@@ -112,6 +127,7 @@ func (r *Reconciler) applyItems(ctx context.Context, items []*item, opts Options
 	err := r.forEach(ctx, todo, func(ctx context.Context, it *item) error {
 		if err := r.serverApply(ctx, it.desired.DeepCopy(), false, it.force || opts.Force); err != nil {
 			it.failure = fmt.Sprintf("%s in namespace %q: apply failed: %s", it.ref, it.ref.Namespace, apiReason(err))
+			it.result.Error = "apply failed: " + apiReason(err)
 		}
 		return nil
 	})

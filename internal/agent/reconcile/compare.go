@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -79,14 +80,43 @@ func number(v any) (float64, bool) {
 // what a user declared.
 var ignoredMetadata = []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"}
 
-// changedPaths lists the field paths (".spec.replicas", ".data.key") whose values differ
-// between live and the dry-run result of applying the desired state. Status is not compared.
-func changedPaths(live, dryRun *unstructured.Unstructured) []string {
-	a, b := comparable(live), comparable(dryRun)
-	var paths []string
-	diffInto(&paths, "", a, b)
-	sort.Strings(paths)
+func pathsOf(fields []FieldDrift) []string {
+	paths := make([]string, len(fields))
+	for i, f := range fields {
+		paths[i] = f.Path
+	}
 	return paths
+}
+
+// maxDriftValue bounds each value a drift report carries: enough to read a changed image or
+// setting, not a copy of a large ConfigMap.
+const maxDriftValue = 256
+
+// redacted stands for a value a report must never carry.
+const redacted = "(redacted)"
+
+// changedFields lists the fields (".spec.replicas", ".data.key") whose values differ between
+// live and the dry-run result of applying the desired state, with the values on each side.
+// Status is not compared. A Secret's values are never carried, only its paths.
+func changedFields(live, dryRun *unstructured.Unstructured) []FieldDrift {
+	a, b := comparable(live), comparable(dryRun)
+	var fields []FieldDrift
+	diffInto(&fields, "", a, b)
+	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""
+	for i := range fields {
+		if secret {
+			fields[i].Desired, fields[i].Live = redactedIfSet(fields[i].Desired), redactedIfSet(fields[i].Live)
+		}
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Path < fields[j].Path })
+	return fields
+}
+
+func redactedIfSet(v string) string {
+	if v == "" {
+		return ""
+	}
+	return redacted
 }
 
 func comparable(u *unstructured.Unstructured) map[string]any {
@@ -100,7 +130,8 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 	return c
 }
 
-func diffInto(paths *[]string, prefix string, a, b any) {
+// diffInto appends one FieldDrift per differing leaf, live value a against desired value b.
+func diffInto(fields *[]FieldDrift, prefix string, a, b any) {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
 	if aok && bok {
@@ -112,7 +143,7 @@ func diffInto(paths *[]string, prefix string, a, b any) {
 			keys[k] = true
 		}
 		for k := range keys {
-			diffInto(paths, prefix+pathSegment(k), am[k], bm[k])
+			diffInto(fields, prefix+pathSegment(k), am[k], bm[k])
 		}
 		return
 	}
@@ -120,13 +151,28 @@ func diffInto(paths *[]string, prefix string, a, b any) {
 	bl, blok := b.([]any)
 	if alok && blok && len(al) == len(bl) {
 		for i := range al {
-			diffInto(paths, fmt.Sprintf("%s[%d]", prefix, i), al[i], bl[i])
+			diffInto(fields, fmt.Sprintf("%s[%d]", prefix, i), al[i], bl[i])
 		}
 		return
 	}
 	if !coveredBy(a, b, false) || !coveredBy(b, a, false) {
-		*paths = append(*paths, prefix)
+		*fields = append(*fields, FieldDrift{Path: prefix, Desired: shortJSON(b), Live: shortJSON(a)})
 	}
+}
+
+// shortJSON is v as JSON cut to maxDriftValue bytes, "" for an absent value.
+func shortJSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	if len(data) > maxDriftValue {
+		return strings.ToValidUTF8(string(data[:maxDriftValue]), "") + "…"
+	}
+	return string(data)
 }
 
 // pathSegment is ".key", or ["key"] for keys that are not plain identifiers:

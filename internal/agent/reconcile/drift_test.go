@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -40,6 +41,7 @@ func TestDriftByHand(t *testing.T) {
 		wantPaths []string
 		live      func(t *testing.T, ns string) string
 		desired   string
+		wantDrift []FieldDrift // when set, the values reported beside the paths
 	}{
 		{
 			name:      "kubectl scale",
@@ -64,6 +66,26 @@ func TestDriftByHand(t *testing.T) {
 			wantPaths: []string{".data.mode"},
 			live:      jsonPath("configmap/settings", "{.data.mode}"),
 			desired:   "production",
+			wantDrift: []FieldDrift{{Path: ".data.mode", Desired: `"production"`, Live: `"debug"`}},
+		},
+		{
+			name:      "kubectl delete",
+			drift:     kubectl("delete", "configmap/settings"),
+			object:    "configmap/settings",
+			wantPaths: []string{DeletedPath},
+			live: func(t *testing.T, ns string) string {
+				t.Helper()
+				cm, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "settings", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return "(gone)"
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cm.Data["mode"]
+			},
+			desired:   "production",
+			wantDrift: []FieldDrift{{Path: DeletedPath}},
 		},
 		{
 			name: "client-side kubectl apply",
@@ -131,6 +153,9 @@ func TestDriftByHand(t *testing.T) {
 				if d := cmp.Diff(tc.wantPaths, got.DriftPaths); d != "" {
 					t.Errorf("drift paths (-want +got):\n%s", d)
 				}
+				if d := cmp.Diff(tc.wantDrift, got.Drift); tc.wantDrift != nil && d != "" {
+					t.Errorf("drift values (-want +got):\n%s", d)
+				}
 				if v := tc.live(t, ns); v != wantLive {
 					t.Errorf("live value after reconcile = %q, want %q", v, wantLive)
 				}
@@ -179,7 +204,11 @@ func TestConflicts(t *testing.T) {
 		if d := cmp.Diff([]string{".data.mode"}, got.ConflictPaths); d != "" {
 			t.Errorf("conflict paths (-want +got):\n%s", d)
 		}
-		if !res.Failed() || !strings.Contains(res.String(), `conflict: configmap/settings: owned by field manager "other-gitops" (.data.mode)`) {
+		if d := cmp.Diff([]FieldConflict{{Field: ".data.mode", Owner: `field manager "other-gitops"`}}, got.Conflicts); d != "" {
+			t.Errorf("conflicts (-want +got):\n%s", d)
+		}
+		want := `conflict: configmap/settings in namespace "` + ns + `": .data.mode owned by field manager "other-gitops"`
+		if !res.Failed() || !strings.Contains(res.String(), want) {
 			t.Errorf("conflict not reported as a failure:\n%s", res)
 		}
 		if v := jsonPath("configmap/settings", "{.data.mode}")(t, ns); v != "theirs" {

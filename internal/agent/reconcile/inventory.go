@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,9 +28,24 @@ type inventoryEntry struct {
 	hash string
 }
 
-// inventoryKey is the ConfigMap data key: one "id version hash" line per object, sorted, so a
-// 6,500-object inventory stays well under the 1 MiB object limit and diffs read well.
-const inventoryKey = "objects"
+// inventoryKey is the ConfigMap data key: a JSON array with one object per line, sorted, so
+// that no name, however malformed, can break an entry and diffs read well. A 6,500-object
+// inventory stays well under the 1 MiB object limit.
+const inventoryKey = "objects.json"
+
+// legacyInventoryKey held "namespace_name_group_kind version hash" lines (before 0.4). It is
+// still read, and replaced by inventoryKey at the next write.
+const legacyInventoryKey = "objects"
+
+// inventoryRecord is one entry as stored. Short keys keep large inventories small.
+type inventoryRecord struct {
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"n"`
+	Group     string `json:"g,omitempty"`
+	Version   string `json:"v"`
+	Kind      string `json:"k"`
+	Hash      string `json:"h"`
+}
 
 func newInventory(name string) *inventory {
 	return &inventory{name: name, entries: map[string]inventoryEntry{}}
@@ -48,36 +64,106 @@ func inventoryConfigMapName(assignment string) string {
 
 func (inv *inventory) encode() string {
 	lines := make([]string, 0, len(inv.entries))
-	for id, e := range inv.entries {
-		lines = append(lines, id+" "+e.ref.Version+" "+e.hash)
+	for _, e := range inv.entries {
+		data, _ := json.Marshal(inventoryRecord{
+			Namespace: e.ref.Namespace, Name: e.ref.Name, Group: e.ref.Group,
+			Version: e.ref.Version, Kind: e.ref.Kind, Hash: e.hash,
+		}) // strings only: cannot fail
+		lines = append(lines, string(data))
 	}
 	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return "[\n" + strings.Join(lines, ",\n") + "\n]\n"
 }
 
-func decodeInventory(name, data string) (*inventory, error) {
+// decodeInventory reads an inventory ConfigMap's data. Every entry must name a kind, a version
+// and an object: an inventory that cannot be read whole is refused, never half-read, because
+// what it leaves out would be neither pruned nor protected.
+func decodeInventory(name string, data map[string]string) (*inventory, error) {
 	inv := newInventory(name)
-	for i, line := range strings.Split(data, "\n") {
+	if raw, ok := data[inventoryKey]; ok {
+		var records []inventoryRecord
+		if err := json.Unmarshal([]byte(raw), &records); err != nil {
+			return nil, fmt.Errorf("key %s: %w", inventoryKey, err)
+		}
+		for i, rec := range records {
+			if rec.Name == "" || rec.Kind == "" || rec.Version == "" || rec.Hash == "" {
+				return nil, fmt.Errorf("key %s: entry %d (%+v) lacks a kind, version, name or hash", inventoryKey, i+1, rec)
+			}
+			ref := ObjectRef{Namespace: rec.Namespace, Name: rec.Name, Group: rec.Group, Kind: rec.Kind, Version: rec.Version}
+			inv.entries[ref.id()] = inventoryEntry{ref: ref, hash: rec.Hash}
+		}
+		return inv, nil
+	}
+	for i, line := range strings.Split(data[legacyInventoryKey], "\n") {
 		if line == "" {
 			continue
 		}
-		f := strings.Fields(line)
-		parts := strings.Split(f[0], "_")
-		if len(f) != 3 || len(parts) != 4 {
-			return nil, fmt.Errorf("inventory of %q line %d: malformed entry %q", name, i+1, line)
+		ref, hash, ok := parseLegacyEntry(line)
+		if !ok {
+			return nil, fmt.Errorf("key %s line %d: malformed entry %q", legacyInventoryKey, i+1, line)
 		}
-		ref := ObjectRef{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3], Version: f[1]}
-		inv.entries[f[0]] = inventoryEntry{ref: ref, hash: f[2]}
+		inv.entries[ref.id()] = inventoryEntry{ref: ref, hash: hash}
 	}
 	return inv, nil
+}
+
+// parseLegacyEntry reads "namespace_name_group_kind version hash". Namespaces, groups and
+// kinds cannot contain "_", but names can (RBAC names, and invalid names that older agents
+// recorded before validating them), so the name is everything between the first "_" and the
+// last two.
+func parseLegacyEntry(line string) (ObjectRef, string, bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return ObjectRef{}, "", false
+	}
+	parts := strings.Split(f[0], "_")
+	n := len(parts)
+	if n < 4 || parts[n-1] == "" {
+		return ObjectRef{}, "", false
+	}
+	ref := ObjectRef{Namespace: parts[0], Name: strings.Join(parts[1:n-2], "_"), Group: parts[n-2], Kind: parts[n-1], Version: f[1]}
+	if ref.Name == "" {
+		return ObjectRef{}, "", false
+	}
+	return ref, f[2], true
 }
 
 func (inv *inventory) equal(o *inventory) bool {
 	return inv.encode() == o.encode()
 }
 
-// loadInventories reads every assignment's inventory with one LIST.
-func (r *Reconciler) loadInventories(ctx context.Context) (map[string]*inventory, error) {
+// unreadableInventory is an inventory ConfigMap that cannot be decoded. Its assignment cannot
+// be reconciled or removed until someone repairs it; every other assignment carries on.
+type unreadableInventory struct {
+	name, configMap string
+	err             error
+}
+
+func (u *unreadableInventory) Error() string {
+	return fmt.Sprintf("inventory of %q (ConfigMap %s) cannot be read: %v; nothing of %q is applied "+
+		"or pruned until it is repaired. To recover, check the objects it lists, then delete it "+
+		"(kubectl delete configmap -n %s) and the next reconcile writes a new one "+
+		"from the manifests; objects only the old one listed are then no longer pruned",
+		u.name, u.configMap, u.err, u.name, strings.Replace(u.configMap, "/", " ", 1))
+}
+
+// inventories is every inventory in the cluster, by assignment name.
+type inventories struct {
+	readable   map[string]*inventory
+	unreadable map[string]*unreadableInventory
+}
+
+// of returns the assignment's inventory: nil without one, an error if it cannot be read.
+func (invs *inventories) of(name string) (*inventory, error) {
+	if u, ok := invs.unreadable[name]; ok {
+		return nil, u
+	}
+	return invs.readable[name], nil
+}
+
+// loadInventories reads every assignment's inventory with one LIST. One that cannot be decoded
+// is set aside, so that it fails only its own assignment.
+func (r *Reconciler) loadInventories(ctx context.Context) (*inventories, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("v1")
 	list.SetKind("ConfigMapList")
@@ -85,18 +171,19 @@ func (r *Reconciler) loadInventories(ctx context.Context) (map[string]*inventory
 	if err != nil {
 		return nil, fmt.Errorf("list inventories in namespace %s: %w", r.cfg.InventoryNamespace, err)
 	}
-	invs := map[string]*inventory{}
+	invs := &inventories{readable: map[string]*inventory{}, unreadable: map[string]*unreadableInventory{}}
 	for _, cm := range list.Items {
 		name := cm.GetAnnotations()[InventoryLabel]
 		if name == "" {
 			name = cm.GetLabels()[InventoryLabel]
 		}
-		data, _, _ := unstructured.NestedString(cm.Object, "data", inventoryKey)
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 		inv, err := decodeInventory(name, data)
 		if err != nil {
-			return nil, err
+			invs.unreadable[name] = &unreadableInventory{name: name, configMap: cm.GetNamespace() + "/" + cm.GetName(), err: err}
+			continue
 		}
-		invs[name] = inv
+		invs.readable[name] = inv
 	}
 	return invs, nil
 }
@@ -121,6 +208,7 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory, first bo
 	// The label value must be a valid label value; the annotation holds the exact name.
 	cm.SetLabels(map[string]string{InventoryLabel: labelValue(inv.name), "app.kubernetes.io/managed-by": "flotilla"})
 	cm.SetAnnotations(map[string]string{InventoryLabel: inv.name})
+	// The legacy key is left out, so the apply removes it.
 	if err := unstructured.SetNestedField(cm.Object, inv.encode(), "data", inventoryKey); err != nil {
 		return err
 	}

@@ -26,12 +26,16 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err != nil {
 		return err
 	}
-	own, exists := invs[opts.Name]
+	own, err := invs.of(opts.Name)
+	if err != nil {
+		return err
+	}
+	exists := own != nil
 	if !exists {
 		own = newInventory(opts.Name)
 	}
 	claimedBy := map[string]string{}
-	for name, inv := range invs {
+	for name, inv := range invs.readable {
 		if name != opts.Name {
 			for id := range inv.entries {
 				claimedBy[id] = name
@@ -49,7 +53,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	for _, it := range items {
 		if other, ok := claimedBy[it.ref.id()]; ok && !opts.Force && !it.untracked {
 			it.result.Action = Conflict
-			it.result.ConflictWith = []string{fmt.Sprintf("assignment %q", other)}
+			owner := fmt.Sprintf("assignment %q", other)
+			it.result.ConflictWith = []string{owner}
+			it.result.Conflicts = []FieldConflict{{Owner: owner}}
 			continue
 		}
 		if it.untracked && it.live != nil {
@@ -82,23 +88,31 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	}
 
 	// Record every object about to be applied before applying it, so that an agent that dies
-	// half-way leaves nothing the inventory does not know about.
+	// half-way leaves nothing the inventory does not know about. Only validated objects are
+	// recorded: those the server could not check yet (in a namespace or of a kind this set
+	// creates) are recorded once stage 0 exists and they pass.
 	pending := newInventory(opts.Name)
 	for id, e := range own.entries {
 		pending.entries[id] = e
 	}
-	for _, it := range items {
-		if it.apply || it.deferred() {
-			if _, ok := pending.entries[it.ref.id()]; !ok && !it.untracked {
+	recordPending := func(items []*item) error {
+		before := pending.encode()
+		for _, it := range items {
+			if _, ok := pending.entries[it.ref.id()]; it.apply && !ok && !it.untracked {
 				pending.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: "pending"}
 			}
 		}
-	}
-	if !pending.equal(own) {
+		if pending.encode() == before && (exists || len(pending.entries) == 0) {
+			return nil
+		}
 		if err := r.saveInventory(ctx, pending, !exists); err != nil {
 			return err
 		}
 		exists = true
+		return nil
+	}
+	if err := recordPending(check); err != nil {
+		return err
 	}
 
 	// Stage 0: CRDs, namespaces, cluster RBAC; CRDs must be Established before their kinds
@@ -126,6 +140,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return err
 	}
 	if err := r.validate(ctx, later, opts, own); err != nil {
+		return err
+	}
+	if err := recordPending(later); err != nil {
 		return err
 	}
 	f, err = r.applyItems(ctx, stage1, opts)

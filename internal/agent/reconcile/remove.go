@@ -23,9 +23,9 @@ func (r *Reconciler) Remove(ctx context.Context, name string) (*Result, error) {
 		if err != nil {
 			return err
 		}
-		own, ok := invs[name]
-		if !ok {
-			return nil
+		own, err := invs.of(name)
+		if err != nil || own == nil {
+			return err
 		}
 		pruned, failures := r.prune(ctx, own, nil, Options{Prune: true}, false)
 		res.Objects = pruned
@@ -48,15 +48,18 @@ func (r *Reconciler) Remove(ctx context.Context, name string) (*Result, error) {
 	return res, err
 }
 
-// Inventories lists the assignments that have an inventory in the cluster: after losing its
-// disk, an agent learns from them what it applied before.
+// Inventories lists the assignments that have an inventory in the cluster, readable or not:
+// after losing its disk, an agent learns from them what it applied before.
 func (r *Reconciler) Inventories(ctx context.Context) ([]string, error) {
 	invs, err := r.loadInventories(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(invs))
-	for n := range invs {
+	names := make([]string, 0, len(invs.readable)+len(invs.unreadable))
+	for n := range invs.readable {
+		names = append(names, n)
+	}
+	for n := range invs.unreadable {
 		names = append(names, n)
 	}
 	sort.Strings(names)

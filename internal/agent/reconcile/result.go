@@ -63,7 +63,52 @@ type ObjectResult struct {
 	// ConflictPaths the contested fields.
 	ConflictWith  []string `json:"conflictWith,omitempty"`
 	ConflictPaths []string `json:"conflictPaths,omitempty"`
-	Health        *Health  `json:"health,omitempty"`
+	// Conflicts pairs each contested field with its owner (Conflict).
+	Conflicts []FieldConflict `json:"conflicts,omitempty"`
+	// Drift is DriftPaths with the desired and live values, for showing as a diff.
+	Drift  []FieldDrift `json:"drift,omitempty"`
+	Health *Health      `json:"health,omitempty"`
+	// Error is why applying this object failed, if it did.
+	Error string `json:"error,omitempty"`
+}
+
+// DeletedPath is the drift path of an object that was applied and then deleted by someone
+// else: the whole object is missing.
+const DeletedPath = "(deleted)"
+
+// FieldConflict is one field an object declares that another owner holds.
+type FieldConflict struct {
+	Field string `json:"field"` // ".data.logEndpoint"; "" when the whole object is claimed
+	Owner string `json:"owner"` // `field manager "team-x"`, `assignment "other"`
+}
+
+// FieldDrift is one drifted field: the desired and live values as JSON, cut to
+// maxDriftValue bytes, "" when absent. Values of Secrets are never carried.
+type FieldDrift struct {
+	Path    string `json:"path"`
+	Desired string `json:"desired,omitempty"`
+	Live    string `json:"live,omitempty"`
+}
+
+// ConflictText says who holds what, for people:
+// `configmap/settings in namespace "ns": .data.logEndpoint owned by field manager "team-x"`.
+func (o ObjectResult) ConflictText() string {
+	where := o.ObjectRef.String()
+	if o.Namespace != "" {
+		where += fmt.Sprintf(" in namespace %q", o.Namespace)
+	}
+	if len(o.Conflicts) == 0 {
+		return where + ": owned by " + strings.Join(o.ConflictWith, ", ")
+	}
+	parts := make([]string, len(o.Conflicts))
+	for i, c := range o.Conflicts {
+		if c.Field == "" {
+			parts[i] = "owned by " + c.Owner
+		} else {
+			parts[i] = c.Field + " owned by " + c.Owner
+		}
+	}
+	return where + ": " + strings.Join(parts, "; ")
 }
 
 // Requests counts the API requests a reconcile sent.
@@ -138,11 +183,7 @@ func (r *Result) String() string {
 	}
 	for _, o := range r.Objects {
 		if o.Action == Conflict {
-			fmt.Fprintf(&b, "conflict: %s: owned by %s", o.ObjectRef, strings.Join(o.ConflictWith, ", "))
-			if len(o.ConflictPaths) > 0 {
-				fmt.Fprintf(&b, " (%s)", strings.Join(o.ConflictPaths, ", "))
-			}
-			b.WriteString("; left alone, use --force to take it\n")
+			fmt.Fprintf(&b, "conflict: %s; left alone, use --force to take it\n", o.ConflictText())
 		}
 	}
 	if r.Ready != nil {
