@@ -130,6 +130,7 @@ func (api *API) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/clusters", api.addCluster)
 	mux.HandleFunc("GET /api/v1/clusters", api.listClusters)
 	mux.HandleFunc("GET /api/v1/clusters/{name}", api.getCluster)
+	mux.HandleFunc("GET /api/v1/clusters/{name}/releases/{release}", api.assignmentDetail)
 	mux.HandleFunc("PATCH /api/v1/clusters/{name}/labels", api.labelCluster)
 	mux.HandleFunc("DELETE /api/v1/clusters/{name}", api.removeCluster)
 	mux.HandleFunc("POST /api/v1/clusters/{name}/token", api.newToken)
