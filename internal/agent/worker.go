@@ -195,7 +195,8 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.R
 	})
 }
 
-// fillStatus turns a reconcile result into the status the hub stores.
+// fillStatus turns a reconcile result into the status the hub stores: counts, conflicts that
+// name the owner and the field, and the detail of the objects that need a look (objectDetails).
 func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) {
 	phase := hubapi.PhaseReady
 	defer func() { st.Phase = string(phase) }()
@@ -220,7 +221,9 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 		case reconcile.Configured:
 			st.Configured++
 		case reconcile.Conflict:
-			st.Conflicts = append(st.Conflicts, fmt.Sprintf("%s in %q: owned by %v", o.ObjectRef, o.Namespace, o.ConflictWith))
+			// Who holds what: `configmap/settings in namespace "ns": .data.logEndpoint owned
+			// by field manager "team-x"`, as status, the dashboard and notifications show it.
+			st.Conflicts = append(st.Conflicts, cut(o.ConflictText(), maxDetailMessage))
 		}
 		st.Objects++
 		if len(o.DriftPaths) > 0 {
@@ -231,8 +234,9 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 		}
 	}
 	if len(st.Conflicts) > 0 && phase == hubapi.PhaseReady {
-		phase, st.Error = hubapi.PhaseFailed, fmt.Sprintf("%d conflict(s)", len(st.Conflicts))
+		phase, st.Error = hubapi.PhaseFailed, conflictError(st.Conflicts)
 	}
+	st.ObjectDetails, st.ObjectDetailsOmitted = objectDetails(res.Objects)
 	if res.Ready != nil {
 		st.Health = "Current"
 		if !*res.Ready {
