@@ -160,6 +160,7 @@ func (a *Agent) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	joined := id == nil
 	if id == nil {
 		if a.opts.JoinToken == "" {
 			return errNotJoined
@@ -176,7 +177,11 @@ func (a *Agent) init(ctx context.Context) error {
 		if err := a.st.setNextSeq(id.NextReportSeq); err != nil {
 			return fmt.Errorf("save report seq: %w", err)
 		}
-		a.log.Info("joined hub", "cluster", id.Cluster, "hub", id.HubURL)
+	}
+	// Every line names the cluster, once: callers do not add it to the logger.
+	a.log = a.log.With("cluster", id.Cluster)
+	if joined {
+		a.log.Info("joined hub", "hub", id.HubURL)
 	}
 	if a.opts.HubURL != "" && a.opts.HubURL != id.HubURL {
 		a.log.Warn("hub URL differs from the one this agent joined; using the new one", "joined", id.HubURL, "now", a.opts.HubURL)

@@ -162,7 +162,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		progress("Starting the agent of %s (labels %s) ...", c.Name(), labelsString(clusterLabels(i)))
 		a, err := agent.New(ctx, agent.Options{
 			HubURL: f.Hub.AgentURL(), JoinToken: token, RESTConfig: c.RESTConfig(), StateDir: stateDir,
-			Version: opts.Version, Logger: opts.Logger.With("component", "agent", "cluster", c.Name()),
+			Version: opts.Version, Logger: opts.Logger.With("component", "agent"), // the agent adds its cluster
 			HeartbeatInterval: 10 * time.Second, ReportInterval: time.Second,
 		})
 		if err != nil {
