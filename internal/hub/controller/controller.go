@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -106,11 +107,14 @@ type Controller struct {
 	clock   clock.Clock
 	trigger chan struct{}
 
-	mu        sync.Mutex
-	fleet     *v1alpha1.Fleet // last valid configuration; nil until one loaded
-	fleetRev  string
-	artifacts map[string]schedule.Artifact // by source name
-	problems  []schedule.Problem
+	mu       sync.Mutex
+	fleet    *v1alpha1.Fleet // last valid configuration; nil until one loaded
+	fleetRev string
+	// rejectedCommit is the fleet repository's commit whose configuration was rejected, while
+	// it is the newest; "" otherwise.
+	rejectedCommit string
+	artifacts      map[string]schedule.Artifact // by source name
+	problems       []schedule.Problem
 	// fresh are artifacts packed by a poll whose result is not applied yet: garbage
 	// collection must not take them in between.
 	fresh        map[string]bool
@@ -119,9 +123,13 @@ type Controller struct {
 	// Only the run goroutine uses the fields below.
 	polled   map[string]time.Time // by source name
 	inflight map[string]bool      // sources being polled
-	results  chan pollResult
+	// pollFailed are the sources whose last poll failed.
+	pollFailed map[string]bool
+	results    chan pollResult
 	// fleetCommit is the commit of the last Git fleet read, for the audit record.
 	fleetCommit source.Resolved
+	// loggedError is the last fleet configuration error logged.
+	loggedError string
 	// rejected is the last fleet commit that did not load, and why.
 	rejected struct {
 		commit string
@@ -166,7 +174,7 @@ func New(d Deps, opts Options) (*Controller, error) {
 	return &Controller{
 		d: d, opts: opts, log: d.Logger, clock: d.Clock, trigger: make(chan struct{}, 1),
 		artifacts: map[string]schedule.Artifact{}, fresh: map[string]bool{},
-		polled: map[string]time.Time{}, inflight: map[string]bool{}, results: make(chan pollResult, 16),
+		polled: map[string]time.Time{}, inflight: map[string]bool{}, pollFailed: map[string]bool{}, results: make(chan pollResult, 16),
 	}, nil
 }
 
@@ -200,6 +208,11 @@ type View struct {
 	Fleet    *v1alpha1.Fleet // nil until a configuration loaded
 	Revision string
 	Problems []schedule.Problem
+	// FleetURL is the fleet repository's URL; "" when the fleet is a local directory.
+	FleetURL string
+	// RejectedCommit is the newest commit of the fleet repository when its configuration was
+	// rejected (the one in force is then at Revision); "" otherwise.
+	RejectedCommit string
 }
 
 // View returns the configuration in force and the last scheduling problems. The fleet is
@@ -207,7 +220,15 @@ type View struct {
 func (c *Controller) View() View {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return View{Fleet: c.fleet, Revision: c.fleetRev, Problems: c.problems}
+	return View{Fleet: c.fleet, Revision: c.fleetRev, Problems: c.problems, FleetURL: c.fleetURL(), RejectedCommit: c.rejectedCommit}
+}
+
+// fleetURL is the fleet repository's URL, or "" for a fleet in a local directory.
+func (c *Controller) fleetURL() string {
+	if st, err := os.Stat(c.opts.Fleet); err == nil && st.IsDir() {
+		return ""
+	}
+	return c.opts.Fleet
 }
 
 // Wake asks this replica's controller for a reschedule soon.

@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,11 +25,20 @@ func (c *Controller) loadFleet(ctx context.Context) bool {
 	c.mu.Lock()
 	if err != nil {
 		st.Revision, st.Error = c.fleetRev, err.Error()
+		c.rejectedCommit = ""
+		if c.rejected.err != nil && err == c.rejected.err {
+			c.rejectedCommit = c.rejected.commit
+		}
 		c.mu.Unlock()
-		c.log.Warn("fleet configuration rejected; the last valid one stays in force", "error", err)
+		if st.Error != c.loggedError {
+			// Once per error, not at every re-read of the same commit.
+			c.log.Warn("fleet configuration rejected; the last valid one stays in force", "revision", st.Revision, "error", err)
+			c.loggedError = st.Error
+		}
 		c.putFleetStatus(ctx, st)
 		return false
 	}
+	c.rejectedCommit, c.loggedError = "", ""
 	st.Revision = rev
 	if rev == c.fleetRev {
 		c.mu.Unlock()
@@ -85,16 +97,65 @@ func (c *Controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 	}
 	defer os.RemoveAll(dir)
 	if err := c.d.Poller.Checkout(ctx, g, res.Commit, dir); err != nil {
-		return nil, "", err
+		return nil, "", inRepository(err, dir, o.Fleet, o.FleetPath, res.Commit)
 	}
 	f, err := v1alpha1.LoadDir(filepath.Join(dir, filepath.FromSlash(o.FleetPath)))
 	if err != nil {
-		// Files are named as in the repository, not by the temporary checkout: the message
-		// is what users read in `flotilla status` and the dashboard.
-		err = errors.New(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		err = inRepository(err, dir, o.Fleet, o.FleetPath, res.Commit)
 		c.rejected.commit, c.rejected.err = res.Commit, err
 	}
 	return f, res.Commit, err
+}
+
+// inRepository rewrites an error about the temporary checkout dir of commit so that it names
+// what a user can look up: files relative to the fleet repository, at the short commit, with
+// the line where the parser knows it ("fleet/releases.yaml@272e309 line 38: ..."). The
+// message is what `flotilla status`, the dashboard and the hub's log show, long after the
+// checkout is gone.
+func inRepository(err error, dir, url, fleetPath, commit string) error {
+	at := shortCommit(commit)
+	prefix := dir + string(filepath.Separator)
+	var invalid *v1alpha1.InvalidError
+	if errors.As(err, &invalid) {
+		out := &v1alpha1.InvalidError{Problems: make([]v1alpha1.Problem, len(invalid.Problems))}
+		for i, p := range invalid.Problems {
+			if p.File != "" {
+				p.File = strings.TrimPrefix(p.File, filepath.ToSlash(prefix)) + "@" + at
+				if line, rest, ok := cutLine(p.Message); ok {
+					p.File += " line " + line
+					p.Message = rest
+				}
+			}
+			out.Problems[i] = p
+		}
+		return out
+	}
+	if errors.Is(err, fs.ErrNotExist) && fleetPath != "" && strings.Contains(err.Error(), prefix) {
+		return fmt.Errorf("fleet path %q not found in %s@%s (--fleet-path)", fleetPath, source.Redact(url), at)
+	}
+	msg := strings.ReplaceAll(err.Error(), prefix, "")
+	return fmt.Errorf("fleet repository %s@%s: %s", source.Redact(url), at, strings.ReplaceAll(msg, dir, "."))
+}
+
+// yamlLine finds the line a YAML parser names in its message.
+var yamlLine = regexp.MustCompile(`^(yaml: (?:unmarshal errors: )?)line (\d+): `)
+
+// cutLine takes the line number out of a YAML parser's message: "yaml: line 38: did not
+// find expected key" gives "38" and "yaml: did not find expected key".
+func cutLine(msg string) (line, rest string, ok bool) {
+	m := yamlLine.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return "", msg, false
+	}
+	return msg[m[4]:m[5]], msg[m[2]:m[3]] + msg[m[1]:], true
+}
+
+// shortCommit is a commit hash as git abbreviates it.
+func shortCommit(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
 }
 
 func (c *Controller) currentFleetRev() string {

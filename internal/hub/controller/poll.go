@@ -64,6 +64,7 @@ func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
 	changed := false
 	c.mu.Lock()
 	prev, had := c.artifacts[name]
+	c.pollFailed[name] = r.err != nil
 	if r.err != nil {
 		st.Revision, st.Digest, st.Error = prev.Revision, prev.Digest, r.err.Error()
 		c.log.Warn("source poll failed; clusters keep their state", "source", name, "error", r.err)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -134,9 +135,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 	} else {
 		c.retryAt = time.Time{}
 	}
-	for _, p := range plan.Problems {
-		c.log.Warn("scheduling problem", "release", p.Release, "cluster", p.Cluster, "problem", p.Message)
-	}
+	c.logProblems(fleet, arts, plan.Problems)
 	c.mu.Lock()
 	c.problems = plan.Problems
 	c.mu.Unlock()
@@ -162,4 +161,30 @@ func (c *Controller) reschedule(ctx context.Context) {
 func (c *Controller) skip(err error) {
 	c.retryAt = c.clock.Now().Add(retryAfterFailure)
 	c.log.Error("reschedule skipped; every desired state is left as it is", "error", err, "retry", retryAfterFailure)
+}
+
+// logProblems logs the scheduling problems. A release whose source has not finished its
+// first poll yet (the hub just started, or the source was just added) is not a problem but a
+// wait: one INFO line per release. Everything else is a WARN line per problem.
+func (c *Controller) logProblems(fleet *v1alpha1.Fleet, arts map[string]schedule.Artifact, problems []schedule.Problem) {
+	sourceOf := make(map[string]string, len(fleet.Releases))
+	for _, r := range fleet.Releases {
+		sourceOf[r.Metadata.Name] = r.Spec.Source
+	}
+	waiting := map[string]int{} // by release: clusters
+	var order []string
+	for _, p := range problems {
+		src := sourceOf[p.Release]
+		if _, ok := arts[src]; !ok && src != "" && !c.pollFailed[src] {
+			if waiting[p.Release] == 0 {
+				order = append(order, p.Release)
+			}
+			waiting[p.Release]++
+			continue
+		}
+		c.log.Warn("scheduling problem", "release", p.Release, "cluster", p.Cluster, "problem", p.Message)
+	}
+	for _, r := range order {
+		c.log.Info("release waits for the first poll of its source", "release", r, "source", sourceOf[r], "clusters", waiting[r])
+	}
 }

@@ -23,6 +23,8 @@ type sharedView struct {
 	Revision string             `json:"revision"`
 	Fleet    *v1alpha1.Fleet    `json:"fleet"`
 	Problems []schedule.Problem `json:"problems"`
+	// RejectedCommit is View.RejectedCommit.
+	RejectedCommit string `json:"rejectedCommit,omitempty"`
 	// Artifacts are the digests the holder keeps: desired states refer to them, or a poll
 	// just packed them.
 	Artifacts []string `json:"artifacts"`
@@ -36,7 +38,7 @@ func (c *Controller) shareView(ctx context.Context, keep map[string]bool) {
 		return
 	}
 	c.mu.Lock()
-	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.fleet, Problems: c.problems, Artifacts: slices.Sorted(maps.Keys(keep))})
+	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.fleet, Problems: c.problems, RejectedCommit: c.rejectedCommit, Artifacts: slices.Sorted(maps.Keys(keep))})
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Error("encode the fleet view for the other replicas", "error", err)
@@ -77,7 +79,7 @@ func (c *Controller) AdoptView(ctx context.Context) {
 		c.mu.Unlock()
 		return // took the lease meanwhile: its own view wins
 	}
-	c.fleet, c.fleetRev, c.problems = v.Fleet, v.Revision, v.Problems
+	c.fleet, c.fleetRev, c.problems, c.rejectedCommit = v.Fleet, v.Revision, v.Problems, v.RejectedCommit
 	c.mu.Unlock()
 	keep := make(map[string]bool, len(v.Artifacts))
 	for _, d := range v.Artifacts {

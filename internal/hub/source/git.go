@@ -131,6 +131,36 @@ func mirrorKey(ep *transport.Endpoint, raw string) string {
 	return raw
 }
 
+// Redact hides a password in a URL, for messages.
+func Redact(raw string) string { return redact(raw) }
+
+// SameRepository reports whether two source URLs name one repository: a plain path and its
+// file:// form, a host in another case, a trailing slash or ".git", and credentials do not
+// tell two repositories apart.
+func SameRepository(a, b string) bool {
+	na, nb := repositoryKey(a), repositoryKey(b)
+	return na != "" && na == nb
+}
+
+func repositoryKey(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	if strings.HasPrefix(raw, "/") {
+		raw = "file://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	p := u.Path
+	if u.Scheme == "file" {
+		p = filepath.Clean(p)
+	}
+	p = strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".git")
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + p
+}
+
 // redact hides a password in a URL, for error messages.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
