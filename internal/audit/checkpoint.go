@@ -35,7 +35,7 @@ type Checkpoint struct {
 	// FirstVerified and LastVerified are the first and the last unchanged check since
 	// ChainedAt, and Count how many there were (0: none, and both times are zero).
 	FirstVerified, LastVerified time.Time
-	Count int64
+	Count                       int64
 }
 
 // Check is what one report says of an assignment, as far as the checkpoint is concerned.
