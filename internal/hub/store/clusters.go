@@ -160,6 +160,7 @@ func (s *sqlStore) RemoveCluster(ctx context.Context, name string) error {
 			`DELETE FROM statuses WHERE cluster = $1`,
 			`DELETE FROM reports WHERE cluster = $1`,
 			`DELETE FROM compactions WHERE cluster = $1`,
+			`DELETE FROM audit_checkpoints WHERE cluster = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, name); err != nil {
 				return err

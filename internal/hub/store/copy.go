@@ -171,4 +171,8 @@ var copyTables = []copyTable{
 	{"source_statuses", []copyColumn{{"name", colText}, {"url", colText}, {"revision", colText}, {"digest", colText}, {"error", colText}, {"checked_at", colTimeOrNull}}},
 	{"fleet_status", []copyColumn{{"id", colInt}, {"revision", colText}, {"error", colText}, {"updated_at", colTimeOrNull}}},
 	{"compactions", []copyColumn{{"cluster", colText}, {"seq", colInt}, {"reports", colInt}}},
+	{"audit_checkpoints", []copyColumn{
+		{"cluster", colText}, {"release", colText}, {"revision", colText}, {"digest", colText}, {"phase", colText}, {"health", colText},
+		{"since", colTimeOrNull}, {"chained_at", colTimeOrNull}, {"first_verified", colTimeOrNull}, {"last_verified", colTimeOrNull}, {"checks", colInt},
+	}},
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
@@ -24,13 +25,18 @@ func TestCopyToPostgres(t *testing.T) {
 	populate(t, ctx, src, now)
 	must(t, src.RecordCompacted(ctx, "a", 2, 5))
 	must(t, src.AddCluster(ctx, store.Cluster{Name: "never-seen"})) // zero times throughout
+	checkpoint := audit.Checkpoint{Revision: "r1", Digest: "sha256:1", Phase: "Ready", Since: now, ChainedAt: now,
+		FirstVerified: now.Add(time.Minute), LastVerified: now.Add(2 * time.Minute), Count: 2}
+	keep := func(audit.Checkpoint, bool) (audit.Checkpoint, bool, error) { return checkpoint, true, nil }
+	must(t, src.UpdateAuditCheckpoint(ctx, "a", "web", keep))
 
 	dst := openPostgres(t, pgtest.NewDatabase(t))
 	defer dst.Close()
 	stats, err := store.CopyToPostgres(ctx, src, dst)
 	must(t, err)
 	want := store.CopyStats{"clusters": 3, "join_tokens": 2, "certificates": 2, "desired_states": 2, "reports": 6,
-		"statuses": 2, "source_statuses": 1, "fleet_status": 1, "compactions": 1}
+		"statuses": 2, "source_statuses": 1, "fleet_status": 1, "compactions": 1,
+		"audit_checkpoints": 1}
 	if diff := cmp.Diff(want, stats); diff != "" {
 		t.Errorf("rows copied (-want +got):\n%s", diff)
 	}
@@ -46,6 +52,12 @@ func TestCopyToPostgres(t *testing.T) {
 			t.Errorf("ReportStats(%s): sqlite %+v, postgres %+v", c, a, b)
 		}
 	}
+	must(t, dst.UpdateAuditCheckpoint(ctx, "a", "web", func(got audit.Checkpoint, ok bool) (audit.Checkpoint, bool, error) {
+		if diff := cmp.Diff(checkpoint, got); !ok || diff != "" {
+			t.Errorf("audit checkpoint after the copy (found %v) (-sqlite +postgres):\n%s", ok, diff)
+		}
+		return got, ok, nil
+	}))
 	wantCarriesOn(t, ctx, dst, now)
 
 	if _, err := store.CopyToPostgres(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already holds") {

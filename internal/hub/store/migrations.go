@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	_ "embed" // the texts of the later steps
 	"fmt"
 	"maps"
 	"slices"
@@ -126,7 +127,14 @@ CREATE TABLE compactions (
 	// A SQLite hub is a single replica: it holds every lease, keeps artifacts on its disk and
 	// its CA in its data dir, so the tables replicas share exist only in PostgreSQL.
 	{name: "replicated hubs", postgres: postgresReplication, sql: `SELECT 1;`},
+	{name: "audit checkpoints", postgres: postgresAuditCheckpoints, sql: sqliteAuditCheckpoints},
 }
+
+// The SQLite texts of the steps after the third are files under schema/, as the PostgreSQL
+// texts of every step are.
+//
+//go:embed schema/4_audit_checkpoints.sqlite.sql
+var sqliteAuditCheckpoints string
 
 // migrate brings the schema of db up to migs, all steps in one transaction: a step that fails
 // leaves the database as it was. It refuses a database that records versions beyond migs,

@@ -15,4 +15,6 @@ var (
 	postgresCompactions string
 	//go:embed schema/3_replicated_hubs.postgres.sql
 	postgresReplication string
+	//go:embed schema/4_audit_checkpoints.postgres.sql
+	postgresAuditCheckpoints string
 )

@@ -1,15 +1,17 @@
 // Package store is the hub's persistent state behind one interface: clusters, join tokens,
 // agent certificates, each cluster's desired state with its generation, the status agents
-// report, and the state of sources. SQLite (embedded, the default) and PostgreSQL (which
-// several hub replicas share) implement it here with one SQL implementation (sqlStore) and a
-// dialect for what differs between them, the same migrations and the same contract suite
-// (storetest).
+// report, the audit trail's checkpoints, and the state of sources. SQLite (embedded, the
+// default) and PostgreSQL (which several hub replicas share) implement it here with one SQL
+// implementation (sqlStore) and a dialect for what differs between them, the same migrations
+// and the same contract suite (storetest).
 package store
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/audit"
 )
 
 // Errors callers branch on; implementations wrap them with the name concerned.
@@ -165,6 +167,13 @@ type Store interface {
 	ReportStats(ctx context.Context, cluster string) (ReportStats, error)
 	// ListStatuses returns every stored assignment status, ordered by release then cluster.
 	ListStatuses(ctx context.Context) ([]AssignmentStatus, error)
+
+	// UpdateAuditCheckpoint reads the audit checkpoint of release on cluster, calls fn once
+	// with it (ok false: there is none) and stores what fn returns, or deletes it if keep is
+	// false, atomically: updates of one cluster's checkpoints run one after another, on every
+	// replica. fn's error aborts the update and is returned, wrapped. ErrNotFound for an
+	// unregistered cluster. RemoveCluster deletes the cluster's checkpoints.
+	UpdateAuditCheckpoint(ctx context.Context, cluster, release string, fn func(cp audit.Checkpoint, ok bool) (next audit.Checkpoint, keep bool, err error)) error
 
 	// PutSourceStatus replaces the status of source s.Name.
 	PutSourceStatus(ctx context.Context, s SourceStatus) error

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("report stats and compaction", o.testReportStats)
 	t.Run("sources and fleet", o.testSourcesAndFleet)
 	t.Run("times", o.testTimes)
+	t.Run("audit checkpoints", o.testAuditCheckpoints)
 }
 
 type opener func(t *testing.T) store.Store
