@@ -435,8 +435,11 @@ type Tombstone struct {
 	// The fleet configuration revision whose scheduling removed it.
 	FleetRevision string `protobuf:"bytes,3,opt,name=fleet_revision,json=fleetRevision,proto3" json:"fleet_revision,omitempty"`
 	// The revision and digest the release was at when it left.
-	Revision      string `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	Digest        string `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	Revision string `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	Digest   string `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Who made the change that removed it, when the hub knows: the user who relabelled the
+	// cluster. Empty for a change that came with the fleet configuration (fleet_revision).
+	Actor         string `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -502,6 +505,13 @@ func (x *Tombstone) GetRevision() string {
 func (x *Tombstone) GetDigest() string {
 	if x != nil {
 		return x.Digest
+	}
+	return ""
+}
+
+func (x *Tombstone) GetActor() string {
+	if x != nil {
+		return x.Actor
 	}
 	return ""
 }
@@ -796,8 +806,11 @@ type AssignmentStatus struct {
 	ObjectDetails []*ObjectDetail `protobuf:"bytes,16,rep,name=object_details,json=objectDetails,proto3" json:"object_details,omitempty"`
 	// Objects that qualified for object_details but were left out by its bounds.
 	ObjectDetailsOmitted int32 `protobuf:"varint,17,opt,name=object_details_omitted,json=objectDetailsOmitted,proto3" json:"object_details_omitted,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Set, with phase "Removed", when the agent removed a release that left the cluster: what
+	// its tombstone said and what was pruned. The hub audits it and keeps no status for it.
+	Removal       *Removal `protobuf:"bytes,18,opt,name=removal,proto3" json:"removal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssignmentStatus) Reset() {
@@ -949,6 +962,94 @@ func (x *AssignmentStatus) GetObjectDetailsOmitted() int32 {
 	return 0
 }
 
+func (x *AssignmentStatus) GetRemoval() *Removal {
+	if x != nil {
+		return x.Removal
+	}
+	return nil
+}
+
+// Removal is the outcome of removing a tombstoned release from a cluster.
+type Removal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tombstone's reason, fleet revision and actor.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	FleetRevision string `protobuf:"bytes,2,opt,name=fleet_revision,json=fleetRevision,proto3" json:"fleet_revision,omitempty"`
+	Actor         string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	// The objects deleted, in kubectl form with their namespace ("configmap/web in web"), at
+	// most 100; pruned (in AssignmentStatus) counts them all.
+	PrunedObjects []string `protobuf:"bytes,4,rep,name=pruned_objects,json=prunedObjects,proto3" json:"pruned_objects,omitempty"`
+	// Objects kept because they are annotated flotilla.dev/prune: disabled.
+	KeptObjects   []string `protobuf:"bytes,5,rep,name=kept_objects,json=keptObjects,proto3" json:"kept_objects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Removal) Reset() {
+	*x = Removal{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Removal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Removal) ProtoMessage() {}
+
+func (x *Removal) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Removal.ProtoReflect.Descriptor instead.
+func (*Removal) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Removal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Removal) GetFleetRevision() string {
+	if x != nil {
+		return x.FleetRevision
+	}
+	return ""
+}
+
+func (x *Removal) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *Removal) GetPrunedObjects() []string {
+	if x != nil {
+		return x.PrunedObjects
+	}
+	return nil
+}
+
+func (x *Removal) GetKeptObjects() []string {
+	if x != nil {
+		return x.KeptObjects
+	}
+	return nil
+}
+
 // ObjectDetail is what the last reconcile found for one object of an assignment.
 type ObjectDetail struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -977,7 +1078,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1090,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1103,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -1102,7 +1203,7 @@ type FieldDrift struct {
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1215,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1228,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -1163,7 +1264,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1276,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1289,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -1218,7 +1319,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1331,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1344,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1283,7 +1384,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1396,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1409,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -1334,7 +1435,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1447,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1460,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -1405,7 +1506,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1518,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1531,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1463,13 +1564,14 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"generation\x12?\n" +
 	"\vassignments\x18\x03 \x03(\v2\x1d.flotilla.agent.v1.AssignmentR\vassignments\x126\n" +
 	"\aremoved\x18\x04 \x03(\v2\x1c.flotilla.agent.v1.TombstoneR\aremoved\x12+\n" +
-	"\x11explicit_removals\x18\x05 \x01(\bR\x10explicitRemovals\"\x98\x01\n" +
+	"\x11explicit_removals\x18\x05 \x01(\bR\x10explicitRemovals\"\xae\x01\n" +
 	"\tTombstone\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12%\n" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
-	"\x06digest\x18\x05 \x01(\tR\x06digest\"\xf2\x03\n" +
+	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xf2\x03\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -1497,7 +1599,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\vproduced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"producedAt\x12?\n" +
 	"\bstatuses\x18\x03 \x03(\v2#.flotilla.agent.v1.AssignmentStatusR\bstatuses\x12\x1c\n" +
-	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\xc9\x04\n" +
+	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\xff\x04\n" +
 	"\x10AssignmentStatus\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x1e\n" +
 	"\n" +
@@ -1520,7 +1622,14 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x05error\x18\x0e \x01(\tR\x05error\x12)\n" +
 	"\x10duration_seconds\x18\x0f \x01(\x01R\x0fdurationSeconds\x12F\n" +
 	"\x0eobject_details\x18\x10 \x03(\v2\x1f.flotilla.agent.v1.ObjectDetailR\robjectDetails\x124\n" +
-	"\x16object_details_omitted\x18\x11 \x01(\x05R\x14objectDetailsOmitted\"\x8d\x03\n" +
+	"\x16object_details_omitted\x18\x11 \x01(\x05R\x14objectDetailsOmitted\x124\n" +
+	"\aremoval\x18\x12 \x01(\v2\x1a.flotilla.agent.v1.RemovalR\aremoval\"\xa8\x01\n" +
+	"\aRemoval\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12%\n" +
+	"\x0efleet_revision\x18\x02 \x01(\tR\rfleetRevision\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12%\n" +
+	"\x0epruned_objects\x18\x04 \x03(\tR\rprunedObjects\x12!\n" +
+	"\fkept_objects\x18\x05 \x03(\tR\vkeptObjects\"\x8d\x03\n" +
 	"\fObjectDetail\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -1579,7 +1688,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -1593,43 +1702,45 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*ReportRequest)(nil),         // 9: flotilla.agent.v1.ReportRequest
 	(*Report)(nil),                // 10: flotilla.agent.v1.Report
 	(*AssignmentStatus)(nil),      // 11: flotilla.agent.v1.AssignmentStatus
-	(*ObjectDetail)(nil),          // 12: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 13: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 14: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 15: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 16: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 17: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 18: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 19: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*Removal)(nil),               // 12: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 13: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 14: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 15: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 16: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 17: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 18: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 19: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 20: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
 	8,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
 	7,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
-	19, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	20, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
 	10, // 4: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	20, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	21, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
 	11, // 6: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	15, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	12, // 8: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	13, // 9: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	14, // 10: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 11: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 12: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 13: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	9,  // 14: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	17, // 15: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 16: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 17: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 18: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	16, // 19: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	18, // 20: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	16, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	13, // 8: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	12, // 9: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	14, // 10: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	15, // 11: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 12: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 13: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 14: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	9,  // 15: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	18, // 16: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 17: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 18: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 19: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	17, // 20: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	19, // 21: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -1643,7 +1754,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
