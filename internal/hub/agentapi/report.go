@@ -146,39 +146,40 @@ func StatusFromProto(cluster string, r *agentv1.Report, st *agentv1.AssignmentSt
 	}
 }
 
-// recordReport records what one newly ingested report says: an "apply" record per status
-// (the outcome of one reconcile of one release) and a "drift.healed" record for a status
-// whose drift the agent corrected.
+// recordReport records what one newly ingested report says, status by status (the outcome
+// of one check or reconcile of one release), keeping the assignment's audit checkpoint:
+//   - phase Removed (the agent pruned a release that left the cluster): a "release.removed"
+//     record with what the status says of the removal, and the checkpoint is dropped;
+//   - a change, or a state other than the checkpoint's: a full "apply" record;
+//   - an unchanged check: nothing, or an "apply.verified" record of the unchanged checks
+//     once the checkpoint interval has passed (see audit.Step);
+//
+// and a "drift.healed" record for a status whose drift the agent corrected. A checkpoint that
+// cannot be read or written never hides a check: the status is then recorded in full.
 func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls releases) {
 	actor := "agent:" + cluster
 	for _, st := range r.GetStatuses() {
-		d := map[string]any{
-			"revision": st.GetRevision(), "digest": st.GetDigest(), "generation": st.GetGeneration(),
-			"phase": st.GetPhase(), "objects": st.GetObjects(),
-			"created": st.GetCreated(), "configured": st.GetConfigured(), "pruned": st.GetPruned(),
-			"reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
+		healed := healedDrift(st)
+		if st.GetPhase() == PhaseRemoved {
+			w := s.closeCheckpoint(ctx, cluster, st.GetRelease())
+			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionRemoved, Cluster: cluster, Release: st.GetRelease(), Detail: removedDetail(r, st, w)})
+			continue
 		}
-		if v := st.GetHealth(); v != "" {
-			d["health"] = v
+		c := audit.Check{
+			Time: s.d.Clock.Now(), Revision: st.GetRevision(), Digest: st.GetDigest(), Phase: st.GetPhase(), Health: st.GetHealth(),
+			Changed: st.GetCreated() > 0 || st.GetConfigured() > 0 || st.GetPruned() > 0 || st.GetDrifted() || len(st.GetDrift()) > 0 ||
+				len(st.GetConflicts()) > 0 || strings.TrimSpace(st.GetError()) != "",
 		}
-		if v := strings.TrimSpace(st.GetError()); v != "" {
-			d["error"] = v
-		}
-		if n := len(st.GetConflicts()); n > 0 {
-			d["conflicts"] = st.GetConflicts()
-		}
-		if st.GetDrifted() {
-			d["drifted"] = true
-		}
-		if u := urls[st.GetRelease()]; u != "" {
-			d["url"] = u
-		}
-		s.d.Record(ctx, audit.Event{Actor: actor, Action: "apply", Cluster: cluster, Release: st.GetRelease(), Detail: d})
-		var healed []map[string]any
-		for _, o := range st.GetDrift() {
-			if o.GetHealed() {
-				healed = append(healed, map[string]any{"object": o.GetObject(), "namespace": o.GetNamespace(), "paths": o.GetPaths()})
+		cp, v, w := s.checkpoint(ctx, cluster, st.GetRelease(), c)
+		switch v {
+		case audit.RecordVerified:
+			s.d.Record(ctx, audit.VerifiedEvent(actor, cluster, st.GetRelease(), cp, w))
+		case audit.RecordFull:
+			d := applyDetail(r, st, urls[st.GetRelease()])
+			if w.Count > 0 {
+				d["verified"] = w.Detail()
 			}
+			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionApply, Cluster: cluster, Release: st.GetRelease(), Detail: d})
 		}
 		if len(healed) > 0 {
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: "drift.healed", Cluster: cluster, Release: st.GetRelease(), Detail: map[string]any{

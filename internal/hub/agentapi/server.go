@@ -31,6 +31,9 @@ type Store interface {
 	RecordCompacted(ctx context.Context, cluster string, seq, n uint64) error
 	IngestReport(ctx context.Context, cluster string, seq uint64, statuses []store.AssignmentStatus) (duplicate bool, err error)
 	TouchClusters(ctx context.Context, touches []store.Touch) error
+	// UpdateAuditCheckpoint reads, decides on and stores an assignment's audit checkpoint
+	// in one transaction (store.Store's contract).
+	UpdateAuditCheckpoint(ctx context.Context, cluster, release string, fn func(cp audit.Checkpoint, ok bool) (next audit.Checkpoint, keep bool, err error)) error
 }
 
 // Options bound the agent endpoint. The hub's Options hold their defaults.
@@ -47,6 +50,10 @@ type Options struct {
 	// Report calls decoded and ingested at once.
 	MaxArtifactDownloads int
 	MaxInflightReports   int
+	// AuditCheckpoint is how often, at most, an assignment whose checks change nothing gets
+	// an "apply.verified" record (audit.Step). Zero: audit.DefaultCheckpointInterval;
+	// negative: no checkpoints, every check is a full record.
+	AuditCheckpoint time.Duration
 }
 
 // Deps are what the agent endpoint needs. All are required except EnsureArtifact, Changed
