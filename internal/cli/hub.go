@@ -118,6 +118,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringVar(&opts.AuditSink.URL, "audit-sink", "", "stream every audit record to this http(s) URL by POST, at least once, resuming after a restart (default: off)")
 	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
 	f.StringVar(&opts.AuditSink.Format, "audit-sink-format", audit.SinkFormatJSONL, "audit sink body: jsonl (one record per line) or json (an array)")
+	f.DurationVar(&opts.AuditCheckpoint, "audit-checkpoint", hub.DefaultAuditCheckpoint, "how often, at most, an assignment whose checks change nothing gets an apply.verified audit record (a negative value: every check is a full record)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	return cmd
 }

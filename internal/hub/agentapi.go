@@ -15,5 +15,6 @@ func (h *Hub) newAgentAPI() *agentapi.Server {
 	}, agentapi.Options{
 		CertTTL: o.CertTTL, AgentQPS: o.AgentQPS, AgentBurst: o.AgentBurst, GlobalQPS: o.GlobalQPS, GlobalBurst: o.GlobalBurst,
 		MaxArtifactDownloads: o.MaxArtifactDownloads, MaxInflightReports: o.MaxInflightReports,
+		AuditCheckpoint: o.AuditCheckpoint,
 	})
 }

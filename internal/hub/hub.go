@@ -71,6 +71,10 @@ type Options struct {
 	// AuditSink streams every audit record to an HTTP receiver when its URL is set (see
 	// audit.SinkOptions; Logger defaults to the hub's).
 	AuditSink audit.SinkOptions
+	// AuditCheckpoint is how often, at most, an assignment whose checks change nothing gets
+	// an "apply.verified" audit record; the checks between only update its checkpoint in the
+	// store. Default 1h; negative: no checkpoints, every check is a full record.
+	AuditCheckpoint time.Duration
 	// Notify configures the evaluation and delivery of the fleet's Notification objects.
 	Notify NotifyOptions
 	// Replica configures this hub as one of several sharing a PostgreSQL store.
@@ -100,6 +104,8 @@ const (
 	// DefaultUnreachableAfter: a cluster whose agent has not been heard from for this long
 	// is shown as unreachable, never as Ready.
 	DefaultUnreachableAfter = 2 * time.Minute
+	// DefaultAuditCheckpoint: an unchanged assignment gets one apply.verified record an hour.
+	DefaultAuditCheckpoint = audit.DefaultCheckpointInterval
 )
 
 // DefaultOptions are Options with every default filled in (no data dir or fleet).
@@ -122,6 +128,9 @@ func (o *Options) setDefaults() {
 	orDefault(&o.GlobalBurst, DefaultGlobalBurst)
 	orDefault(&o.MaxArtifactDownloads, DefaultMaxArtifactDownloads)
 	orDefault(&o.MaxInflightReports, DefaultMaxInflightReports)
+	if o.AuditCheckpoint == 0 { // negative turns checkpoints off
+		o.AuditCheckpoint = DefaultAuditCheckpoint
+	}
 	o.Notify.setDefaults()
 	orDefault(&o.Replica.LeaseTTL, DefaultLeaseTTL)
 	o.Clock = clock.Or(o.Clock)
