@@ -70,24 +70,33 @@ type SourceView struct {
 // AssignmentView is one release on one cluster: the unit `flotilla status` shows. Its JSON
 // field names are a documented contract for scripts.
 type AssignmentView struct {
-	Release         string     `json:"release"`
-	Cluster         string     `json:"cluster"`
-	DesiredRevision string     `json:"desiredRevision"`
-	AppliedRevision string     `json:"appliedRevision"`
-	Phase           Phase      `json:"phase"`
-	Health          string     `json:"health,omitempty"`
-	Drifted         bool       `json:"drifted"`
-	Conflicts       int        `json:"conflicts"`
-	Objects         int        `json:"objects"`
-	Error           string     `json:"error,omitempty"`
-	LastSeen        *time.Time `json:"lastSeen"`
-	Reachable       bool       `json:"reachable"`
+	Release         string `json:"release"`
+	Cluster         string `json:"cluster"`
+	DesiredRevision string `json:"desiredRevision"`
+	// AppliedRevision is the revision whose objects the agent last applied: "" before the
+	// first report, and when its last report says nothing of the revision it tried was
+	// applied (it failed before applying anything: download, render, validation).
+	AppliedRevision string `json:"appliedRevision"`
+	Phase           Phase  `json:"phase"`
+	// Health is the kstatus summary of the last report (Current, InProgress, Failed); ""
+	// when the release does not wait for health or no report came yet.
+	Health    string     `json:"health,omitempty"`
+	Drifted   bool       `json:"drifted"`
+	Conflicts int        `json:"conflicts"`
+	Objects   int        `json:"objects"`
+	Error     string     `json:"error,omitempty"`
+	LastSeen  *time.Time `json:"lastSeen"`
+	Reachable bool       `json:"reachable"`
 	// DesiredDigest and AppliedDigest are the artifacts behind the two revisions.
 	DesiredDigest string `json:"desiredDigest,omitempty"`
 	AppliedDigest string `json:"appliedDigest,omitempty"`
 	// ReportedPhase is the phase the agent last reported, kept when Phase says Unreachable
 	// or Progressing instead; "" before the first report.
 	ReportedPhase Phase `json:"reportedPhase,omitempty"`
+	// ReportedRevision and ReportedDigest are what the agent's last report concerns: the
+	// revision it applied, or tried to apply when AppliedRevision is "".
+	ReportedRevision string `json:"reportedRevision,omitempty"`
+	ReportedDigest   string `json:"reportedDigest,omitempty"`
 	// ReportedAt is when the agent produced its last report of this assignment.
 	ReportedAt *time.Time `json:"reportedAt,omitempty"`
 }
@@ -204,9 +213,18 @@ type APIError struct {
 
 // FleetStatus is the fleet configuration in force and the last error reading a newer one.
 type FleetStatus struct {
-	Revision  string    `json:"revision"`
-	Error     string    `json:"error,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Revision string `json:"revision"`
+	// Error says why the newest fleet configuration was rejected: each problem on a line,
+	// naming the file in the fleet repository at the commit ("fleet/releases.yaml@272e309
+	// line 38: ..."). The configuration at Revision stays in force.
+	Error string `json:"error,omitempty"`
+	// RejectedCommit is the fleet repository's commit whose configuration was rejected.
+	RejectedCommit string `json:"rejectedCommit,omitempty"`
+	// RolloutNotice is one sentence for people, set when the rejected commit's manifests
+	// roll out anyway through a source of the same repository: clusters get that commit's
+	// manifests with the release settings of the configuration in force.
+	RolloutNotice string    `json:"rolloutNotice,omitempty"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // AuditRecord is one record of the hub's audit log: who (actor) did what (action) to which

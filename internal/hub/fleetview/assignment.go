@@ -34,7 +34,10 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 		v.Reachable = o.Reachable
 	}
 	if s := reported; s != nil {
-		v.AppliedRevision, v.AppliedDigest = s.Revision, s.Digest
+		v.ReportedRevision, v.ReportedDigest = s.Revision, s.Digest
+		if appliedSomething(s) {
+			v.AppliedRevision, v.AppliedDigest = s.Revision, s.Digest
+		}
 		v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
 		v.ReportedPhase = hubapi.Phase(s.Phase)
 		v.Phase = v.ReportedPhase
@@ -55,4 +58,15 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 		v.Phase = hubapi.PhaseUnreachable
 	}
 	return v
+}
+
+// appliedSomething reports whether the report's revision was applied, even in part: an agent
+// reports the revision it tried, and one that failed, or is waiting for its artifact, with no
+// object in its result applied nothing of it (download, render and validation come first).
+func appliedSomething(s *store.AssignmentStatus) bool {
+	switch hubapi.Phase(s.Phase) {
+	case hubapi.PhaseFailed, hubapi.PhasePending:
+		return s.Objects > 0
+	}
+	return true
 }

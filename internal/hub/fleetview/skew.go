@@ -25,6 +25,10 @@ func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 			cohorts[ck] = map[groupKey][]string{}
 		}
 		gk := groupKey{a.AppliedRevision, a.AppliedDigest, a.ReportedPhase == hubapi.PhaseFailed}
+		if gk.revision == "" && a.ReportedRevision != "" {
+			// It applied nothing of the revision it tried: grouped as failed on that one.
+			gk.revision, gk.digest = a.ReportedRevision, a.ReportedDigest
+		}
 		cohorts[ck][gk] = append(cohorts[ck][gk], a.Cluster)
 	}
 	out := make([]hubapi.ReleaseSkew, 0, len(cohorts))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -41,7 +42,12 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 	for _, s := range srcs {
 		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
-	for _, p := range api.d.View().Problems {
+	view := api.d.View()
+	if out.Fleet.Error != "" {
+		out.Fleet.RejectedCommit = view.RejectedCommit
+		out.Fleet.RolloutNotice = rolloutNotice(view.FleetURL, view.RejectedCommit, out.Fleet.Revision, out.Sources)
+	}
+	for _, p := range view.Problems {
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
 			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
 		}
@@ -195,4 +201,37 @@ func (api *API) driftView(ctx context.Context, f hubapi.DriftFilter) (hubapi.Dri
 		api.d.Logger.Warn("drift view: a report's detail is unreadable", "error", err)
 	}
 	return hubapi.DriftView{Objects: objs}, nil
+}
+
+// rolloutNotice is the one sentence that tells a user the rejected fleet commit is rolling
+// out anyway: the fleet repository (fleetURL) is also the repository of a source, which
+// resolved to that commit, so clusters get its manifests with the release settings of the
+// configuration in force (at inForce). It is "" when no source is at the rejected commit.
+func rolloutNotice(fleetURL, rejected, inForce string, sources []hubapi.SourceView) string {
+	if fleetURL == "" || rejected == "" {
+		return ""
+	}
+	var names []string
+	for _, s := range sources {
+		if source.SameRepository(s.URL, fleetURL) && strings.Contains(s.Revision, rejected) {
+			names = append(names, "'"+s.Name+"'")
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	what := "source " + names[0]
+	if len(names) > 1 {
+		what = "sources " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("Commit %s rolls out through %s (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of %s.",
+		shortHash(rejected), what, shortHash(inForce))
+}
+
+// shortHash abbreviates a commit hash as git does; other revisions are left as they are.
+func shortHash(rev string) string {
+	if len(rev) == 40 && strings.Trim(rev, "0123456789abcdef") == "" {
+		return rev[:7]
+	}
+	return rev
 }
