@@ -218,8 +218,8 @@ func printCluster(w io.Writer, v hubapi.ClusterView) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RELEASE\tDESIRED\tAPPLIED\tPHASE\tHEALTH\tDRIFT\tCONFLICTS\tOBJECTS\tERROR")
 	for _, a := range v.Status {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.Release, short(a.DesiredRevision), short(a.AppliedRevision),
-			phaseText(a), a.Health, driftText(a.Drifted), a.Conflicts, a.Objects, a.Error)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.Release, short(a.DesiredRevision), orDash(short(a.AppliedRevision)),
+			phaseText(a), orDash(a.Health), driftText(a.Drifted), a.Conflicts, a.Objects, a.Error)
 	}
 	tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,8 +13,10 @@ import (
 
 func newStatusCommand(s streams) *cobra.Command {
 	var (
-		hf      hubFlags
-		cluster string
+		hf       hubFlags
+		cluster  string
+		watch    bool
+		interval time.Duration
 	)
 	format := newChoice("table", "json", "yaml")
 	cmd := &cobra.Command{
@@ -30,16 +33,35 @@ last report found objects changed by hand or fields owned by someone else.
 
 With RELEASE, --cluster or both: the matrix of those assignments, one line per release on a
 cluster: desired and applied revision, phase, health, drift, conflicts, when its agent was
-last seen.
+last seen. APPLIED is "-" while nothing of any revision was applied, and when the agent
+failed before applying anything of the revision it tried (download, render, validation);
+HEALTH is the kstatus result (Current, InProgress, Failed) or "-" for releases without
+wait: true and before the first report.
+
+When the newest fleet configuration is rejected, its error comes first, naming each file
+in the fleet repository at the commit and the line (fleet/releases.yaml@272e309 line 38);
+the last valid configuration stays in force. If that commit's manifests roll out anyway,
+through a source in the same repository, a sentence says so.
+
+--watch (-w) prints the table, then, like kubectl get -w, the lines that change as they
+change (without LAST SEEN, which changes at every heartbeat), asking the hub every
+--interval, until Ctrl-C.
 
 -o json is a stable contract for scripts: an object with a "releases" array (the counts) and
 an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster).`,
 		Example: `  flotilla status
   flotilla status baseline
   flotilla status --cluster eu-prod-1
+  flotilla status baseline --watch
   flotilla status -o json | jq '.assignments[] | select(.phase != "Ready")'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if watch && format.value != "table" {
+				return usageError{fmt.Errorf("--watch prints tables only; -o %s is for one snapshot", format.value)}
+			}
+			if interval <= 0 {
+				return usageError{fmt.Errorf("--interval must be positive, got %s", interval)}
+			}
 			c, err := hf.client()
 			if err != nil {
 				return err
@@ -52,31 +74,45 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 			// The counts table needs no assignments: at 1,000 clusters x 20 releases that
 			// is 14 MB of JSON the hub need not send (-o json keeps the whole contract).
 			f.SummaryOnly = !matrix && format.value == "table"
+			if watch {
+				return watchStatus(cmd.Context(), s, c, f, interval)
+			}
 			v, err := c.FilteredStatus(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
-				printStatusHeader(w, v)
-				if !matrix {
-					printReleaseSummaries(w, v.Releases)
-					return
-				}
-				printMatrix(w, v, f)
-			})
+			return printOut(s.out, format.value, v, func(w io.Writer) { printStatus(w, v, f, false) })
 		},
 	}
 	hf.bind(cmd)
 	cmd.Flags().StringVar(&cluster, "cluster", "", "show only this cluster's assignments")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print the lines that change, as they change, until Ctrl-C")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch asks the hub")
 	cmd.Flags().VarP(format, "output", "o", "output format")
 	return cmd
 }
 
-// printStatusHeader prints what is wrong above the table: a rejected fleet configuration,
-// failing sources, scheduling problems.
+// printStatus prints the status table: the counts per release, or with a filter the matrix.
+// For --watch, the LAST SEEN column is left out: it changes at every heartbeat.
+func printStatus(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, watch bool) {
+	printStatusHeader(w, v)
+	if f.Release == "" && f.Cluster == "" {
+		printReleaseSummaries(w, v.Releases)
+		return
+	}
+	printMatrix(w, v, f, !watch)
+}
+
+// printStatusHeader prints what is wrong above the table: a rejected fleet configuration
+// (and, when its commit's manifests roll out anyway, a sentence saying so), failing sources,
+// scheduling problems.
 func printStatusHeader(w io.Writer, v hubapi.StatusView) {
 	if v.Fleet.Error != "" {
-		fmt.Fprintf(w, "Fleet configuration error (revision %s stays in force): %s\n\n", v.Fleet.Revision, v.Fleet.Error)
+		fmt.Fprintf(w, "Fleet configuration error (revision %s stays in force): %s\n", short(v.Fleet.Revision), v.Fleet.Error)
+		if v.Fleet.RolloutNotice != "" {
+			fmt.Fprintln(w, v.Fleet.RolloutNotice)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, src := range v.Sources {
 		if src.Error != "" {
@@ -104,7 +140,7 @@ func printReleaseSummaries(w io.Writer, rs []hubapi.ReleaseSummary) {
 
 // printMatrix prints one line per assignment; the release column is left out when the
 // view is of one release.
-func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter) {
+func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, lastSeen bool) {
 	if f.Release != "" {
 		for _, r := range v.Releases {
 			fmt.Fprintf(w, "Release %s: %d of %d clusters Ready on %s\n\n", r.Release, r.Ready, r.Clusters, short(r.DesiredRevision))
@@ -115,7 +151,11 @@ func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	head := "CLUSTER\tDESIRED\tAPPLIED\tPHASE\tHEALTH\tDRIFT\tCONFLICTS\tLAST SEEN\tERROR"
+	head := "CLUSTER\tDESIRED\tAPPLIED\tPHASE\tHEALTH\tDRIFT\tCONFLICTS\t"
+	if lastSeen {
+		head += "LAST SEEN\t"
+	}
+	head += "ERROR"
 	if f.Release == "" {
 		head = "RELEASE\t" + head
 	}
@@ -124,10 +164,22 @@ func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter) {
 		if f.Release == "" {
 			fmt.Fprintf(tw, "%s\t", a.Release)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Cluster, short(a.DesiredRevision), short(a.AppliedRevision),
-			phaseText(a), a.Health, driftText(a.Drifted), a.Conflicts, ago(a.LastSeen), a.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t", a.Cluster, short(a.DesiredRevision), orDash(short(a.AppliedRevision)),
+			phaseText(a), orDash(a.Health), driftText(a.Drifted), a.Conflicts)
+		if lastSeen {
+			fmt.Fprintf(tw, "%s\t", ago(a.LastSeen))
+		}
+		fmt.Fprintf(tw, "%s\n", a.Error)
 	}
 	tw.Flush()
+}
+
+// orDash shows an empty value as "-", so that no column is blank.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // phaseText shows an unreachable cluster's last reported phase beside it.

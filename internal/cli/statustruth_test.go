@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hub/hubtest"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// TestStatusTellsTheTruth runs status, cluster show and status --watch against a real hub
+// with a seeded fleet of 10 clusters and one release, plus reports an agent sends for a
+// release that failed before applying anything and one that does not wait for health.
+func TestStatusTellsTheTruth(t *testing.T) {
+	f := hubtest.Start(t, hubtest.Options{Clusters: 10, Releases: 1})
+	conn := []string{"--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath}
+	desired := f.Seeded[0] // cluster-0000: Ready on the desired revision
+	report := func(cluster string, seq uint64, phase hubapi.Phase, health string, objects int, errText string) {
+		t.Helper()
+		now := time.Now()
+		s := store.AssignmentStatus{
+			Cluster: cluster, Release: desired.Release, ObservedGeneration: 1, Revision: desired.Revision, Digest: desired.Digest,
+			Phase: string(phase), Health: health, Objects: objects, Error: errText, ReportedAt: now, UpdatedAt: now,
+		}
+		if _, err := f.Store.IngestReport(t.Context(), cluster, seq, []store.AssignmentStatus{s}); err != nil {
+			t.Fatalf("ingest a report of %s: %v", cluster, err)
+		}
+	}
+	report("cluster-0001", 2, hubapi.PhaseFailed, "", 0, `assignment "release-00": render: apps/release-00/settings.yaml: yaml: line 3: did not find expected key`)
+	report("cluster-0002", 2, hubapi.PhaseReady, "", 2, "")
+	rev := short(f.Revision)
+
+	rows := func(out string) map[string]string {
+		m := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if fs := strings.Fields(l); len(fs) > 0 && strings.HasPrefix(fs[0], "cluster-") {
+				m[fs[0]] = strings.Join(fs, " ")
+			}
+		}
+		return m
+	}
+	t.Run("applied and health are never blank", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		if code := Run(t.Context(), append([]string{"status", "release-00"}, conn...), &out, &errOut); code != 0 {
+			t.Fatalf("status release-00: exit %d: %s", code, errOut.String())
+		}
+		got := rows(out.String())
+		for cluster, want := range map[string]string{
+			"cluster-0000": "cluster-0000 " + rev + " " + rev + " Ready Current - 0",
+			"cluster-0001": "cluster-0001 " + rev + " - Failed - - 0",
+			"cluster-0002": "cluster-0002 " + rev + " " + rev + " Ready - - 0",
+			"cluster-0007": "cluster-0007 " + rev + " " + rev + " Failed Failed - 0", // failed after applying
+		} {
+			if !strings.HasPrefix(got[cluster], want) {
+				t.Errorf("row %q, want it to start with %q", got[cluster], want)
+			}
+		}
+		out.Reset()
+		if code := Run(t.Context(), append([]string{"cluster", "show", "cluster-0001"}, conn...), &out, &errOut); code != 0 {
+			t.Fatalf("cluster show: exit %d: %s", code, errOut.String())
+		}
+		if words := strings.Join(strings.Fields(out.String()), " "); !strings.Contains(words, "release-00 "+rev+" - Failed - - 0 0 assignment") {
+			t.Errorf("cluster show cluster-0001:\n%s", out.String())
+		}
+	})
+
+	t.Run("watch prints what changes until Ctrl-C", func(t *testing.T) {
+		ctx, interrupt := context.WithCancel(t.Context())
+		defer interrupt()
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(ctx, append([]string{"status", "release-00", "--watch", "--interval", "50ms"}, conn...), &out, &errOut)
+		}()
+		waitFor := func(what string, cond func(string) bool) {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			for !cond(out.String()) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not seen within 20s:\n%s\nstderr: %s", what, out.String(), errOut.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		waitFor("the first table", func(s string) bool { return strings.Contains(s, "cluster-0009") })
+		if strings.Contains(out.String(), "LAST SEEN") {
+			t.Errorf("--watch shows LAST SEEN, which changes at every heartbeat:\n%s", out.String())
+		}
+		time.Sleep(300 * time.Millisecond) // several polls with nothing changed: nothing printed
+		first := out.String()
+		report("cluster-0001", 3, hubapi.PhaseReady, "Current", 2, "")
+		waitFor("the changed row", func(s string) bool { return len(s) > len(first) })
+		time.Sleep(300 * time.Millisecond)
+		added := strings.TrimPrefix(out.String(), first)
+		if got := rows(added); len(got) != 1 || !strings.HasPrefix(got["cluster-0001"], "cluster-0001 "+rev+" "+rev+" Ready Current") {
+			t.Errorf("after cluster-0001 became Ready, --watch printed:\n%s\nwant only its new row", added)
+		}
+		if strings.Count(out.String(), "cluster-0000 ") != 1 {
+			t.Errorf("an unchanged row was printed again:\n%s", out.String())
+		}
+		interrupt()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("status --watch after Ctrl-C: exit %d, want 0 (stderr: %s)", code, errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("status --watch did not stop within 10s of Ctrl-C")
+		}
+	})
+
+	t.Run("watch usage errors", func(t *testing.T) {
+		for _, args := range [][]string{{"status", "--watch", "-o", "json"}, {"status", "--watch", "--interval", "0s"}} {
+			var out, errOut bytes.Buffer
+			if code := Run(t.Context(), append(args, conn...), &out, &errOut); code != 2 {
+				t.Errorf("flotilla %s: exit %d, want 2: %s", strings.Join(args, " "), code, errOut.String())
+			}
+		}
+	})
+}
