@@ -18,6 +18,8 @@ type Filter struct {
 	Cluster string
 	Release string
 	Action  string
+	// ExcludeActions drops records of these actions (apply.verified, to hide checkpoints).
+	ExcludeActions []string
 	// Limit keeps only the last Limit matching records (still in sequence order); 0 keeps
 	// all.
 	Limit int
@@ -32,6 +34,12 @@ func (f Filter) where() (string, []any) {
 	for _, c := range []struct{ col, v string }{{"cluster", f.Cluster}, {"release", f.Release}, {"action", f.Action}} {
 		if c.v != "" {
 			conds, args = append(conds, c.col+" = ?"), append(args, c.v)
+		}
+	}
+	if n := len(f.ExcludeActions); n > 0 {
+		conds = append(conds, "action NOT IN (?"+strings.Repeat(", ?", n-1)+")")
+		for _, a := range f.ExcludeActions {
+			args = append(args, a)
 		}
 	}
 	if len(conds) == 0 {

@@ -147,6 +147,9 @@ func TestList(t *testing.T) {
 		{"limit keeps the newest, in order", Filter{Limit: 3}, []int64{11, 12, 13}},
 		{"limit with a filter", Filter{Cluster: "c0", Limit: 2}, []int64{7, 10}},
 		{"nothing matches", Filter{Release: "nope"}, nil},
+		{"excluding an action", Filter{ExcludeActions: []string{"apply"}}, []int64{13}},
+		{"excluding actions, with a limit", Filter{ExcludeActions: []string{"cluster.added", "other"}, Limit: 2}, []int64{11, 12}},
+		{"excluding an action none has", Filter{ExcludeActions: []string{ActionVerified}, Cluster: "c9"}, []int64{13}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

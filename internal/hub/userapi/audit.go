@@ -52,10 +52,11 @@ const (
 	maxAuditList     = 10000
 )
 
-// listAudit serves GET /api/v1/audit?since=RFC3339&cluster=&release=&action=&limit=&format=.
+// listAudit serves GET /api/v1/audit?since=RFC3339&cluster=&release=&action=&checkpoints=&limit=&format=.
 // The default answer is a JSON array of the newest matching records (limit, default 1000, at
 // most 10000) in sequence order; format=jsonl streams them as JSON Lines, all of them unless
-// limit is given.
+// limit is given. checkpoints=false leaves out the checkpoint records (apply.verified);
+// the default, true, keeps every record.
 func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	if api.d.Audit == nil {
 		writeError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
@@ -70,6 +71,14 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.Since = t
+	}
+	switch c := q.Get("checkpoints"); c {
+	case "", "true":
+	case "false":
+		f.ExcludeActions = []string{audit.ActionVerified}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("checkpoints %q: want true or false", c))
+		return
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
