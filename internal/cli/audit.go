@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,9 +26,18 @@ func newAuditCommand(s streams) *cobra.Command {
 		Use:   "audit [--since 1h|RFC3339] [--cluster C] [--release R] [--action A]",
 		Short: "Show the hub's audit trail: who changed what, when and where",
 		Long: `Show the hub's audit trail, oldest first: fleet configuration and source revisions,
-clusters added, relabelled and removed, join tokens issued and used, every apply reported by
-every cluster (revision, digest, objects created, configured and pruned, outcome), drift
-healed, and every admin API call that changed something.
+clusters added, relabelled and removed, join tokens issued and used, every apply that changed
+something or found something wrong (revision, digest, objects created, configured and pruned,
+outcome), releases removed from clusters, drift healed, and every admin API call that changed
+something.
+
+Checks that change nothing are not a record each: every assignment has a checkpoint, and at
+most once per hub --audit-checkpoint interval (default 1h) an apply.verified record says it
+was verified unchanged at its revision, from when to when, how many times (count).
+
+DETAIL shows each record's fields as key=value, a nested field under a dotted key
+(verified.count=2), a list as JSON; nothing is cut. -o json and -o jsonl give each detail as
+a JSON object.
 
 The trail is append-only and hash-chained: each record carries the hash of the one before,
 so an edited, inserted or deleted record is detected by 'flotilla audit verify'.
@@ -77,7 +87,7 @@ matching record as JSON Lines, for export (a --limit caps it too).`,
 	fl.StringVar(&since, "since", "", "only records at or after this time: a duration back from now (90s, 1h, 7d) or an RFC 3339 time")
 	fl.StringVar(&f.Cluster, "cluster", "", "only records about this cluster")
 	fl.StringVar(&f.Release, "release", "", "only records about this release")
-	fl.StringVar(&f.Action, "action", "", "only records of this action (cluster.added, token.used, apply, drift.healed, fleet.revision, api.call, ...)")
+	fl.StringVar(&f.Action, "action", "", "only records of this action (cluster.added, token.used, apply, apply.verified, release.removed, drift.healed, fleet.revision, api.call, ...)")
 	fl.IntVar(&f.Limit, "limit", 0, "at most this many records, the newest (default: 1000 for table and json, all for jsonl)")
 	fl.VarP(format, "output", "o", "output format")
 	cmd.AddCommand(newAuditVerifyCommand(s, &hf))
@@ -148,23 +158,46 @@ func dash(s string) string {
 	return s
 }
 
-// detailString shows a record's detail on one line, keys sorted, long values cut.
+// detailString shows a record's detail on one line as key=value fields, keys sorted: a
+// nested object's fields under dotted keys (verified.count=6), a list as JSON, a string
+// quoted when it holds a space, a quote, an equals sign or nothing. Nothing is cut.
 func detailString(d map[string]any) string {
+	var parts []string
+	appendFields(&parts, "", d)
+	return strings.Join(parts, " ")
+}
+
+func appendFields(parts *[]string, prefix string, d map[string]any) {
 	keys := make([]string, 0, len(d))
 	for k := range d {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		v := fmt.Sprint(d[k])
-		if s, ok := d[k].(string); ok {
-			v = short(s)
+		if m, ok := d[k].(map[string]any); ok && len(m) > 0 {
+			appendFields(parts, prefix+k+".", m)
+			continue
 		}
-		if len(v) > 60 {
-			v = v[:57] + "..."
-		}
-		parts = append(parts, k+"="+v)
+		*parts = append(*parts, prefix+k+"="+fieldValue(d[k]))
 	}
-	return strings.Join(parts, " ")
+}
+
+// fieldValue is one detail value as detailString shows it.
+func fieldValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		if v == "" || strings.ContainsAny(v, " \t\n\"=") || !strconv.CanBackquote(v) {
+			return strconv.Quote(v)
+		}
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case nil:
+		return "null"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return strconv.Quote(fmt.Sprint(v))
+	}
+	return string(b)
 }
