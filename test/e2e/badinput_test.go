@@ -64,6 +64,14 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 			wantError: []string{"rejected, nothing applied", "service/broken", "99999"},
 		},
 		{
+			// Issue 17's reproduction: the object is validated only after its namespace exists,
+			// and used to enter the inventory before that, breaking every release on the cluster.
+			name: "invalid name in a namespace the same commit creates",
+			files: map[string]string{"apps/bad/extra.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: bad-extra}\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Monitor_Agent, namespace: bad-extra}\ndata: {a: b}\n"},
+			wantError: []string{"rejected, nothing applied but the namespaces", "configmap/Monitor_Agent", "bad-extra"},
+		},
+		{
 			name:      "undefined variable",
 			files:     map[string]string{"apps/bad/vars.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars}\ndata: {region: \"${region}\"}\n"},
 			wantError: []string{"undefined variable", "region", "apps/bad/vars.yaml", "ConfigMap"},

@@ -152,10 +152,17 @@ func refOf(u *unstructured.Unstructured) ObjectRef {
 // dry-run, an unknown kind, a duplicate. Nothing was applied.
 type InvalidError struct {
 	Problems []string
+	// AfterStageZero: the objects could only be checked once the namespaces and definitions
+	// of the set existed, so those were applied; nothing else was.
+	AfterStageZero bool
 }
 
 func (e *InvalidError) Error() string {
-	return fmt.Sprintf("%d object(s) rejected, nothing applied:\n  %s", len(e.Problems), strings.Join(e.Problems, "\n  "))
+	applied := "nothing applied"
+	if e.AfterStageZero {
+		applied = "nothing applied but the namespaces and definitions they need"
+	}
+	return fmt.Sprintf("%d object(s) rejected, %s:\n  %s", len(e.Problems), applied, strings.Join(e.Problems, "\n  "))
 }
 
 // IsInvalid reports whether err is (or wraps) an *InvalidError.

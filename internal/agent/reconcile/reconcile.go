@@ -140,6 +140,10 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return err
 	}
 	if err := r.validate(ctx, later, opts, own); err != nil {
+		var invalid *InvalidError
+		if errors.As(err, &invalid) {
+			invalid.AfterStageZero = true
+		}
 		return err
 	}
 	if err := recordPending(later); err != nil {
