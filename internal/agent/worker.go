@@ -120,9 +120,43 @@ func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) 
 			a.log.Info("removed release that left the cluster", "release", name, "reason", t.Reason,
 				"fleetRevision", t.FleetRevision, "pruned", res.Count(reconcile.Pruned))
 			a.opts.Metrics.forget(name)
+			if err := a.enqueue(removalStatus(ds.Generation, t, res)); err != nil {
+				a.log.Error("write removal report to the outbox", "release", name, "error", err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxRemovalObjects bounds the objects a removal report names; Pruned counts them all.
+const maxRemovalObjects = 100
+
+// removalStatus is the report of a release removed after its tombstone: what the tombstone
+// said and what was pruned, for the hub's audit trail.
+func removalStatus(generation int64, t *agentv1.Tombstone, res *reconcile.Result) *agentv1.AssignmentStatus {
+	rm := &agentv1.Removal{Reason: t.Reason, FleetRevision: t.FleetRevision, Actor: t.Actor}
+	st := &agentv1.AssignmentStatus{
+		Release: t.Release, Generation: generation, Revision: t.Revision, Digest: t.Digest,
+		Phase: string(hubapi.PhaseRemoved), Removal: rm,
+	}
+	for _, o := range res.Objects {
+		name := o.ObjectRef.String()
+		if o.Namespace != "" {
+			name += " in " + o.Namespace
+		}
+		switch o.Action {
+		case reconcile.Pruned:
+			st.Pruned++
+			if len(rm.PrunedObjects) < maxRemovalObjects {
+				rm.PrunedObjects = append(rm.PrunedObjects, name)
+			}
+		case reconcile.PruneSkipped:
+			if len(rm.KeptObjects) < maxRemovalObjects {
+				rm.KeptObjects = append(rm.KeptObjects, name)
+			}
+		}
+	}
+	return st
 }
 
 // retryDelay is the wait before the n-th consecutive retry of a failed reconcile: 2s,

@@ -9,7 +9,7 @@ func (h *Hub) newUserAPI() *userapi.API {
 	o := h.opts
 	return userapi.New(userapi.Deps{
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
-		Record: h.record, ClustersChanged: h.kickController, ClusterRemoved: h.forgetCluster,
+		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
 		Clock: h.clock, Logger: h.log,
 	}, userapi.Options{
 		AdminToken: h.adminToken, AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),

@@ -115,6 +115,9 @@ const (
 	PhaseReady       Phase = "Ready"
 	PhaseFailed      Phase = "Failed"
 	PhaseUnreachable Phase = "Unreachable"
+	// PhaseRemoved is never an assignment's phase: an agent reports it once, after removing
+	// a release that left its cluster, for the audit trail.
+	PhaseRemoved Phase = "Removed"
 )
 
 // ReleaseSummary counts one release's assignments by phase. Ready, Progressing, Pending,

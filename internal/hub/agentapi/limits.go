@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -288,6 +289,36 @@ func checkStatus(st *agentv1.AssignmentStatus) error {
 		}
 		if total > maxStatusDetailLen {
 			return fail("object details of at least %d bytes; at most %d", total, maxStatusDetailLen)
+		}
+	}
+	return checkRemoval(st, fail)
+}
+
+// maxRemovalObjects bounds the objects a removal report names (the agent sends at most 100).
+const maxRemovalObjects = 100
+
+// checkRemoval bounds a removal report; only phase Removed carries one.
+func checkRemoval(st *agentv1.AssignmentStatus, fail func(string, ...any) error) error {
+	rm := st.GetRemoval()
+	if rm == nil {
+		return nil
+	}
+	if hubapi.Phase(st.GetPhase()) != hubapi.PhaseRemoved {
+		return fail("a removal with phase %q; only phase %s carries one", st.GetPhase(), hubapi.PhaseRemoved)
+	}
+	for what, list := range map[string][]string{"pruned objects": rm.GetPrunedObjects(), "kept objects": rm.GetKeptObjects()} {
+		if len(list) > maxRemovalObjects {
+			return fail("removal: %d %s; at most %d", len(list), what, maxRemovalObjects)
+		}
+		for _, o := range list {
+			if len(o) > maxDetailString {
+				return fail("removal: %s: an entry of %d bytes; at most %d", what, len(o), maxDetailString)
+			}
+		}
+	}
+	for what, v := range map[string]string{"reason": rm.GetReason(), "fleet revision": rm.GetFleetRevision(), "actor": rm.GetActor()} {
+		if len(v) > maxDetailString {
+			return fail("removal: %s of %d bytes; at most %d", what, len(v), maxDetailString)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -51,6 +52,9 @@ func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 	for _, r := range req.Msg.GetReports() {
 		statuses := make([]store.AssignmentStatus, 0, len(r.GetStatuses()))
 		for _, st := range r.GetStatuses() {
+			if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
+				continue // audited only: the release no longer has a status on this cluster
+			}
 			statuses = append(statuses, StatusFromProto(cluster, r, st))
 		}
 		if n := r.GetCompacted(); n > 0 {

@@ -59,7 +59,7 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 	out := &agentv1.DesiredState{Cluster: ds.Cluster, Generation: ds.Generation, ExplicitRemovals: true}
 	for _, t := range doc.Removed {
 		out.Removed = append(out.Removed, &agentv1.Tombstone{
-			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest,
+			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest, Actor: t.Actor,
 		})
 	}
 	for _, a := range doc.Assignments {

@@ -120,6 +120,8 @@ type Controller struct {
 	fresh        map[string]bool
 	freshPending int // PutDir calls under way: GC waits for the next round
 
+	relabels relabels
+
 	// Only the run goroutine uses the fields below.
 	polled   map[string]time.Time // by source name
 	inflight map[string]bool      // sources being polled

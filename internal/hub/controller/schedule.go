@@ -107,8 +107,10 @@ func (c *Controller) reschedule(ctx context.Context) {
 
 	plan := schedule.Schedule(fleet, in, arts, previous, fleetRev)
 	failed := 0
+	actors := c.relabels.take()
 	for _, cl := range in {
 		doc := plan.Document(cl.Name)
+		removed := attributeRemovals(previous[cl.Name], doc, actors[cl.Name])
 		data, err := schedule.Encode(doc)
 		if err != nil {
 			c.log.Error("encode desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
@@ -118,10 +120,14 @@ func (c *Controller) reschedule(ctx context.Context) {
 		gen, changed, err := c.d.Store.PutDesiredState(ctx, cl.Name, data)
 		if err != nil {
 			c.log.Error("store desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
+			if a := actors[cl.Name]; a != "" {
+				c.relabels.note(cl.Name, a) // still to be attributed at the retry
+			}
 			failed++
 			continue
 		}
 		c.plan[cl.Name] = doc
+		c.auditRemovals(ctx, cl.Name, removed)
 		if changed {
 			c.d.Metrics.DesiredUpdates.Inc()
 			c.log.Info("desired state changed", "cluster", cl.Name, "generation", gen,

@@ -30,6 +30,8 @@ type Tombstone struct {
 	// Revision and Digest are what the release was at when it left.
 	Revision string `json:"revision,omitempty"`
 	Digest   string `json:"digest,omitempty"`
+	// Actor is who made the change that removed it, when the hub knows (a relabel).
+	Actor string `json:"actor,omitempty"`
 }
 
 // Document is one cluster's desired state as the hub stores it: what is assigned, and the

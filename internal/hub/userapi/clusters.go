@@ -144,6 +144,7 @@ func (api *API) labelCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	api.d.Logger.Info("cluster relabelled", "cluster", name, "labels", labels)
 	api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
+	api.d.ClusterRelabelled(name, "admin")
 	api.clustersChanged()
 	c.Labels = labels
 	writeJSON(w, http.StatusOK, api.clusterView(r, c))

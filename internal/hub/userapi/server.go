@@ -60,7 +60,7 @@ type AuditLog interface {
 }
 
 // Deps are what the user API needs. All are required except Audit (then the audit endpoints
-// answer 503), Record, ClustersChanged, ClusterRemoved, Clock (then the wall clock) and
+// answer 503), Record, ClustersChanged, ClusterRelabelled, ClusterRemoved, Clock (then the wall clock) and
 // Logger.
 type Deps struct {
 	Store   Store
@@ -73,6 +73,9 @@ type Deps struct {
 	Record func(ctx context.Context, e audit.Event)
 	// ClustersChanged follows a change to the cluster list or labels (reschedule soon).
 	ClustersChanged func()
+	// ClusterRelabelled says who changed a cluster's labels, before ClustersChanged: the
+	// releases the change removes from the cluster are attributed to them.
+	ClusterRelabelled func(cluster, actor string)
 	// ClusterRemoved follows the removal of a cluster from the store: its certificates are
 	// revoked there, and what the hub keeps of it in memory (open streams, last-seen time)
 	// goes.
@@ -114,6 +117,9 @@ func New(d Deps, o Options) *API {
 	}
 	if d.ClustersChanged == nil {
 		d.ClustersChanged = func() {}
+	}
+	if d.ClusterRelabelled == nil {
+		d.ClusterRelabelled = func(string, string) {}
 	}
 	if d.ClusterRemoved == nil {
 		d.ClusterRemoved = func(string) {}
