@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// TestRemovalIsAudited: a relabel that takes a release off a cluster is audited twice: by the
+// hub when the release leaves the desired state (who relabelled, why, at which fleet commit),
+// and once the agent has pruned it, with the objects it deleted.
+func TestRemovalIsAudited(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	rp := newRepo(t, repoDir, fleetFiles(repoURL))
+	head := rp.commit("nothing", map[string]string{"README.md": "demo fleet\n"})
+	f := newFleet(t, repoURL, map[string]map[string]string{"eu-staging": {"env": "staging", "region": "eu"}})
+	f.waitStatus("first convergence", 2*time.Minute, converged(head, map[string][]string{"eu-staging": {"baseline", "staging-tools"}}))
+	if _, ok := configMapData(t, f.clusters["eu-staging"], "staging-tools", "debug-settings", "logLevel"); !ok {
+		t.Fatal("staging-tools was not applied")
+	}
+
+	prod := "prod"
+	if _, err := f.client.LabelCluster(t.Context(), "eu-staging", map[string]*string{"env": &prod}); err != nil {
+		t.Fatal(err)
+	}
+	var removed, pruned hubapi.AuditRecord
+	deadline := time.Now().Add(time.Minute)
+	for removed.Action == "" || pruned.Action == "" {
+		if time.Now().After(deadline) {
+			recs, _ := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-staging"})
+			t.Fatalf("removal not audited within a minute:\n%s", dumpAudit(recs))
+		}
+		time.Sleep(200 * time.Millisecond)
+		recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-staging", Release: "staging-tools"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			switch r.Action {
+			case "assignment.removed":
+				removed = r
+			case "release.removed":
+				pruned = r
+			}
+		}
+	}
+	if removed.Actor != "admin" || removed.Detail["reason"] != "not-selected" || removed.Detail["fleetRevision"] == "" {
+		t.Errorf("assignment.removed = %+v: want actor admin, reason not-selected and the fleet revision", removed)
+	}
+	rm, _ := pruned.Detail["removal"].(map[string]any)
+	objects, _ := rm["prunedObjects"].([]any)
+	if rm["actor"] != "admin" || rm["reason"] != "not-selected" ||
+		!slices.Contains(objects, any("configmap/debug-settings in staging-tools")) {
+		t.Errorf("release.removed detail = %v: want the actor, the reason and the pruned ConfigMap", pruned.Detail)
+	}
+	if _, ok := configMapData(t, f.clusters["eu-staging"], "staging-tools", "debug-settings", "logLevel"); ok {
+		t.Error("the release's ConfigMap is still there after its removal was audited")
+	}
+}
