@@ -58,7 +58,8 @@ to this cluster name and pins the hub's CA, so an agent using it cannot be trick
 joining another hub.`,
 		Example: `  flotilla cluster add eu-prod-1 -l env=prod -l region=eu
   flotilla cluster add lab -o json | jq -r .joinToken`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: argsNamed("a cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := parseLabels(labels)
 			if err != nil {
@@ -83,10 +84,11 @@ joining another hub.`,
 func newClusterTokenCommand(s streams, hf *hubFlags) *cobra.Command {
 	format := newChoice("text", "json", "yaml")
 	cmd := &cobra.Command{
-		Use:     "token NAME",
-		Short:   "Issue a new join token for a registered cluster (an agent that lost its state dir re-joins with it)",
-		Example: `  flotilla cluster token eu-prod-1`,
-		Args:    cobra.ExactArgs(1),
+		Use:         "token NAME",
+		Short:       "Issue a new join token for a registered cluster (an agent that lost its state dir re-joins with it)",
+		Example:     `  flotilla cluster token eu-prod-1`,
+		Args:        cobra.ExactArgs(1),
+		Annotations: argsNamed("a cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := hf.client()
 			if err != nil {
@@ -109,7 +111,8 @@ func newClusterLabelCommand(s streams, hf *hubFlags) *cobra.Command {
 		Short: "Set or remove labels; releases move onto or off the cluster accordingly",
 		Example: `  flotilla cluster label eu-prod-1 env=staging
   flotilla cluster label eu-prod-1 tier-`,
-		Args: cobra.MinimumNArgs(2),
+		Args:        cobra.MinimumNArgs(2),
+		Annotations: argsNamed("a cluster name and at least one label change (key=value, or key- to remove)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			changes := map[string]*string{}
 			for _, a := range args[1:] {
@@ -144,8 +147,9 @@ func newClusterRemoveCommand(s streams, hf *hubFlags) *cobra.Command {
 		Short: "Remove a cluster; its agent certificate is revoked at once",
 		Long: `Remove a cluster from the hub. Its certificates are revoked and its open connections closed
 at once. Objects already applied in the cluster are left in place.`,
-		Example: `  flotilla cluster remove eu-prod-1`,
-		Args:    cobra.ExactArgs(1),
+		Example:     `  flotilla cluster remove eu-prod-1`,
+		Args:        cobra.ExactArgs(1),
+		Annotations: argsNamed("a cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := hf.client()
 			if err != nil {
@@ -171,7 +175,8 @@ were ingested or compacted away, its conditions (Reachable, Converged, Drifted, 
 Conflicted, each with a reason and message) and every assignment with its phase and revisions.`,
 		Example: `  flotilla cluster show eu-prod-1
   flotilla cluster show eu-prod-1 -o json | jq '.conditions[] | select(.status == "True")'`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: argsNamed("a cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := hf.client()
 			if err != nil {

@@ -21,9 +21,15 @@ them) or sources (URL, last resolved revision, last poll error).`,
 		Example: `  flotilla get clusters
   flotilla get releases -o json | jq -r '.[] | "\(.name): \(.clusters | length)"'
   flotilla get sources`,
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"clusters", "releases", "sources"},
+		Args:        cobra.ExactArgs(1),
+		ValidArgs:   []string{"clusters", "releases", "sources"},
+		Annotations: argsNamed("a kind: clusters, releases or sources"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch args[0] {
+			case "clusters", "cluster", "releases", "release", "sources", "source":
+			default:
+				return usageError{fmt.Errorf("unknown kind %q: want clusters, releases or sources", args[0])}
+			}
 			c, err := hf.client()
 			if err != nil {
 				return err
@@ -72,7 +78,7 @@ them) or sources (URL, last resolved revision, last poll error).`,
 					tw.Flush()
 				})
 			}
-			return usageError{fmt.Errorf("unknown kind %q: want clusters, releases or sources", args[0])}
+			return nil
 		},
 	}
 	hf.bind(cmd)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,7 +68,11 @@ func (f *hubFlags) client() (*hubapi.Client, error) {
 			}
 		}
 	}
-	return hubapi.NewClient(cfg)
+	c, err := hubapi.NewClient(cfg)
+	if errors.Is(err, hubapi.ErrNoHub) || errors.Is(err, hubapi.ErrNoToken) {
+		return nil, usageError{err}
+	}
+	return c, err
 }
 
 // printOut writes v as a table (via table), JSON or YAML.

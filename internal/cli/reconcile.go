@@ -52,7 +52,8 @@ pruned), then drift, conflicts and health. The exit code is 1 on any failure or 
 
   # What would change, as JSON for scripts
   flotilla reconcile ./deploy --name web --dry-run -o json`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: argsNamed("the directory to render (the unpacked artifact)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Name == "" {
 				return usageError{errors.New("--name is required: it names the inventory that records what was applied")}

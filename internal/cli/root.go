@@ -25,8 +25,11 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(errOut, "Error:", err)
+		if h := hint(err); h != "" {
+			fmt.Fprintln(errOut, "Hint:", h)
+		}
 		var ue usageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
 			return 2
 		}
 		return 1
@@ -69,7 +72,9 @@ the hub or the network is gone, and reports back.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
+	})
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 
@@ -88,6 +93,7 @@ the hub or the network is gone, and reports back.`,
 		newAuditCommand(s),
 		newBenchCommand(s),
 	)
+	withUsageErrors(root)
 	return root
 }
 

@@ -28,7 +28,8 @@ failed applying one ("failed on"), or not reported yet ("none").
 		Example: `  flotilla skew
   flotilla skew baseline
   flotilla skew -o json | jq '.releases[] | select(.skewed > 0)'`,
-		Args: cobra.MaximumNArgs(1),
+		Args:        cobra.MaximumNArgs(1),
+		Annotations: argsNamed("at most one release name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := hf.client()
 			if err != nil {

@@ -54,7 +54,8 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
   flotilla status --cluster eu-prod-1
   flotilla status baseline --watch
   flotilla status -o json | jq '.assignments[] | select(.phase != "Ready")'`,
-		Args: cobra.MaximumNArgs(1),
+		Args:        cobra.MaximumNArgs(1),
+		Annotations: argsNamed("at most one release name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if watch && format.value != "table" {
 				return usageError{fmt.Errorf("--watch prints tables only; -o %s is for one snapshot", format.value)}

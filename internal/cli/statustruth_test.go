@@ -113,6 +113,18 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		}
 	})
 
+	t.Run("a hub CA not given gets a hint", func(t *testing.T) {
+		t.Setenv("FLOTILLA_CA", "")
+		t.Setenv("FLOTILLA_CONFIG", "/nonexistent")
+		var out, errOut bytes.Buffer
+		if code := Run(t.Context(), []string{"get", "clusters", "--hub", f.APIURL, "--token", f.AdminToken}, &out, &errOut); code != 1 {
+			t.Errorf("get clusters without --ca: exit %d, want 1", code)
+		}
+		if !strings.Contains(errOut.String(), "certificate signed by unknown authority") || !strings.Contains(errOut.String(), "Hint: the hub's certificate is signed by its own CA: give it with --ca") {
+			t.Errorf("get clusters without --ca:\n%s", errOut.String())
+		}
+	})
+
 	t.Run("watch usage errors", func(t *testing.T) {
 		for _, args := range [][]string{{"status", "--watch", "-o", "json"}, {"status", "--watch", "--interval", "0s"}} {
 			var out, errOut bytes.Buffer

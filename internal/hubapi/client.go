@@ -33,17 +33,23 @@ type Config struct {
 	CAFile string
 }
 
+// Errors of NewClient for what a Config lacks.
+var (
+	ErrNoHub   = errors.New("no hub address: give --hub or set FLOTILLA_HUB")
+	ErrNoToken = errors.New("no API token: give --token or set FLOTILLA_TOKEN (the hub writes it to admin.token in its data dir)")
+)
+
 // NewClient checks cfg and returns a client; errors name what is missing and where it can
-// come from.
+// come from (ErrNoHub, ErrNoToken).
 func NewClient(cfg Config) (*Client, error) {
 	if cfg.Hub == "" {
-		return nil, errors.New("no hub address: give --hub or set FLOTILLA_HUB")
+		return nil, ErrNoHub
 	}
 	if _, err := url.Parse(cfg.Hub); err != nil {
 		return nil, fmt.Errorf("hub address %q: %w", cfg.Hub, err)
 	}
 	if cfg.Token == "" {
-		return nil, errors.New("no API token: give --token or set FLOTILLA_TOKEN (the hub writes it to admin.token in its data dir)")
+		return nil, ErrNoToken
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
