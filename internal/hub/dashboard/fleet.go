@@ -32,11 +32,15 @@ func (s State) String() string {
 	return StateNames[s]
 }
 
-// Flags mark, beside the state, what the agent's last report found. They are bits of the
-// fourth integer of a cell.
+// Flags mark, beside the state, what the agent's last report found: drift, conflicts and
+// health. They are bits of the fourth integer of a cell.
 const (
 	FlagDrifted    = 1 << iota // objects were changed behind the agent's back
 	FlagConflicted             // another field manager or release owns fields the release sets
+	// The kstatus health the agent reported, at most one of the three; none without wait.
+	FlagHealthCurrent    // every object is Current
+	FlagHealthInProgress // some object is not Current yet (InProgress, or any other status)
+	FlagHealthFailed     // some object's health is Failed
 )
 
 // Classify maps an assignment's phase (computed by the hub's fleet view, so an unreachable
@@ -49,6 +53,15 @@ func Classify(a hubapi.AssignmentView) (State, int) {
 	}
 	if a.Conflicts > 0 {
 		flags |= FlagConflicted
+	}
+	switch a.Health {
+	case "":
+	case "Current":
+		flags |= FlagHealthCurrent
+	case "Failed":
+		flags |= FlagHealthFailed
+	default:
+		flags |= FlagHealthInProgress
 	}
 	switch a.Phase {
 	case hubapi.PhaseReady:

@@ -22,6 +22,10 @@ func TestClassify(t *testing.T) {
 		{"progressing", hubapi.AssignmentView{Phase: hubapi.PhaseProgressing}, Progressing, 0},
 		{"unreachable, drifted when last heard of", hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, Drifted: true, Conflicts: 1}, Unreachable, FlagDrifted | FlagConflicted},
 		{"a phase the page does not know", hubapi.AssignmentView{Phase: "Applying"}, Progressing, 0},
+		{"ready and healthy", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "Current"}, Ready, FlagHealthCurrent},
+		{"ready, objects still progressing", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "InProgress"}, Ready, FlagHealthInProgress},
+		{"failed health", hubapi.AssignmentView{Phase: hubapi.PhaseFailed, Health: "Failed", Drifted: true}, Failed, FlagDrifted | FlagHealthFailed},
+		{"a health the page does not know is not healthy", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "Terminating"}, Ready, FlagHealthInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, flags := Classify(tc.a)

@@ -62,7 +62,7 @@ func TestPages(t *testing.T) {
 	})
 
 	t.Run("no file loads anything from another host", func(t *testing.T) {
-		for _, p := range []string{"/", "/app.js", "/app.css", "/overview.js", "/matrix.js", "/cluster.js", "/skew.js", "/drift.js", "/audit.js", "/api.js", "/dom.js", "/filter.js"} {
+		for _, p := range []string{"/", "/app.js", "/app.css", "/overview.js", "/matrix.js", "/cluster.js", "/skew.js", "/drift.js", "/audit.js", "/api.js", "/dom.js", "/filter.js", "/clusters.js", "/assignment.js"} {
 			resp := serve(http.MethodGet, p, nil)
 			body := new(bytes.Buffer)
 			_, _ = body.ReadFrom(resp.Body)

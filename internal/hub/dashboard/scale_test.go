@@ -90,7 +90,7 @@ func TestMatrixAtScale(t *testing.T) {
 
 	run(chromedp.Navigate(f.APIURL + "/#token=" + f.AdminToken + "&view=matrix"))
 	waitText("#matrix-summary", "clusters 1–50 of 1000 shown")
-	if n := eval(`String(document.querySelectorAll('#matrix td').length)`); n != "1000" {
+	if n := eval(`String(document.querySelectorAll('#matrix td[data-release]').length)`); n != "1000" {
 		t.Errorf("%s matrix cells in the DOM, want one page: 50 clusters x 20 releases", n)
 	}
 	browsertest.Screenshot(t, tab, "dashboard-1000-clusters", false)
@@ -158,4 +158,29 @@ func TestMatrixAtScale(t *testing.T) {
 	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="drift"]`)))
 	waitText(`#drift-summary`, fmt.Sprintf("%d drifted object(s)", len(drift.Objects)))
 	browsertest.Screenshot(t, tab, "dashboard-1000-drift", false)
+
+	// The clusters list pages 1,000 clusters and filters them as the matrix does.
+	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="clusters"]`)))
+	waitText("#clusters-summary", "1000 of 1000 cluster(s) shown, page 1 of 10")
+	if n := eval(`String(document.querySelectorAll('#clusters tbody tr').length)`); n != "100" {
+		t.Errorf("%s cluster rows in the DOM, want one page of 100", n)
+	}
+	run(chromedp.Evaluate[chromedp.Void](`location.hash = '#/clusters?q=env%3Dstaging'`))
+	waitText("#clusters-summary", fmt.Sprintf("%d of 1000 cluster(s) shown", want("env=staging", "", "")))
+
+	// One release on one cluster, from the seeded reports (hubtest.Seed): a failed, a
+	// conflicted and a drifted assignment. Their reports carry no object detail, as an agent
+	// before it sent: the view still shows the error, the conflict and the drifted paths.
+	for _, tc := range []struct {
+		cluster, release, sel, want string
+	}{
+		{f.Clusters[7], "release-00", "#assignment-error", "admission webhook denied the request"},
+		{f.Clusters[11], "release-00", "#assignment-conflicts", "field .data.level is managed by kubectl-edit"},
+		{f.Clusters[5], "release-01", `#view-assignment tr[data-object="configmap/settings-release-01"]`, ".data.level"},
+	} {
+		run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/assignment/%s/%s'`, tc.cluster, tc.release)))
+		waitText("#assignment-cluster", tc.cluster)
+		waitText(tc.sel, tc.want)
+	}
+	browsertest.Screenshot(t, tab, "dashboard-1000-assignment", false)
 }

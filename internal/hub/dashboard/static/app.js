@@ -6,12 +6,14 @@ import { ago } from './dom.js';
 import * as overview from './overview.js';
 import * as matrix from './matrix.js';
 import * as cluster from './cluster.js';
+import * as clusters from './clusters.js';
+import * as assignment from './assignment.js';
 import * as skew from './skew.js';
 import * as drift from './drift.js';
 import * as audit from './audit.js';
 
 const POLL_MS = 2000;
-const VIEWS = ['overview', 'matrix', 'cluster', 'skew', 'drift', 'audit'];
+const VIEWS = ['overview', 'matrix', 'clusters', 'cluster', 'assignment', 'skew', 'drift', 'audit'];
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -31,12 +33,15 @@ function parseRoute() {
   };
 }
 
-// app is what views may call back: read and replace the current view's filters.
+// app is what views may call back: read and replace the current view's filters. A view that
+// names itself (from) changes nothing once another view is shown: a filter typed just before
+// leaving it lands after its debounce.
 const app = {
   params: () => new URLSearchParams(state.route.params),
-  setParams(p) {
+  setParams(p, from) {
+    if (from && from !== state.route.view) return;
     const s = p.toString();
-    const arg = state.route.arg ? `/${encodeURIComponent(state.route.arg)}` : '';
+    const arg = state.route.arg ? `/${state.route.arg.split('/').map(encodeURIComponent).join('/')}` : '';
     history.replaceState(null, '', `#/${state.route.view}${arg}${s ? `?${s}` : ''}`);
     state.route = parseRoute();
     render('filter');
@@ -137,7 +142,7 @@ function updateLive() {
 }
 
 // render shows the current view. why is "route", "filter" or "data": views that fetch their
-// own data (cluster, skew, drift, audit) fetch again on "route" and "data" only.
+// own data (cluster, assignment, skew, drift, audit) fetch again on "route" and "data" only.
 function render(why) {
   const { view, arg, params } = state.route;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
@@ -153,8 +158,10 @@ function render(why) {
   switch (view) {
     case 'overview': overview.render(root, f); break;
     case 'matrix': matrix.render(root, f, params, app); break;
+    case 'clusters': clusters.render(root, f, params, app); break;
     case 'skew': if (why !== 'filter') skew.render(root, () => seq === state.renderSeq).catch(failed); break;
     case 'cluster': if (why !== 'filter') cluster.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
+    case 'assignment': if (why !== 'filter') assignment.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
     case 'drift': if (why !== 'filter') drift.render(root, f, () => seq === state.renderSeq).catch(failed); break;
     case 'audit': audit.render(root, params, app, () => seq === state.renderSeq).catch(failed); break;
     default: break;

@@ -42,11 +42,11 @@ export async function render(root, name, isCurrent) {
     h('h3', null, 'Assignments'),
     status.length
       ? table('grid', ['Release', 'Phase', 'Desired', 'Applied', 'Health', 'Objects', 'Drifted', 'Conflicts', 'Error'], status.map((a) => h('tr', { data: { release: a.release } },
-        h('th', { scope: 'row' }, h('a', { href: `#/matrix?release=${encodeURIComponent(a.release)}` }, a.release)),
+        h('th', { scope: 'row' }, h('a', { href: `#/assignment/${encodeURIComponent(c.name)}/${encodeURIComponent(a.release)}`, title: 'objects, drift and conflicts of this release here' }, a.release)),
         h('td', { class: `s-${String(a.phase).toLowerCase()}`, title: a.reportedPhase ? `last reported: ${a.reportedPhase}` : '' }, a.phase),
         h('td', { class: 'rev', title: a.desiredRevision }, shortRev(a.desiredRevision)),
         h('td', { class: 'rev', title: a.appliedRevision || '' }, shortRev(a.appliedRevision) || '—'),
-        h('td', null, a.health || ''), h('td', { class: 'num' }, String(a.objects)),
+        h('td', null, a.health || '-'), h('td', { class: 'num' }, String(a.objects)),
         h('td', { class: a.drifted ? 's-drifted' : '' }, a.drifted ? 'yes' : 'no'),
         h('td', { class: a.conflicts ? 's-conflicted num' : 'num' }, String(a.conflicts)),
         h('td', { class: 'errtext' }, a.error || ''))))

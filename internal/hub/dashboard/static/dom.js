@@ -64,3 +64,12 @@ export function table(cls, headers, rows) {
     h('thead', null, h('tr', null, headers.map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, rows));
 }
+
+// labelChips shows labels as chips, each a button carrying its "key=value" in data-label, so
+// a view can filter by a label with one delegated click handler.
+export function labelChips(labels) {
+  return Object.keys(labels || {}).sort().map((k) => {
+    const term = `${k}=${labels[k]}`;
+    return h('button', { type: 'button', class: 'chip label', data: { label: term }, title: `filter by ${term} (click again to remove)` }, term);
+  });
+}

@@ -1,7 +1,9 @@
 // The release x cluster matrix. Only one page of rows is ever in the DOM (PAGE_SIZE clusters
 // x the shown releases), so 1,000 clusters x 20 releases cost 1,000 cells, not 20,000.
-import { h, show, shortRev, labelText } from './dom.js';
-import { filterMatrix, CELL, FLAG_DRIFTED, FLAG_CONFLICTED, FILTER_STATES } from './filter.js';
+import { h, show, shortRev, labelChips } from './dom.js';
+import {
+  filterMatrix, CELL, FLAG_DRIFTED, FLAG_CONFLICTED, FILTER_STATES, healthOf, rowHealth, healthText, healthClass, toggleTerm,
+} from './filter.js';
 
 export const PAGE_SIZE = 50;
 
@@ -23,7 +25,7 @@ function buildControls(root, app) {
     if (state.value) p.set('state', state.value);
     const page = resetPage ? 1 : Number(app.params().get('page') || 1);
     if (page > 1) p.set('page', String(page));
-    app.setParams(p);
+    app.setParams(p, 'matrix');
   };
   q.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(() => changed(true), 150); });
   release.addEventListener('change', () => changed(true));
@@ -31,21 +33,28 @@ function buildControls(root, app) {
   const turn = (d) => {
     const p = app.params();
     p.set('page', String(Math.max(1, Number(p.get('page') || 1) + d)));
-    app.setParams(p);
+    app.setParams(p, 'matrix');
   };
   body.addEventListener('click', (e) => {
+    const chip = e.target.closest('button.label');
+    if (chip) {
+      q.value = toggleTerm(q.value, chip.dataset.label);
+      changed(true);
+      return;
+    }
     const td = e.target.closest('td.cell');
-    if (td) location.hash = `#/cluster/${encodeURIComponent(td.dataset.cluster)}`;
+    if (td) location.hash = `#/assignment/${encodeURIComponent(td.dataset.cluster)}/${encodeURIComponent(td.dataset.release)}`;
   });
   prev.addEventListener('click', () => turn(-1));
   next.addEventListener('click', () => turn(1));
   show(root,
     h('h2', null, 'Release × cluster matrix'),
     h('div', { class: 'controls' }, q, release, state, summary, h('span', { class: 'pager' }, prev, next)),
-    h('p', { class: 'legend' }, 'Each cell shows the revision applied; its colour is the state: ',
+    h('p', { class: 'legend' }, 'Each cell shows the revision applied (click it for the release on that cluster, object by object); its colour is the state: ',
       ['ready', 'progressing', 'pending', 'failed', 'unreachable'].map((s) => h('span', { class: `chip s-${s}` }, s)),
       '; ', h('span', { class: 'chip f-drifted' }, 'Δ drifted'), h('span', { class: 'chip f-conflicted' }, '! conflicts'),
-      h('span', { class: 'chip' }, '→ not on the desired revision')),
+      h('span', { class: 'chip' }, '→ not on the desired revision'), h('span', { class: 'chip f-unhealthy' }, '✕ health not Current'),
+      '. Click a label to filter by it.'),
     body);
   controls = { root, q, release, state, summary, prev, next, body };
 }
@@ -83,9 +92,12 @@ export function render(root, fleet, params, app) {
   const trs = shown.map((i) => {
     const cl = fleet.clusters[i];
     const row = fleet.cells[i];
+    const hs = rowHealth(row, cols);
     return h('tr', { data: { cluster: cl.name } },
-      h('th', { scope: 'row', class: cl.reachable ? '' : 'unreachable', title: labelText(cl.labels) },
+      h('th', { scope: 'row', class: cl.reachable ? '' : 'unreachable' },
         h('a', { href: `#/cluster/${encodeURIComponent(cl.name)}` }, cl.name)),
+      h('td', { class: 'labels' }, labelChips(cl.labels)),
+      h('td', { class: `health ${healthClass(hs)}`, data: { health: healthText(hs) } }, healthText(hs)),
       cols.map((j) => {
         const code = row[CELL * j];
         const relName = fleet.releases[j];
@@ -96,19 +108,22 @@ export function render(root, fleet, params, app) {
         const flags = row[CELL * j + 3];
         const drifted = (flags & FLAG_DRIFTED) !== 0;
         const conflicted = (flags & FLAG_CONFLICTED) !== 0;
+        const health = healthOf(flags);
+        const unhealthy = health === 'InProgress' || health === 'Failed';
         return h('td', {
           class: `cell s-${state}${drifted ? ' f-drifted' : ''}${conflicted ? ' f-conflicted' : ''}`,
           data: { cluster: cl.name, release: relName, state },
-          title: `${relName} on ${cl.name}: ${state}${drifted ? ', drifted' : ''}${conflicted ? ', conflicts' : ''}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
+          title: `${relName} on ${cl.name}: ${state}${drifted ? ', drifted' : ''}${conflicted ? ', conflicts' : ''}\nhealth ${health || '-'}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
         }, applied ? shortRev(applied) : '—',
         applied && applied !== desired ? h('span', { class: 'mark behind', title: 'not the desired revision' }, '→') : null,
         drifted ? h('span', { class: 'mark', title: 'drifted' }, 'Δ') : null,
-        conflicted ? h('span', { class: 'mark', title: 'conflicts' }, '!') : null);
+        conflicted ? h('span', { class: 'mark', title: 'conflicts' }, '!') : null,
+        unhealthy ? h('span', { class: 'mark', title: `health ${health}` }, '✕') : null);
       }));
   });
   show(c.body, rows.length
     ? h('table', { class: 'grid matrix', id: 'matrix' },
-      h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Cluster'),
+      h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Cluster'), h('th', { scope: 'col' }, 'Labels'), h('th', { scope: 'col' }, 'Health'),
         cols.map((j) => h('th', { scope: 'col', class: 'rel' }, h('a', { href: `#/matrix?release=${encodeURIComponent(fleet.releases[j])}` }, fleet.releases[j]))))),
       h('tbody', null, trs))
     : h('p', { class: 'muted', id: 'matrix-empty' }, 'No cluster matches the filter.'));
