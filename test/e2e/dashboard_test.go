@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/browsertest"
 	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // matrixCell is one cell of the dashboard's matrix as the page shows it.
@@ -23,7 +24,7 @@ type matrixCell struct {
 	Text    string `json:"text"`
 }
 
-const matrixJS = `Array.from(document.querySelectorAll('#matrix tbody td')).map((td) => ({
+const matrixJS = `Array.from(document.querySelectorAll('#matrix tbody td[data-release]')).map((td) => ({
   cluster: td.dataset.cluster, release: td.dataset.release, state: td.dataset.state, text: td.textContent.trim(),
 }))`
 
@@ -359,5 +360,269 @@ func TestDashboard(t *testing.T) {
 			t.Error("the token is still in sessionStorage after signing out")
 		}
 		signIn("the matrix after signing in again")
+	})
+}
+
+// debugFleet is the fleet of TestDashboardDebugging: releases that converge, then drift (a
+// field changed and an object deleted by hand, selfHeal off), conflict (another field manager
+// takes a field), fail (an object the API server rejects) and stay unhealthy (a Deployment no
+// controller ever rolls out: these clusters run no kubelet).
+func debugFleet(repoURL string) map[string]string {
+	release := func(name, selector, extra string) string {
+		return fmt.Sprintf(`---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: %s}
+spec:
+  source: apps
+  path: apps/%s
+  targets: [{selector: {%s}}]
+  namespace: %s
+  createNamespace: true
+  interval: 3s
+%s`, name, name, selector, name, extra)
+	}
+	return map[string]string{
+		"fleet/sources.yaml": fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %s, branch: main}\n  interval: 2s\n", repoURL),
+		"fleet/releases.yaml": release("drifted", "", "  selfHeal: false\n") +
+			release("conflicted", "", "  wait: true\n  timeout: 10s\n") +
+			release("failed", "matchLabels: {env: prod}", "") +
+			release("slow", "matchLabels: {env: staging}", "  wait: true\n  timeout: 2s\n"),
+		"apps/drifted/level.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: level}\ndata: {level: info}\n",
+		"apps/drifted/doomed.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: doomed}\ndata: {keep: \"yes\"}\n",
+		"apps/conflicted/logging.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: logging}\ndata: {logEndpoint: \"https://logs.internal\", format: json}\n",
+		"apps/failed/ok.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\ndata: {a: b}\n",
+		"apps/failed/broken.yaml":      "apiVersion: v1\nkind: Service\nmetadata: {name: broken}\nspec: {ports: [{port: 70000}]}\n",
+		"apps/slow/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: slow}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}}
+    spec: {containers: [{name: app, image: registry.example/slow:1}]}
+`,
+	}
+}
+
+// assignmentText is the release-on-cluster view as the test reads it: the error, the
+// conflict texts, and per object its action, health, drift diff lines and conflicts.
+type assignmentText struct {
+	Error     string            `json:"error"`
+	Conflicts []string          `json:"conflicts"`
+	Objects   map[string]string `json:"objects"`
+	Summary   string            `json:"summary"`
+}
+
+const assignmentJS = `(() => {
+  const text = (td) => {
+    const parts = Array.from(td.querySelectorAll('.path, .del, .add, li'));
+    return parts.length ? parts.map((e) => e.textContent).join(' | ') : td.textContent;
+  };
+  return {
+    error: (document.getElementById('assignment-error') || {}).textContent || '',
+    conflicts: Array.from(document.querySelectorAll('#assignment-conflicts li')).map((li) => li.textContent),
+    objects: Object.fromEntries(Array.from(document.querySelectorAll('#view-assignment tr[data-object]')).map((tr) => [tr.dataset.object,
+      ['action', 'health', 'drift', 'conflicts', 'error'].map((f) => f + ': ' + text(tr.querySelector('[data-field="' + f + '"]'))).join('; ')])),
+    summary: (document.getElementById('objects-summary') || {}).textContent || '',
+  };
+})()`
+
+// TestDashboardDebugging debugs one release on one cluster from the dashboard, against two
+// real clusters: a drifted assignment (its diff, desired against live, and an object deleted
+// by hand), a conflicted one (the field and the other owner), a failed one (the API server's
+// reason) and an unhealthy one (the health column and the object's kstatus), reached from the
+// matrix and the cluster page; and the labels in the matrix and the clusters list, filtered by
+// a click.
+func TestDashboardDebugging(t *testing.T) {
+	repoDir := t.TempDir()
+	repoURL := "file://" + repoDir
+	newRepo(t, repoDir, debugFleet(repoURL))
+	f := newFleet(t, repoURL, map[string]map[string]string{
+		"debug-a": {"env": "prod", "region": "eu", "tier": "gold"},
+		"debug-b": {"env": "staging", "region": "us"},
+	})
+	reported := func(st hubapi.StatusView) bool {
+		n := 0
+		for _, a := range st.Assignments {
+			if a.ReportedAt == nil || ((a.Release == "drifted" || a.Release == "conflicted") && a.Phase != hubapi.PhaseReady) {
+				return false
+			}
+			n++
+		}
+		return n == 6 // drifted and conflicted on both, failed on debug-a, slow on debug-b
+	}
+	f.waitStatus("every assignment reported", 2*time.Minute, reported)
+
+	// By hand on debug-a: change a field and delete an object of "drifted", and let team-x
+	// take .data.logEndpoint of "conflicted" with a server-side apply.
+	a := f.clusters["debug-a"]
+	for _, args := range [][]string{
+		{"-n", "drifted", "patch", "configmap/level", "--type=merge", "-p", `{"data":{"level":"debug"}}`},
+		{"-n", "drifted", "delete", "configmap/doomed"},
+	} {
+		if out, err := a.Kubectl(t.Context(), nil, args...); err != nil {
+			t.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	teamX := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: logging, namespace: conflicted}\ndata: {logEndpoint: \"https://team-x.example\"}\n"
+	if out, err := a.Kubectl(t.Context(), strings.NewReader(teamX), "apply", "--server-side", "--field-manager=team-x", "--force-conflicts", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply as team-x: %v: %s", err, out)
+	}
+	const owner = `.data.logEndpoint owned by field manager "team-x"`
+	st := f.waitStatus("drift and conflict reported on debug-a", 2*time.Minute, func(st hubapi.StatusView) bool {
+		var drifted, conflicted bool
+		for _, a := range st.Assignments {
+			drifted = drifted || (a.Cluster == "debug-a" && a.Release == "drifted" && a.Drifted)
+			conflicted = conflicted || (a.Cluster == "debug-a" && a.Release == "conflicted" && a.Conflicts > 0)
+		}
+		return drifted && conflicted
+	})
+	for _, a := range st.Assignments {
+		if a.Cluster == "debug-a" && a.Release == "conflicted" && !strings.Contains(a.Error, `configmap/logging in namespace "conflicted": `+owner) {
+			t.Errorf("status error of the conflict: %q; want it to name the object, the field and the owner", a.Error)
+		}
+	}
+
+	spki, err := browsertest.ServerSPKI(t.Context(), f.hub.APIURL(), f.hub.CAPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
+	p := page{t: t, ctx: browsertest.NewTab(t, browser)}
+	browsertest.WatchScriptErrors(t, p.ctx)
+	p.do(chromedp.Navigate(f.hub.APIURL() + "/#token=" + f.hub.AdminToken() + "&view=matrix"))
+	// view waits for the release-on-cluster view of release on cluster and reads it.
+	view := func(cluster, release string) assignmentText {
+		p.t.Helper()
+		var got assignmentText
+		p.waitUntil("the view of "+release+" on "+cluster, 30*time.Second, func() (bool, string) {
+			shown := eval[string](p, `(document.getElementById('assignment-release') || {}).textContent + ' on ' + (document.getElementById('assignment-cluster') || {}).textContent`)
+			if shown != release+" on "+cluster {
+				return false, "shown: " + shown
+			}
+			got = eval[assignmentText](p, assignmentJS)
+			return got.Summary != "", "no #objects-summary"
+		})
+		return got
+	}
+
+	t.Run("the matrix shows labels and health, and a label filters", func(t *testing.T) {
+		p.t = t
+		rowText := func(sel string) []string {
+			return eval[[]string](p, `Array.from(document.querySelectorAll('#matrix tbody tr')).map((tr) => tr.dataset.cluster + ' ' + tr.querySelector('`+sel+`').textContent.trim())`)
+		}
+		p.waitUntil("labels and health in the matrix", 30*time.Second, func() (bool, string) {
+			labels := eval[[]string](p, `Array.from(document.querySelectorAll('#matrix tbody tr')).map((tr) => tr.dataset.cluster + ' ' + Array.from(tr.querySelectorAll('td.labels button')).map((b) => b.dataset.label).join(' '))`)
+			health := rowText("td.health")
+			ok := slices.Equal(labels, []string{"debug-a env=prod region=eu tier=gold", "debug-b env=staging region=us"}) &&
+				slices.Equal(health, []string{"debug-a Current", "debug-b InProgress 1"})
+			return ok, fmt.Sprint(labels, health)
+		})
+		browsertest.Screenshot(t, p.ctx, "dashboard-debug-matrix", true)
+		p.do(chromedp.Click(chromedp.CSS(`#matrix tr[data-cluster="debug-b"] button[data-label="region=us"]`)))
+		p.waitUntil("rows for a clicked label", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"debug-b"}) && eval[string](p, `document.getElementById('filter-q').value`) == "region=us", fmt.Sprint(got)
+		})
+		p.do(chromedp.Click(chromedp.CSS(`#matrix tr[data-cluster="debug-b"] button[data-label="region=us"]`)))
+		p.waitUntil("the label clicked again removes the filter", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"debug-a", "debug-b"}), fmt.Sprint(got)
+		})
+		p.selectOption("filter-state", "unhealthy")
+		p.waitUntil("unhealthy clusters", 10*time.Second, func() (bool, string) {
+			got := p.rows()
+			return slices.Equal(got, []string{"debug-b"}), fmt.Sprint(got)
+		})
+		p.selectOption("filter-state", "")
+	})
+
+	t.Run("the clusters list shows labels, health and counts, filterable", func(t *testing.T) {
+		p.t = t
+		p.do(chromedp.Click(chromedp.CSS(`#nav a[data-view="clusters"]`)))
+		p.waitUntil("the clusters list", 10*time.Second, func() (bool, string) {
+			got := eval[[]string](p, `Array.from(document.querySelectorAll('#clusters tbody tr')).map((tr) => Array.from(tr.children).map((c) => c.textContent.trim()).join('|'))`)
+			w := []string{
+				"debug-a|env=prodregion=eutier=gold|yes|Current|3|1|0|0|2|0|1|1",
+				"debug-b|env=stagingregion=us|yes|InProgress 1|3|2|0|0|1|0|0|0",
+			}
+			return slices.Equal(got, w), cmp.Diff(w, got)
+		})
+		browsertest.Screenshot(t, p.ctx, "dashboard-clusters", true)
+		p.fill("#clusters-q", "tier=gold")
+		p.waitUntil("clusters filtered by a label", 10*time.Second, func() (bool, string) {
+			got := eval[[]string](p, `Array.from(document.querySelectorAll('#clusters tbody tr')).map((tr) => tr.dataset.cluster)`)
+			return slices.Equal(got, []string{"debug-a"}), fmt.Sprint(got)
+		})
+		p.fill("#clusters-q", "")
+	})
+
+	t.Run("a conflicted assignment names the field and the owner", func(t *testing.T) {
+		p.t = t
+		p.route("#/matrix")
+		p.do(chromedp.WaitVisible(chromedp.CSS(`#matrix td[data-cluster="debug-a"][data-release="conflicted"]`)),
+			chromedp.Click(chromedp.CSS(`#matrix td[data-cluster="debug-a"][data-release="conflicted"]`)))
+		got := view("debug-a", "conflicted")
+		if h := eval[string](p, `location.hash`); h != "#/assignment/debug-a/conflicted" {
+			t.Errorf("a click on the cell went to %s", h)
+		}
+		want := assignmentText{
+			Error:     `conflict: configmap/logging in namespace "conflicted": ` + owner,
+			Conflicts: []string{`configmap/logging in namespace "conflicted": ` + owner},
+			Objects:   map[string]string{"configmap/logging": `action: conflict; health: -; drift: ; conflicts: .data.logEndpoint owned by field manager "team-x"; error: `},
+			Summary:   got.Summary,
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("conflicted assignment (-want +got):\n%s", diff)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-assignment-conflicted", true)
+	})
+
+	t.Run("a drifted assignment shows a diff, desired against live", func(t *testing.T) {
+		p.t = t
+		p.route("#/assignment/debug-a/drifted")
+		got := view("debug-a", "drifted")
+		want := map[string]string{
+			"configmap/level":  `action: drifted; health: -; drift: .data.level | - "info" | + "debug"; conflicts: ; error: `,
+			"configmap/doomed": `action: drifted; health: -; drift: - the whole object (desired) | + (deleted by hand: absent from the cluster); conflicts: ; error: `,
+		}
+		if diff := cmp.Diff(want, got.Objects); diff != "" {
+			t.Errorf("drifted objects (-want +got):\n%s", diff)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-assignment-drifted", true)
+	})
+
+	t.Run("a failed assignment shows the API server's reason", func(t *testing.T) {
+		p.t = t
+		p.route("#/assignment/debug-a/failed")
+		got := view("debug-a", "failed")
+		for _, w := range []string{`service/broken in namespace "failed"`, "70000"} {
+			if !strings.Contains(got.Error, w) {
+				t.Errorf("failed assignment's error %q does not name %q", got.Error, w)
+			}
+		}
+		if !strings.HasPrefix(got.Summary, "No object was applied") {
+			t.Errorf("objects summary of a failure before any apply: %q", got.Summary)
+		}
+		if phase := eval[string](p, `document.querySelector('#view-assignment dd[data-field="Phase"]').textContent`); !strings.HasPrefix(phase, "Failed") {
+			t.Errorf("phase shown: %q", phase)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-assignment-failed", true)
+	})
+
+	t.Run("an unhealthy assignment, from the cluster page", func(t *testing.T) {
+		p.t = t
+		p.route("#/cluster/debug-b")
+		p.do(chromedp.WaitVisible(chromedp.CSS(`#view-cluster tr[data-release="slow"] th a`)), chromedp.Click(chromedp.CSS(`#view-cluster tr[data-release="slow"] th a`)))
+		got := view("debug-b", "slow")
+		if o := got.Objects["deployment.apps/slow"]; !strings.HasPrefix(o, "action: ") || !strings.Contains(o, "health: InProgress") {
+			t.Errorf("deployment.apps/slow shown as %q; want its health InProgress", o)
+		}
+		if h := eval[string](p, `location.hash`); h != "#/assignment/debug-b/slow" {
+			t.Errorf("the cluster page's release link went to %s", h)
+		}
+		browsertest.Screenshot(t, p.ctx, "dashboard-assignment-unhealthy", true)
 	})
 }
