@@ -34,6 +34,7 @@ func TestCommands(t *testing.T) {
 		{name: "audit verify help", args: []string{"audit", "verify", "--help"}, wantOut: []string{"flotilla audit verify -o json"}},
 		{name: "audit bad since", args: []string{"audit", "--since", "yesterday", "--hub", "https://127.0.0.1:1", "--token", "t"}, wantCode: 2, wantErr: []string{`--since "yesterday"`}},
 		{name: "audit bad output", args: []string{"audit", "-o", "yaml"}, wantCode: 2, wantErr: []string{`want table or json or jsonl, got "yaml"`}},
+		{name: "drift help says precisely what drift is", args: []string{"drift", "--help"}, wantOut: []string{"deleted by hand: it shows with the path (deleted)", "Not drift:", "kubectl label of a new key", "conflicts"}},
 		{name: "unknown flag", args: []string{"version", "--bogus"}, wantCode: 2, wantErr: []string{"unknown flag: --bogus"}},
 		{name: "bad output format", args: []string{"version", "-o", "yaml"}, wantCode: 2, wantErr: []string{`want text or json, got "yaml"`}},
 		{name: "bad log level", args: []string{"version", "--log-level", "loud"}, wantCode: 2, wantErr: []string{`--log-level "loud"`}},

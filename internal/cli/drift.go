@@ -20,11 +20,27 @@ func newDriftCommand(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drift [--cluster C] [--release R]",
 		Short: "List objects changed by hand across the fleet, with their field paths",
-		Long: `List the objects each agent found changed by hand (kubectl edit, scale, patch, label, a
-client-side apply) at its last drift check, with the field paths that differ from what the
-release applies. STATE is "healed" when the agent took the change back (selfHeal: true,
-the default) and "reported" when it only reported it (selfHeal: false). REPORTED is when
-the agent's report was produced.`,
+		Long: `List the objects each agent found drifted at its last drift check, with the field paths
+that differ from what the release applies.
+
+Drift is a change, since flotilla last applied an object with the same desired content, to
+what flotilla applies:
+  - a field the release sets now has another value live, or is gone: kubectl edit, scale,
+    patch, set image, a client-side kubectl apply, or kubectl label/annotate --overwrite of a
+    label or annotation the release sets;
+  - the whole object was deleted by hand: it shows with the path (deleted).
+Not drift:
+  - labels, annotations and fields the release does not set, added by people or other
+    controllers (kubectl label of a new key, an injected sidecar, defaults the API server
+    fills in);
+  - fields another server-side-apply field manager owns: those are conflicts (see flotilla
+    status and cluster show), left alone, never fought over;
+  - status, and metadata that changes at every write (resourceVersion, managedFields, ...);
+  - a new revision of the release: that is a change, applied as such.
+
+STATE is "healed" when the agent took the change back, re-creating a deleted object
+(selfHeal: true, the default) and "reported" when it only reported it (selfHeal: false).
+REPORTED is when the agent's report was produced.`,
 		Example: `  flotilla drift
   flotilla drift --cluster eu-prod-1
   flotilla drift --release baseline -o json`,
