@@ -82,17 +82,11 @@ kube-apiserver and etcd come from "make kube-binaries" (bin/ at the repository r
 			for _, c := range fleet.Clusters {
 				fmt.Fprintf(s.out, "  %-15s %s  kubeconfig %s\n", c.Name(), c.Host(), c.KubeconfigPath())
 			}
-			fmt.Fprintf(s.out, `
-Try, in another terminal (bin/ is the repository's bin directory):
-  source %s
-  bin/flotilla status
-  cd "$FLEET_REPO" && sed -i 's/eu-only/eu-strict/' apps/baseline/eu/settings.yaml && git commit -qam "Tighten EU data residency" && cd -
-  bin/flotilla status     # the EU clusters move to the new revision within seconds
-  bin/kubectl --kubeconfig "$KUBECONFIG_CLUSTER_1" -n platform-system get configmap platform-settings -o yaml
-  bin/flotilla cluster label cluster-2 env=staging    # greeter leaves cluster-2, staging-tools arrives
-
-Press Ctrl-C to stop.
-`, fleet.EnvFile)
+			fmt.Fprintf(s.out, "\nTry, in another terminal (bin/ is the repository's bin directory; each step works again on a second run):\n")
+			for _, step := range trySteps(fleet.EnvFile, len(fleet.Clusters)) {
+				fmt.Fprintf(s.out, "  %s\n", step)
+			}
+			fmt.Fprintf(s.out, "\nPress Ctrl-C to stop.\n")
 			select {
 			case <-ctx.Done():
 				return nil
@@ -105,4 +99,20 @@ Press Ctrl-C to stop.
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory for everything the demo creates, kept after exit (default: a temporary directory, removed on exit)")
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "directory holding kube-apiserver and etcd (default: bin/ of the repository; env FLOTILLA_BIN_DIR)")
 	return cmd
+}
+
+// trySteps are the commands the demo suggests, in order; each one works again when the demo
+// is run a second time on the same data dir.
+func trySteps(envFile string, clusters int) []string {
+	steps := []string{
+		"source " + envFile,
+		"bin/flotilla status",
+		demo.TryCommit,
+		"bin/flotilla status --watch   # the EU clusters move to the new revision within seconds; Ctrl-C to stop",
+		`bin/kubectl --kubeconfig "$KUBECONFIG_CLUSTER_1" -n platform-system get configmap platform-settings -o yaml`,
+	}
+	if clusters >= 2 {
+		steps = append(steps, "bin/flotilla cluster label cluster-2 env=staging    # greeter leaves cluster-2, staging-tools arrives")
+	}
+	return append(steps, "bin/flotilla skew; bin/flotilla drift               # who runs which revision; what was changed by hand")
 }

@@ -234,15 +234,41 @@ func allReady(st hubapi.StatusView) bool {
 
 // writeEnv writes demo.env: shell assignments for the CLI and for scripts.
 func (f *Fleet) writeEnv() error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "FLOTILLA_HUB=%s\nFLOTILLA_TOKEN=%s\nFLOTILLA_CA=%s\nFLEET_REPO=%s\n", f.Hub.APIURL(), f.Hub.AdminToken(), f.Hub.CAPath(), f.RepoDir)
-	fmt.Fprintf(&b, "FLOTILLA_DASHBOARD=%s\n", f.DashboardURL())
-	for _, c := range f.Clusters {
-		fmt.Fprintf(&b, "KUBECONFIG_%s=%s\n", envName(c.Name()), c.KubeconfigPath())
+	vars := [][2]string{
+		{"FLOTILLA_HUB", f.Hub.APIURL()}, {"FLOTILLA_TOKEN", f.Hub.AdminToken()}, {"FLOTILLA_CA", f.Hub.CAPath()},
+		{"FLEET_REPO", f.RepoDir}, {"FLOTILLA_DASHBOARD", f.DashboardURL()},
 	}
-	b.WriteString("export FLOTILLA_HUB FLOTILLA_TOKEN FLOTILLA_CA FLEET_REPO FLOTILLA_DASHBOARD\n")
-	return os.WriteFile(f.EnvFile, []byte(b.String()), 0o600)
+	for _, c := range f.Clusters {
+		vars = append(vars, [2]string{"KUBECONFIG_" + envName(c.Name()), c.KubeconfigPath()})
+	}
+	return os.WriteFile(f.EnvFile, []byte(envFile(vars)), 0o600)
 }
+
+// envFile is one NAME=value line per variable, then one export line naming every one, so
+// that `source demo.env` exports them all and a script can still read the file line by line.
+func envFile(vars [][2]string) string {
+	var b strings.Builder
+	names := make([]string, len(vars))
+	for i, v := range vars {
+		fmt.Fprintf(&b, "%s=%s\n", v[0], shellQuote(v[1]))
+		names[i] = v[0]
+	}
+	fmt.Fprintf(&b, "export %s\n", strings.Join(names, " "))
+	return b.String()
+}
+
+// shellQuote quotes v for a shell when it holds anything but safe characters.
+func shellQuote(v string) string {
+	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@%+=,#") == "" {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// TryCommit is the try-step that changes the fleet repository: it flips the EU data
+// residency setting between eu-only and eu-strict and commits, so it makes a new revision
+// however often it is run.
+const TryCommit = `cd "$FLEET_REPO" && sed -i -e 's/eu-only/eu-strict/;t' -e 's/eu-strict/eu-only/' apps/baseline/eu/settings.yaml && git commit -qam "Toggle EU data residency" && cd -`
 
 // envName turns a cluster name into a shell variable suffix: cluster-1 -> CLUSTER_1.
 func envName(name string) string {
