@@ -142,7 +142,8 @@ spec:
 	report := func(c agentv1connect.AgentServiceClient, seq uint64, phase, errMsg string) {
 		t.Helper()
 		_, err := c.Report(t.Context(), connect.NewRequest(&agentv1.ReportRequest{Reports: []*agentv1.Report{{
-			Seq: seq, Statuses: []*agentv1.AssignmentStatus{{Release: "web", Revision: as.GetRevision(), Digest: as.GetDigest(), Phase: phase, Error: errMsg}},
+			// Objects: as a real agent reports it, the object whose apply failed among them.
+			Seq: seq, Statuses: []*agentv1.AssignmentStatus{{Release: "web", Revision: as.GetRevision(), Digest: as.GetDigest(), Phase: phase, Error: errMsg, Objects: 1}},
 		}}}))
 		if err != nil {
 			t.Fatal(err)

@@ -93,7 +93,8 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 				var goodOK, badFailed bool
 				for _, a := range st.Assignments {
 					goodOK = goodOK || (a.Release == "good" && a.Phase == "Ready" && containsCommit(a.AppliedRevision, commit))
-					badFailed = badFailed || (a.Release == "bad" && a.Phase == "Failed" && containsCommit(a.AppliedRevision, commit))
+					// Nothing of it was applied: the failure is on the revision it reported.
+					badFailed = badFailed || (a.Release == "bad" && a.Phase == "Failed" && containsCommit(a.ReportedRevision, commit))
 				}
 				return goodOK && badFailed
 			})
@@ -126,12 +127,19 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 
 	t.Run("fleet configuration referring to a missing source", func(t *testing.T) {
 		broken := strings.Replace(fleetYAML, "spec: {source: apps, path: apps/bad", "spec: {source: nowhere, path: apps/bad", 1)
-		rp.commit("release with a missing source", map[string]string{"fleet/fleet.yaml": broken})
-		st := f.waitStatus("fleet error visible", time.Minute, func(st hubapi.StatusView) bool { return st.Fleet.Error != "" })
-		for _, w := range []string{"fleet/fleet.yaml", "Release/bad", "spec.source", `"nowhere"`} {
+		commit := rp.commit("release with a missing source", map[string]string{"fleet/fleet.yaml": broken})
+		// The source reads the fleet's own repository: the rejected commit's manifests roll
+		// out, and the status says so.
+		st := f.waitStatus("fleet error and rollout notice visible", time.Minute, func(st hubapi.StatusView) bool {
+			return st.Fleet.Error != "" && st.Fleet.RolloutNotice != ""
+		})
+		for _, w := range []string{"fleet/fleet.yaml@" + commit[:7] + ": ", "Release/bad", "spec.source", `"nowhere"`} {
 			if !strings.Contains(st.Fleet.Error, w) {
 				t.Errorf("fleet error %q does not name %q", st.Fleet.Error, w)
 			}
+		}
+		if want := "Commit " + commit[:7] + " rolls out through source 'apps' (same repository as the fleet)"; st.Fleet.RejectedCommit != commit || !strings.HasPrefix(st.Fleet.RolloutNotice, want) {
+			t.Errorf("fleet status: rejected commit %q, notice %q; want %s and a notice starting %q", st.Fleet.RejectedCommit, st.Fleet.RolloutNotice, commit, want)
 		}
 		if len(st.Assignments) != 2 {
 			t.Errorf("assignments changed under the invalid configuration:\n%s", dump(st))

@@ -140,7 +140,7 @@ func TestFaultClusterAPIServerDown(t *testing.T) {
 		var aReady, bFailed bool
 		for _, as := range st.Assignments {
 			aReady = aReady || (as.Cluster == "a" && as.Phase == "Ready" && containsCommit(as.AppliedRevision, commit))
-			bFailed = bFailed || (as.Cluster == "b" && as.Phase == "Failed" && containsCommit(as.AppliedRevision, commit))
+			bFailed = bFailed || (as.Cluster == "b" && as.Phase == "Failed" && containsCommit(as.ReportedRevision, commit))
 		}
 		return aReady && bFailed
 	})
