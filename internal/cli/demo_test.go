@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/demo"
 )
 
 // TestDemo runs `flotilla demo` as the README tells a new user to, with one cluster, then uses
@@ -40,6 +43,32 @@ func TestDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(env["FLEET_REPO"], ".git")); err != nil {
 		t.Errorf("FLEET_REPO is not a Git work tree: %v", err)
+	}
+	// `source demo.env` exports the kubeconfigs too: kubectl, a child process, sees them.
+	if got, err := exec.Command("bash", "-c", `source "$1" && bash -c 'echo "$KUBECONFIG_CLUSTER_1"'`, "-", filepath.Join(dataDir, "demo.env")).Output(); err != nil || strings.TrimSpace(string(got)) != env["KUBECONFIG_CLUSTER_1"] {
+		t.Errorf("after source demo.env, a child process sees KUBECONFIG_CLUSTER_1=%q (%v), want %q", got, err, env["KUBECONFIG_CLUSTER_1"])
+	}
+	// The start logs no WARN (sources not polled yet are INFO) and names each agent's
+	// cluster once per line.
+	logData, err := os.ReadFile(filepath.Join(dataDir, "demo.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(logData), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Count(l, " cluster=") > 1 {
+			t.Errorf("demo log line: %s", l)
+		}
+	}
+	// The printed try-steps include the repeatable commit, which runs twice without error.
+	if !strings.Contains(out.String(), demo.TryCommit) {
+		t.Errorf("the demo does not print the commit step %q:\n%s", demo.TryCommit, out.String())
+	}
+	for run := range 2 {
+		cmd := exec.Command("bash", "-c", demo.TryCommit)
+		cmd.Env = append(os.Environ(), "FLEET_REPO="+env["FLEET_REPO"])
+		if got, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("commit step, run %d: %v\n%s", run+1, err, got)
+		}
 	}
 
 	var st bytes.Buffer
