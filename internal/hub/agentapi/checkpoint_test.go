@@ -26,16 +26,16 @@ import (
 // of the server `make postgres` starts.
 var stores = []struct {
 	name string
-	open func(t *testing.T) store.Store
+	open func(t testing.TB) store.Store
 }{
-	{"sqlite", func(t *testing.T) store.Store {
+	{"sqlite", func(t testing.TB) store.Store {
 		s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hub.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}},
-	{"postgres", func(t *testing.T) store.Store {
+	{"postgres", func(t testing.TB) store.Store {
 		s, err := store.OpenPostgres(t.Context(), pgtest.NewDatabase(t), store.PostgresOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -47,30 +47,40 @@ var stores = []struct {
 var auditT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 // auditHub is the agent endpoint of a hub with a real store and audit log, a fake clock, and
-// one cluster, eu-1, assigned release web.
+// clusters (eu-1 unless told otherwise) each assigned the same releases (web unless told).
 type auditHub struct {
-	t     *testing.T
+	t     testing.TB
 	store store.Store
 	log   *audit.Log
 	clock *clock.Fake
 	agent *agentServer
-	seq   uint64
+	seq   map[string]uint64
 }
 
-func newAuditHub(t *testing.T, open func(t *testing.T) store.Store, every time.Duration) *auditHub {
+func newAuditHub(t testing.TB, open func(t testing.TB) store.Store, every time.Duration) *auditHub {
 	t.Helper()
-	h := &auditHub{t: t, store: open(t), clock: clock.NewFake(auditT0)}
+	return newAuditFleet(t, open, every, []string{"eu-1"}, []string{"web"})
+}
+
+func newAuditFleet(t testing.TB, open func(t testing.TB) store.Store, every time.Duration, clusters, releases []string) *auditHub {
+	t.Helper()
+	h := &auditHub{t: t, store: open(t), clock: clock.NewFake(auditT0), seq: map[string]uint64{}}
 	t.Cleanup(func() { h.store.Close() })
 	var err error
 	if h.log, err = audit.Open(t.Context(), filepath.Join(t.TempDir(), "audit.db")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.log.Close() })
-	ctx := t.Context()
-	if err := h.store.AddCluster(ctx, store.Cluster{Name: "eu-1", CreatedAt: auditT0}); err != nil {
-		t.Fatal(err)
+	var doc schedule.Document
+	for _, r := range releases {
+		doc.Assignments = append(doc.Assignments, schedule.Assignment{Release: r, Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}})
 	}
-	h.assign(schedule.Document{Assignments: []schedule.Assignment{{Release: "web", Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}}}})
+	for _, c := range clusters {
+		if err := h.store.AddCluster(t.Context(), store.Cluster{Name: c, CreatedAt: auditT0}); err != nil {
+			t.Fatal(err)
+		}
+		h.assignTo(c, doc)
+	}
 	record := func(ctx context.Context, e audit.Event) {
 		// What the hub's record does: stamp the hub's time, append, never fail the caller.
 		if e.Time.IsZero() {
@@ -85,13 +95,15 @@ func newAuditHub(t *testing.T, open func(t *testing.T) store.Store, every time.D
 	return h
 }
 
-func (h *auditHub) assign(doc schedule.Document) {
+func (h *auditHub) assign(doc schedule.Document) { h.assignTo("eu-1", doc) }
+
+func (h *auditHub) assignTo(cluster string, doc schedule.Document) {
 	h.t.Helper()
 	data, err := schedule.Encode(doc)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, _, err := h.store.PutDesiredState(h.t.Context(), "eu-1", data); err != nil {
+	if _, _, err := h.store.PutDesiredState(h.t.Context(), cluster, data); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -100,25 +112,32 @@ func (h *auditHub) assign(doc schedule.Document) {
 // appended.
 func (h *auditHub) report(st *agentv1.AssignmentStatus) []audit.Record {
 	h.t.Helper()
-	ctx := context.WithValue(h.t.Context(), clusterKey{}, "eu-1")
-	before, _, err := h.log.Head(ctx)
+	before, _, err := h.log.Head(h.t.Context())
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.seq++
-	req := &agentv1.ReportRequest{Reports: []*agentv1.Report{{Seq: h.seq, ProducedAt: timestamppb.New(h.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}}}
-	resp, err := h.agent.Report(ctx, connect.NewRequest(req))
-	if err != nil {
-		h.t.Fatalf("report %d: %v", h.seq, err)
-	}
-	if got := resp.Msg.GetAcked(); len(got) != 1 || got[0] != h.seq {
-		h.t.Fatalf("report %d: acked %v", h.seq, got)
-	}
-	recs, err := h.log.List(ctx, audit.Filter{})
+	h.send("eu-1", st)
+	recs, err := h.log.List(h.t.Context(), audit.Filter{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return recs[before:]
+}
+
+// send sends st as cluster's next report, produced now.
+func (h *auditHub) send(cluster string, st *agentv1.AssignmentStatus) {
+	h.t.Helper()
+	ctx := context.WithValue(h.t.Context(), clusterKey{}, cluster)
+	h.seq[cluster]++
+	seq := h.seq[cluster]
+	req := &agentv1.ReportRequest{Reports: []*agentv1.Report{{Seq: seq, ProducedAt: timestamppb.New(h.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}}}
+	resp, err := h.agent.Report(ctx, connect.NewRequest(req))
+	if err != nil {
+		h.t.Fatalf("report %d of %s: %v", seq, cluster, err)
+	}
+	if got := resp.Msg.GetAcked(); len(got) != 1 || got[0] != seq {
+		h.t.Fatalf("report %d of %s: acked %v", seq, cluster, got)
+	}
 }
 
 // ready is web, unchanged, Ready at revision rev.
