@@ -2,19 +2,12 @@ package agentapi
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/audit"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
-
-// PhaseRemoved is the phase of a status that says the agent removed a release that left its
-// cluster (on its tombstone).
-const PhaseRemoved = "Removed"
 
 // checkpointInterval is the audit checkpoint interval in force: Options.AuditCheckpoint, or
 // the default when it is zero. A negative interval turns checkpoints off.
@@ -92,13 +85,12 @@ func applyDetail(r *agentv1.Report, st *agentv1.AssignmentStatus, url string) ma
 }
 
 // removedDetail is the detail of a "release.removed" record: the revision the release was
-// at, what was pruned, and whatever else the status says of the removal (its "removal"
-// field, taken as the agent sent it), with the window of unchanged checks it closes.
+// at, what was pruned and kept, why (the tombstone's reason, fleet revision and the user who
+// made the change, as the agent reports them), and the window of unchanged checks it closes.
 func removedDetail(r *agentv1.Report, st *agentv1.AssignmentStatus, w audit.Window) map[string]any {
 	d := map[string]any{
 		"revision": st.GetRevision(), "digest": st.GetDigest(), "generation": st.GetGeneration(),
-		"pruned": st.GetPruned(), "objects": st.GetObjects(),
-		"reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
+		"pruned": st.GetPruned(), "reportSeq": r.GetSeq(), "reportedAt": r.GetProducedAt().AsTime().UTC(),
 	}
 	if v := strings.TrimSpace(st.GetError()); v != "" {
 		d["error"] = v
@@ -106,12 +98,15 @@ func removedDetail(r *agentv1.Report, st *agentv1.AssignmentStatus, w audit.Wind
 	if w.Count > 0 {
 		d["verified"] = w.Detail()
 	}
-	// The status as JSON, for the fields that describe the removal (reason, fleet revision,
-	// actor, objects pruned and kept), without naming each here.
-	var all map[string]any
-	if b, err := protojson.Marshal(st); err == nil && json.Unmarshal(b, &all) == nil {
-		if v, ok := all["removal"]; ok {
-			d["removal"] = v
+	rm := st.GetRemoval()
+	for k, v := range map[string]string{"reason": rm.GetReason(), "fleetRevision": rm.GetFleetRevision(), "removedBy": rm.GetActor()} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	for k, v := range map[string][]string{"prunedObjects": rm.GetPrunedObjects(), "keptObjects": rm.GetKeptObjects()} {
+		if len(v) > 0 {
+			d[k] = v
 		}
 	}
 	return d

@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pgtest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -245,9 +246,11 @@ func TestAuditCheckpoints(t *testing.T) {
 			{0, ready("r1"), false, []string{"apply"}},
 			{10 * time.Minute, ready("r1"), false, nil},
 			{10 * time.Minute, changed(ready("r1"), func(st *agentv1.AssignmentStatus) {
-				st.Phase, st.Pruned, st.Objects, st.Health = PhaseRemoved, 3, 0, ""
+				st.Phase, st.Pruned, st.Objects, st.Health = string(hubapi.PhaseRemoved), 3, 0, ""
+				st.Removal = &agentv1.Removal{Reason: schedule.ReasonNotSelected, FleetRevision: "f2", Actor: "admin",
+					PrunedObjects: []string{"configmap/web in web", "service/web in web", "deployment/web in web"}, KeptObjects: []string{"secret/keep in web"}}
 			}), true,
-				[]string{"release.removed revision=r1 pruned=3 verified.count=1"}},
+				[]string{`release.removed revision=r1 pruned=3 reason=not-selected fleetRevision=f2 removedBy=admin prunedObjects=["configmap/web in web","service/web in web","deployment/web in web"] keptObjects=["secret/keep in web"] verified.count=1`}},
 			// Assigned again: a first check, recorded in full.
 			{10 * time.Minute, ready("r1"), false, []string{"apply revision=r1"}},
 		},

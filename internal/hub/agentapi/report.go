@@ -164,7 +164,7 @@ func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Re
 	actor := "agent:" + cluster
 	for _, st := range r.GetStatuses() {
 		healed := healedDrift(st)
-		if st.GetPhase() == PhaseRemoved {
+		if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
 			w := s.closeCheckpoint(ctx, cluster, st.GetRelease())
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionRemoved, Cluster: cluster, Release: st.GetRelease(), Detail: removedDetail(r, st, w)})
 			continue
