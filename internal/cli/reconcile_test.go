@@ -103,7 +103,7 @@ func TestReconcileCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out, errOut := run(t)
-		if code != 1 || !strings.Contains(out, `conflict: configmap/web-config: owned by field manager "other-tool"`) || !strings.Contains(errOut, "1 conflict(s)") {
+		if code != 1 || !strings.Contains(out, `conflict: configmap/web-config in namespace "web": .data.region owned by field manager "other-tool"`) || !strings.Contains(errOut, "1 conflict(s)") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 		got, _ := c.Kubectl(t.Context(), nil, "-n", "web", "get", "configmap", "web-config", "-o", "jsonpath={.data.region}")

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -109,7 +110,7 @@ func printStatus(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, watch 
 // scheduling problems.
 func printStatusHeader(w io.Writer, v hubapi.StatusView) {
 	if v.Fleet.Error != "" {
-		fmt.Fprintf(w, "Fleet configuration error (revision %s stays in force): %s\n", short(v.Fleet.Revision), v.Fleet.Error)
+		fmt.Fprintf(w, "Fleet configuration error (revision %s stays in force): %s\n", shortCommit(v.Fleet.Revision), v.Fleet.Error)
 		if v.Fleet.RolloutNotice != "" {
 			fmt.Fprintln(w, v.Fleet.RolloutNotice)
 		}
@@ -196,4 +197,13 @@ func driftText(drifted bool) string {
 		return "drifted"
 	}
 	return "-"
+}
+
+// shortCommit abbreviates a bare commit hash as git does (7 digits), as errors name commits;
+// other revisions as short does.
+func shortCommit(rev string) string {
+	if len(rev) == 40 && strings.Trim(rev, "0123456789abcdef") == "" {
+		return rev[:7]
+	}
+	return short(rev)
 }

@@ -134,3 +134,35 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		}
 	})
 }
+
+func TestStatusHeader(t *testing.T) {
+	const inForce = "1a2b3c4d5e6f7081920a1b2c3d4e5f6071829304"
+	tests := []struct {
+		name  string
+		fleet hubapi.FleetStatus
+		want  string
+	}{
+		{name: "nothing wrong", fleet: hubapi.FleetStatus{Revision: inForce}, want: ""},
+		{
+			name:  "rejected",
+			fleet: hubapi.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key"},
+			want:  "Fleet configuration error (revision 1a2b3c4 stays in force): fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key\n\n",
+		},
+		{
+			name: "rejected while its manifests roll out",
+			fleet: hubapi.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key",
+				RolloutNotice: "Commit 272e309 rolls out through source 'platform' (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of 1a2b3c4."},
+			want: "Fleet configuration error (revision 1a2b3c4 stays in force): fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key\n" +
+				"Commit 272e309 rolls out through source 'platform' (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of 1a2b3c4.\n\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printStatusHeader(&b, hubapi.StatusView{Fleet: tt.fleet})
+			if b.String() != tt.want {
+				t.Errorf("header:\n got %q\nwant %q", b.String(), tt.want)
+			}
+		})
+	}
+}
