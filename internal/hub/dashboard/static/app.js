@@ -6,8 +6,6 @@ import { ago } from './dom.js';
 import * as overview from './overview.js';
 import * as matrix from './matrix.js';
 import * as cluster from './cluster.js';
-import * as clusters from './clusters.js';
-import * as assignment from './assignment.js';
 import * as skew from './skew.js';
 import * as drift from './drift.js';
 import * as audit from './audit.js';
@@ -15,6 +13,11 @@ import * as audit from './audit.js';
 const POLL_MS = 2000;
 const VIEWS = ['overview', 'matrix', 'clusters', 'cluster', 'assignment', 'skew', 'drift', 'audit'];
 const $ = (id) => document.getElementById(id);
+
+// Views a first visit rarely opens are loaded when first shown, so the matrix's first load
+// does not wait for them.
+const lazy = {};
+const load = (name) => (lazy[name] ||= import(`./${name}.js`));
 
 const state = {
   fleet: null, etag: '', updates: 0, inflight: false, lastOK: 0, stale: '', timer: 0, running: false, renderSeq: 0,
@@ -158,10 +161,10 @@ function render(why) {
   switch (view) {
     case 'overview': overview.render(root, f); break;
     case 'matrix': matrix.render(root, f, params, app); break;
-    case 'clusters': clusters.render(root, f, params, app); break;
+    case 'clusters': load('clusters').then((m) => m.render(root, f, params, app)).catch(failed); break;
     case 'skew': if (why !== 'filter') skew.render(root, () => seq === state.renderSeq).catch(failed); break;
     case 'cluster': if (why !== 'filter') cluster.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
-    case 'assignment': if (why !== 'filter') assignment.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
+    case 'assignment': if (why !== 'filter') load('assignment').then((m) => m.render(root, arg, () => seq === state.renderSeq)).catch(failed); break;
     case 'drift': if (why !== 'filter') drift.render(root, f, () => seq === state.renderSeq).catch(failed); break;
     case 'audit': audit.render(root, params, app, () => seq === state.renderSeq).catch(failed); break;
     default: break;
