@@ -594,6 +594,19 @@ func TestDashboardDebugging(t *testing.T) {
 		browsertest.Screenshot(t, p.ctx, "dashboard-assignment-drifted", true)
 	})
 
+	t.Run("the drift view leads to the diff", func(t *testing.T) {
+		p.t = t
+		p.route("#/drift")
+		link := `#view-drift a[href="#/assignment/debug-a/drifted"]`
+		p.waitUntil("a link from the drift view", 30*time.Second, func() (bool, string) {
+			return eval[int](p, `document.querySelectorAll('`+link+`').length`) == 2, eval[string](p, `document.getElementById('view-drift').innerText`)
+		})
+		p.do(chromedp.Click(chromedp.CSS(link)))
+		if got := view("debug-a", "drifted"); len(got.Objects) != 2 {
+			t.Errorf("the drift view's link opened %v", got)
+		}
+	})
+
 	t.Run("a failed assignment shows the API server's reason", func(t *testing.T) {
 		p.t = t
 		p.route("#/assignment/debug-a/failed")

@@ -20,7 +20,8 @@ export async function render(root, fleet, isCurrent) {
     h('p', { class: 'muted', id: 'drift-summary' }, `${objects.length} drifted object(s) in ${assignments} drifted assignment(s)${objects.length > MAX_ROWS ? `, the first ${MAX_ROWS} shown` : ''}. Healed: the agent took the change back; reported: it only reported it (selfHeal: false).`),
     objects.length ? table('grid', ['Cluster', 'Release', 'Namespace', 'Object', 'Changed fields', 'State', 'Reported'], objects.slice(0, MAX_ROWS).map((o) => h('tr', { class: o.healed ? '' : 'bad' },
       h('td', null, h('a', { href: `#/cluster/${encodeURIComponent(o.cluster)}` }, o.cluster)),
-      h('td', null, o.release), h('td', null, o.namespace || ''), h('td', { class: 'rev' }, o.object),
+      h('td', null, h('a', { href: `#/assignment/${encodeURIComponent(o.cluster)}/${encodeURIComponent(o.release)}`, title: 'the drift as a diff, desired against live' }, o.release)),
+      h('td', null, o.namespace || ''), h('td', { class: 'rev' }, o.object),
       h('td', { class: 'rev' }, (o.paths || []).join(', ')),
       h('td', { class: o.healed ? 's-ready' : 's-drifted' }, o.healed ? 'healed' : 'reported'),
       h('td', null, when(o.reportedAt))))) : null);
