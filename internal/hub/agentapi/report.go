@@ -163,7 +163,6 @@ func StatusFromProto(cluster string, r *agentv1.Report, st *agentv1.AssignmentSt
 func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls releases) {
 	actor := "agent:" + cluster
 	for _, st := range r.GetStatuses() {
-		healed := healedDrift(st)
 		if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
 			w := s.closeCheckpoint(ctx, cluster, st.GetRelease())
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionRemoved, Cluster: cluster, Release: st.GetRelease(), Detail: removedDetail(r, st, w)})
@@ -185,7 +184,7 @@ func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Re
 			}
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionApply, Cluster: cluster, Release: st.GetRelease(), Detail: d})
 		}
-		if len(healed) > 0 {
+		if healed := healedDrift(st); len(healed) > 0 {
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: "drift.healed", Cluster: cluster, Release: st.GetRelease(), Detail: map[string]any{
 				"revision": st.GetRevision(), "digest": st.GetDigest(), "objects": healed,
 			}})
