@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Problem is one thing wrong with a fleet configuration.
 type Problem struct {
@@ -14,12 +17,18 @@ type Problem struct {
 	// empty when the problem concerns the whole object or document.
 	Field   string
 	Message string
+	// Line is the line of File where the object's document starts; 0 when unknown.
+	Line int
 }
 
-// String reads "file: object: field: message", leaving out the parts that are empty.
+// String reads "file line N: object: field: message", leaving out the parts that are empty.
 func (p Problem) String() string {
 	var b strings.Builder
-	for _, s := range []string{p.File, p.Object, p.Field} {
+	file := p.File
+	if file != "" && p.Line > 0 {
+		file += " line " + strconv.Itoa(p.Line)
+	}
+	for _, s := range []string{file, p.Object, p.Field} {
 		if s != "" {
 			b.WriteString(s)
 			b.WriteString(": ")

@@ -141,7 +141,7 @@ func (l *loader) parseFile(file string, data []byte) {
 func (l *loader) parseDocument(file string, doc document) {
 	docName := fmt.Sprintf("document %d", doc.index)
 	fail := func(object, field, msg string) {
-		l.problems = append(l.problems, Problem{File: file, Object: object, Field: field, Message: msg})
+		l.problems = append(l.problems, Problem{File: file, Line: doc.line, Object: object, Field: field, Message: msg})
 	}
 
 	// Strict here means duplicate keys are an error; unknown fields are found below.
@@ -217,7 +217,7 @@ func (l *loader) parseDocument(file string, doc document) {
 		return
 	}
 
-	o := origin{file: file, doc: doc.index}
+	o := origin{file: file, doc: doc.index, line: doc.line}
 	switch t := target.(type) {
 	case *Source:
 		l.fleet.Sources = append(l.fleet.Sources, *t)
@@ -257,9 +257,25 @@ type document struct {
 	// index counts the documents of the file that have content, from 1, so that "document 2"
 	// is the second one a reader sees even when the file starts with "---".
 	index int
+	// line is the file's line where the document's content starts (after blank lines and
+	// comments).
+	line int
 	// data is the document preceded by as many newlines as there are lines before it in the
 	// file, so that the YAML parser's "line N" is the file's line N.
 	data []byte
+}
+
+// firstContentLine is the line of chunk, which starts at line, where its first line that is
+// neither blank nor a comment is.
+func firstContentLine(chunk []byte, line int) int {
+	for _, l := range bytes.Split(chunk, []byte("\n")) {
+		t := bytes.TrimSpace(l)
+		if len(t) > 0 && t[0] != '#' {
+			return line
+		}
+		line++
+	}
+	return line
 }
 
 // splitDocuments cuts a file at "---" lines, the way kubectl does: a line that starts with
@@ -274,7 +290,7 @@ func splitDocuments(data []byte) []document {
 		}
 		d := make([]byte, 0, line-1+len(chunk))
 		d = append(d, bytes.Repeat([]byte("\n"), line-1)...)
-		docs = append(docs, document{index: len(docs) + 1, data: append(d, chunk...)})
+		docs = append(docs, document{index: len(docs) + 1, line: firstContentLine(chunk, line), data: append(d, chunk...)})
 	}
 	line := 1
 	for off := 0; off < len(data); line++ {

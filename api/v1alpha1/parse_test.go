@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
@@ -36,155 +37,155 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name:  "undefined source",
 			files: map[string]string{f: release("baseline", "  source: platfrom\n  targets: [{selector: {}}]\n")},
-			want:  []Problem{{f, "Release/baseline", "spec.source", `source "platfrom" is not defined`}},
+			want:  []Problem{{f, "Release/baseline", "spec.source", `source "platfrom" is not defined`, 0}},
 		},
 		{
 			name:  "unknown nested field names its path",
 			files: map[string]string{f: release("baseline", "  source: platform\n  targets: [{selecter: {}}]\n")},
-			want:  []Problem{{f, "Release/baseline", "spec.targets[0].selecter", `unknown field "selecter", did you mean "selector"?`}},
+			want:  []Problem{{f, "Release/baseline", "spec.targets[0].selecter", `unknown field "selecter", did you mean "selector"?`, 0}},
 		},
 		{
 			name:  "field names are case-sensitive",
 			files: map[string]string{f: release("baseline", "  Source: platform\n  targets: [{selector: {}}]\n")},
-			want:  []Problem{{f, "Release/baseline", "spec.Source", `unknown field "Source", did you mean "source"?`}},
+			want:  []Problem{{f, "Release/baseline", "spec.Source", `unknown field "Source", did you mean "source"?`, 0}},
 		},
 		{
 			name:  "unknown field without a close match lists the known ones",
 			files: map[string]string{s: platformSource + "  color: blue\n"},
-			want:  []Problem{{s, "Source/platform", "spec.color", `unknown field "color" (known fields: git, interval)`}},
+			want:  []Problem{{s, "Source/platform", "spec.color", `unknown field "color" (known fields: git, interval)`, 0}},
 		},
 		{
 			name:  "other kind",
 			files: map[string]string{f: "apiVersion: flotilla.dev/v1alpha1\nkind: Kustomization\nmetadata: {name: x}\n"},
-			want:  []Problem{{f, "document 1", "kind", `kind "Kustomization" is not a fleet object kind: want Source, Release or Notification`}},
+			want:  []Problem{{f, "document 1", "kind", `kind "Kustomization" is not a fleet object kind: want Source, Release or Notification`, 0}},
 		},
 		{
 			name:  "other apiVersion of a fleet kind",
 			files: map[string]string{f: "apiVersion: flotilla.dev/v1\nkind: Release\nmetadata: {name: x}\n"},
-			want:  []Problem{{f, "Release/x", "apiVersion", `apiVersion "flotilla.dev/v1" is not supported: want flotilla.dev/v1alpha1`}},
+			want:  []Problem{{f, "Release/x", "apiVersion", `apiVersion "flotilla.dev/v1" is not supported: want flotilla.dev/v1alpha1`, 0}},
 		},
 		{
 			name:  "Kubernetes object in the second document",
 			files: map[string]string{f: release("a", validSpec) + "---\napiVersion: v1\nkind: ConfigMap\n"},
-			want:  []Problem{{f, "document 2", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release or Notification`}},
+			want:  []Problem{{f, "document 2", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release or Notification`, 0}},
 		},
 		{
 			name:  "no apiVersion or kind",
 			files: map[string]string{f: "metadata: {name: x}\n"},
-			want:  []Problem{{f, "document 1", "", "apiVersion not set, kind not set is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release or Notification"}},
+			want:  []Problem{{f, "document 1", "", "apiVersion not set, kind not set is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release or Notification", 0}},
 		},
 		{
 			name:  "not an object",
 			files: map[string]string{f: "- a\n- b\n"},
-			want:  []Problem{{f, "document 1", "", "must be an object with apiVersion and kind, not a list"}},
+			want:  []Problem{{f, "document 1", "", "must be an object with apiVersion and kind, not a list", 0}},
 		},
 		{
 			name:  "syntax error gives the line in the file",
 			files: map[string]string{f: release("a", validSpec) + "---\nkind: Release\nspec: [unclosed\n"},
-			want:  []Problem{{f, "document 2", "", "yaml: line 9: did not find expected ',' or ']'"}},
+			want:  []Problem{{f, "document 2", "", "yaml: line 9: did not find expected ',' or ']'", 0}},
 		},
 		{
 			name:  "duplicate key",
 			files: map[string]string{f: release("a", validSpec+"  source: again\n")},
-			want:  []Problem{{f, "document 1", "", `yaml: unmarshal errors: line 7: key "source" already set in map`}},
+			want:  []Problem{{f, "document 1", "", `yaml: unmarshal errors: line 7: key "source" already set in map`, 0}},
 		},
 		{
 			name:  "unquoted number for a string",
 			files: map[string]string{f: release("a", "  source: platform\n  targets: [{selector: {matchLabels: {tier: 1}}}]\n")},
-			want:  []Problem{{f, "Release/a", "spec.targets[0].selector.matchLabels[tier]", "must be a string, not the number 1 (quote the value)"}},
+			want:  []Problem{{f, "Release/a", "spec.targets[0].selector.matchLabels[tier]", "must be a string, not the number 1 (quote the value)", 0}},
 		},
 		{
 			name:  "string for a boolean",
 			files: map[string]string{f: release("a", validSpec+"  prune: \"true\"\n")},
-			want:  []Problem{{f, "Release/a", "spec.prune", "must be true or false, not a string"}},
+			want:  []Problem{{f, "Release/a", "spec.prune", "must be true or false, not a string", 0}},
 		},
 		{
 			name:  "number for a duration",
 			files: map[string]string{f: release("a", validSpec+"  interval: 60\n")},
-			want:  []Problem{{f, "Release/a", "spec.interval", `must be a duration such as "90s", "1m" or "1h30m", not the number 60`}},
+			want:  []Problem{{f, "Release/a", "spec.interval", `must be a duration such as "90s", "1m" or "1h30m", not the number 60`, 0}},
 		},
 		{
 			name:  "bad duration",
 			files: map[string]string{f: release("a", validSpec+"  timeout: 1 minute\n")},
-			want:  []Problem{{f, "Release/a", "spec.timeout", `"1 minute" is not a duration: want Go duration syntax such as "90s", "1m" or "1h30m"`}},
+			want:  []Problem{{f, "Release/a", "spec.timeout", `"1 minute" is not a duration: want Go duration syntax such as "90s", "1m" or "1h30m"`, 0}},
 		},
 		{
 			name:  "source without git",
 			files: map[string]string{s: "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: platform}\nspec: {interval: 1m}\n"},
-			want:  []Problem{{s, "Source/platform", "spec.git", "must be set: a source needs a Git repository"}},
+			want:  []Problem{{s, "Source/platform", "spec.git", "must be set: a source needs a Git repository", 0}},
 		},
 		{
 			name: "source git without url, two refs, bad semver",
 			files: map[string]string{s: "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: platform}\n" +
 				"spec: {git: {tag: v1, semver: 'not a range', commit: abc}}\n"},
 			want: []Problem{
-				{s, "Source/platform", "spec.git.url", "must be set"},
-				{s, "Source/platform", "spec.git", "set at most one of branch, tag, semver and commit, not tag and semver and commit"},
-				{s, "Source/platform", "spec.git.semver", `"not a range" is not a semver range: improper constraint: "not a range"`},
+				{s, "Source/platform", "spec.git.url", "must be set", 0},
+				{s, "Source/platform", "spec.git", "set at most one of branch, tag, semver and commit, not tag and semver and commit", 0},
+				{s, "Source/platform", "spec.git.semver", `"not a range" is not a semver range: improper constraint: "not a range"`, 0},
 			},
 		},
 		{
 			name:  "source interval below the minimum",
 			files: map[string]string{s: platformSource + "  interval: 1500ms\n"},
-			want:  []Problem{{s, "Source/platform", "spec.interval", "must be at least 2s, not 1.5s"}},
+			want:  []Problem{{s, "Source/platform", "spec.interval", "must be at least 2s, not 1.5s", 0}},
 		},
 		{
 			name:  "invalid names",
 			files: map[string]string{f: release("Baseline_1", validSpec+"  namespace: Kube.System\n")},
 			want: []Problem{
-				{f, "Release/Baseline_1", "metadata.name", `"Baseline_1" is not a valid name: ` + strings.Join(content.IsDNS1123Label("Baseline_1"), "; ")},
-				{f, "Release/Baseline_1", "spec.namespace", `"Kube.System" is not a valid namespace name: ` + strings.Join(content.IsDNS1123Label("Kube.System"), "; ")},
+				{f, "Release/Baseline_1", "metadata.name", `"Baseline_1" is not a valid name: ` + strings.Join(content.IsDNS1123Label("Baseline_1"), "; "), 0},
+				{f, "Release/Baseline_1", "spec.namespace", `"Kube.System" is not a valid namespace name: ` + strings.Join(content.IsDNS1123Label("Kube.System"), "; "), 0},
 			},
 		},
 		{
 			name:  "missing name",
 			files: map[string]string{f: release(`""`, validSpec)},
-			want:  []Problem{{f, "Release in document 1", "metadata.name", "must be set"}},
+			want:  []Problem{{f, "Release in document 1", "metadata.name", "must be set", 0}},
 		},
 		{
 			name:  "invalid selector label key and value",
 			files: map[string]string{f: release("a", "  source: platform\n  targets: [{selector: {}}, {selector: {matchLabels: {'-bad': 'a b'}}}]\n")},
 			want: []Problem{
-				{f, "Release/a", "spec.targets[1].selector.matchLabels[-bad]", `label key "-bad" is invalid: ` + strings.Join(content.IsLabelKey("-bad"), "; ")},
-				{f, "Release/a", "spec.targets[1].selector.matchLabels[-bad]", `label value "a b" is invalid: ` + strings.Join(content.IsLabelValue("a b"), "; ")},
+				{f, "Release/a", "spec.targets[1].selector.matchLabels[-bad]", `label key "-bad" is invalid: ` + strings.Join(content.IsLabelKey("-bad"), "; "), 0},
+				{f, "Release/a", "spec.targets[1].selector.matchLabels[-bad]", `label value "a b" is invalid: ` + strings.Join(content.IsLabelValue("a b"), "; "), 0},
 			},
 		},
 		{
 			name:  "no targets",
 			files: map[string]string{f: release("a", "  source: platform\n")},
-			want:  []Problem{{f, "Release/a", "spec.targets", "must list at least one target (a target with an empty selector matches every cluster)"}},
+			want:  []Problem{{f, "Release/a", "spec.targets", "must list at least one target (a target with an empty selector matches every cluster)", 0}},
 		},
 		{
 			name:  "path leaving the source",
 			files: map[string]string{f: release("a", validSpec+"  path: clusters/../../etc\n")},
-			want:  []Problem{{f, "Release/a", "spec.path", `path "clusters/../../etc" must not contain ".."`}},
+			want:  []Problem{{f, "Release/a", "spec.path", `path "clusters/../../etc" must not contain ".."`, 0}},
 		},
 		{
 			name:  "path template that does not parse",
 			files: map[string]string{f: release("a", validSpec+"  path: 'clusters/{{ .Cluster.Name'\n")},
-			want:  []Problem{{f, "Release/a", "spec.path", "template: path:1: unclosed action"}},
+			want:  []Problem{{f, "Release/a", "spec.path", "template: path:1: unclosed action", 0}},
 		},
 		{
 			name:  "path template naming a field that does not exist",
 			files: map[string]string{f: release("a", validSpec+"  path: 'clusters/{{ .Region }}'\n")},
-			want:  []Problem{{f, "Release/a", "spec.path", ".Region does not exist: a path template can use .Cluster.Name and .Cluster.Labels.<key>"}},
+			want:  []Problem{{f, "Release/a", "spec.path", ".Region does not exist: a path template can use .Cluster.Name and .Cluster.Labels.<key>", 0}},
 		},
 		{
 			name:  "path template that would build a string of any size",
 			files: map[string]string{f: release("a", validSpec+"  path: '{{range 1000000000}}aaaa{{end}}'\n")},
 			want: []Problem{{f, "Release/a", "spec.path",
-				`range at path:1:8 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`}},
+				`range at path:1:8 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`, 0}},
 		},
 		{
 			name:  "path template calling a function other than index",
 			files: map[string]string{f: release("a", validSpec+"  path: '{{ printf \"%0999999999d\" 0 }}'\n")},
 			want: []Problem{{f, "Release/a", "spec.path",
-				`printf "%0999999999d" 0 at path:1:3 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`}},
+				`printf "%0999999999d" 0 at path:1:3 is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`, 0}},
 		},
 		{
 			name:  "negative interval",
 			files: map[string]string{f: release("a", validSpec+"  interval: -10m\n")},
-			want:  []Problem{{f, "Release/a", "spec.interval", "must be positive, not -10m0s"}},
+			want:  []Problem{{f, "Release/a", "spec.interval", "must be positive, not -10m0s", 0}},
 		},
 		{
 			name: "duplicate across files names the first file",
@@ -192,7 +193,7 @@ func TestParseInvalid(t *testing.T) {
 				"fleet/a.yaml": release("baseline", validSpec),
 				"fleet/b.yaml": release("baseline", validSpec),
 			},
-			want: []Problem{{"fleet/b.yaml", "Release/baseline", "metadata.name", `Release "baseline" is already defined in fleet/a.yaml`}},
+			want: []Problem{{"fleet/b.yaml", "Release/baseline", "metadata.name", `Release "baseline" is already defined in fleet/a.yaml`, 0}},
 		},
 		{
 			name:  "a Source and a Release may share a name",
@@ -217,7 +218,7 @@ func TestParseInvalid(t *testing.T) {
 					t.Errorf("Parse returned a fleet with an error")
 				}
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreLine); diff != "" {
 				t.Errorf("problems mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -229,9 +230,9 @@ func TestInvalidErrorMessage(t *testing.T) {
 		"fleet/releases.yaml": []byte(release("baseline", "  source: platform\n  targets: [{selector: {}}]\n") +
 			"---\n" + release("apps", "  source: platform\n")),
 	})
-	want := `fleet/releases.yaml: Release/baseline: spec.source: source "platform" is not defined
-fleet/releases.yaml: Release/apps: spec.targets: must list at least one target (a target with an empty selector matches every cluster)
-fleet/releases.yaml: Release/apps: spec.source: source "platform" is not defined`
+	want := `fleet/releases.yaml line 1: Release/baseline: spec.source: source "platform" is not defined
+fleet/releases.yaml line 8: Release/apps: spec.targets: must list at least one target (a target with an empty selector matches every cluster)
+fleet/releases.yaml line 8: Release/apps: spec.source: source "platform" is not defined`
 	if err == nil {
 		t.Fatal("Parse: want an error")
 	}
@@ -273,12 +274,54 @@ func TestValidateBuiltInCode(t *testing.T) {
 		t.Fatalf("Validate: want *InvalidError, got %v", err)
 	}
 	want := []Problem{{Object: "releases[0]", Field: "metadata.name", Message: "must be set"}}
-	if diff := cmp.Diff(want, invalid.Problems); diff != "" {
+	if diff := cmp.Diff(want, invalid.Problems, ignoreLine); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)
 	}
 
 	f.Releases[0].Metadata.Name = "baseline"
 	if err := f.Validate(); err != nil {
 		t.Errorf("Validate of a valid fleet: %v", err)
+	}
+}
+
+// ignoreLine leaves Problem.Line to TestProblemLines, so that the other tables stay readable.
+var ignoreLine = cmpopts.IgnoreFields(Problem{}, "Line")
+
+// A problem names the line where its object's document starts, after comments and blank
+// lines, in every document of a file.
+func TestProblemLines(t *testing.T) {
+	file := `# releases of the platform team
+
+apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec: {git: {url: "https://example.com/x.git"}}
+---
+# the second one
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: baseline}
+spec: {source: platfrom, path: x, targets: [{selector: {}}]}
+--- 
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: other}
+spec: {source: platform, path: x, targets: [{selector: {}}], colour: red}
+`
+	_, err := Parse(map[string][]byte{"fleet/releases.yaml": []byte(file)})
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		t.Fatalf("Parse: %v", err)
+	}
+	var got []string
+	for _, p := range invalid.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: createNamespace, interval, namespace, path, prune, selfHeal, source, targets, timeout, variables, wait)`,
+		`fleet/releases.yaml line 9: Release/baseline: spec.source: source "platfrom" is not defined`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,7 @@ type origins struct {
 type origin struct {
 	file string
 	doc  int
+	line int // where the document starts
 }
 
 func (o *origins) of(kind string, i int) (origin, bool) {
@@ -76,7 +77,7 @@ func (v *validator) object(kind string, i int, name string) (file string, add fu
 		object = fmt.Sprintf("%ss[%d]", strings.ToLower(kind), i)
 	}
 	return o.file, func(field, msg string) {
-		v.problems = append(v.problems, Problem{File: o.file, Object: object, Field: field, Message: msg})
+		v.problems = append(v.problems, Problem{File: o.file, Line: o.line, Object: object, Field: field, Message: msg})
 	}
 }
 

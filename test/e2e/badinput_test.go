@@ -133,7 +133,7 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 		st := f.waitStatus("fleet error and rollout notice visible", time.Minute, func(st hubapi.StatusView) bool {
 			return st.Fleet.Error != "" && st.Fleet.RolloutNotice != ""
 		})
-		for _, w := range []string{"fleet/fleet.yaml@" + commit[:7] + ": ", "Release/bad", "spec.source", `"nowhere"`} {
+		for _, w := range []string{"fleet/fleet.yaml@" + commit[:7] + " line 13: Release/bad: spec.source", "spec.source", `"nowhere"`} {
 			if !strings.Contains(st.Fleet.Error, w) {
 				t.Errorf("fleet error %q does not name %q", st.Fleet.Error, w)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,7 +123,8 @@ func inRepository(err error, dir, url, fleetPath, commit string) error {
 			if p.File != "" {
 				p.File = strings.TrimPrefix(p.File, filepath.ToSlash(prefix)) + "@" + at
 				if line, rest, ok := cutLine(p.Message); ok {
-					p.File += " line " + line
+					// The parser's line is the exact one; the document's start is the fallback.
+					p.Line, _ = strconv.Atoi(line)
 					p.Message = rest
 				}
 			}

@@ -38,9 +38,9 @@ func TestInRepository(t *testing.T) {
 		{
 			name: "a validation problem names the file at the commit",
 			err: &v1alpha1.InvalidError{Problems: []v1alpha1.Problem{
-				{File: dir + "/fleet/releases.yaml", Object: "Release/web", Field: "spec.source", Message: `source "nowhere" is not defined`},
+				{File: dir + "/fleet/releases.yaml", Line: 38, Object: "Release/web", Field: "spec.source", Message: `source "nowhere" is not defined`},
 			}},
-			want: `fleet/releases.yaml@272e309: Release/web: spec.source: source "nowhere" is not defined`,
+			want: `fleet/releases.yaml@272e309 line 38: Release/web: spec.source: source "nowhere" is not defined`,
 		},
 		{
 			name: "a YAML error gives its line",
