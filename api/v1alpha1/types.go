@@ -40,8 +40,14 @@ type GitSource struct {
 	Semver string `json:"semver,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	// CredentialsFile names a file on the hub holding credentials for URL: see
-	// SecretFile docs (token, basic auth, or an SSH key).
+	// SecretFile docs (token, basic auth, or an SSH key). Honoured only where the hub's
+	// operator allows it; Credentials is the way to name credentials.
 	CredentialsFile string `json:"credentialsFile,omitempty"`
+	// Credentials names credentials the hub's operator configured (--credentials-config),
+	// with the hosts they may be sent to.
+	Credentials string `json:"credentials,omitempty"`
+	// Insecure allows an http:// URL; without it plain HTTP is refused.
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // Release delivers path Path of source Source to the clusters matching Targets.
@@ -74,6 +80,71 @@ type ReleaseSpec struct {
 	// Variables for ${var} substitution, beside the cluster's own (cluster_name,
 	// cluster_label_<key>).
 	Variables map[string]string `json:"variables,omitempty"`
+	// Project the release belongs to; default ProjectPlatform.
+	Project string `json:"project,omitempty"`
+}
+
+// ProjectPlatform is the built-in project of releases that name none: it allows everything
+// and applies with the agent's own identity, the platform team's golden path. A fleet may
+// define a Project of that name to narrow it.
+const ProjectPlatform = "platform"
+
+// Project bounds what its releases may use, target and touch.
+type Project struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"` // "Project"
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       ProjectSpec `json:"spec"`
+}
+
+// ProjectSpec: every list empty means "nothing" except where noted.
+type ProjectSpec struct {
+	// Sources its releases may use: Source names, or URL patterns with "*"
+	// ("https://git.example.com/team-a/*").
+	Sources []string `json:"sources,omitempty"`
+	// ClusterSelector bounds the clusters its releases may target; a release's targets are
+	// intersected with it. Empty: every cluster.
+	ClusterSelector LabelSelector `json:"clusterSelector,omitzero"`
+	// Namespaces its objects may live in: names and globs ("team-a-*"). A release's default
+	// namespace must be among them.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Kinds allowed and denied. Namespaced kinds are allowed unless denied; cluster-scoped
+	// kinds are denied unless allowed by name; RBAC kinds that grant beyond the project,
+	// admission webhooks and CRDs are denied by default.
+	Kinds ProjectKinds `json:"kinds,omitzero"`
+	// ServiceAccount in each cluster whose identity applies, prunes and reads the project's
+	// objects: the agent impersonates it. Required for every project but platform.
+	ServiceAccount *ServiceAccountRef `json:"serviceAccount,omitempty"`
+	// Fleet is the tenant's own repository of Sources and Releases, read like the main fleet
+	// and validated against this project.
+	Fleet *ProjectFleet `json:"fleet,omitempty"`
+}
+
+// ProjectKinds lists group/kinds; "*" as group or kind matches any.
+type ProjectKinds struct {
+	Allow []GroupKind `json:"allow,omitempty"`
+	Deny  []GroupKind `json:"deny,omitempty"`
+}
+
+// GroupKind names a kind: group "" is the core group.
+type GroupKind struct {
+	Group string `json:"group"`
+	Kind  string `json:"kind"`
+}
+
+// ServiceAccountRef names a ServiceAccount.
+type ServiceAccountRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// ProjectFleet is a tenant's fleet repository.
+type ProjectFleet struct {
+	URL         string `json:"url"`
+	Branch      string `json:"branch,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Credentials string `json:"credentials,omitempty"`
+	Insecure    bool   `json:"insecure,omitempty"`
 }
 
 // Target selects clusters.
@@ -104,4 +175,5 @@ type Fleet struct {
 	Sources       []Source       `json:"sources"`
 	Releases      []Release      `json:"releases"`
 	Notifications []Notification `json:"notifications,omitempty"`
+	Projects      []Project      `json:"projects,omitempty"`
 }

@@ -535,8 +535,12 @@ type Assignment struct {
 	TimeoutSeconds  int64             `protobuf:"varint,12,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
 	IntervalSeconds int64             `protobuf:"varint,13,opt,name=interval_seconds,json=intervalSeconds,proto3" json:"interval_seconds,omitempty"`
 	Vars            map[string]string `protobuf:"bytes,14,rep,name=vars,proto3" json:"vars,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The rules of the release's project, checked by the agent against every rendered object
+	// before anything is applied, so that they hold while the hub is unreachable. Unset: the
+	// built-in platform project (everything allowed, the agent's own identity).
+	Project       *ProjectRules `protobuf:"bytes,15,opt,name=project,proto3" json:"project,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Assignment) Reset() {
@@ -667,6 +671,152 @@ func (x *Assignment) GetVars() map[string]string {
 	return nil
 }
 
+func (x *Assignment) GetProject() *ProjectRules {
+	if x != nil {
+		return x.Project
+	}
+	return nil
+}
+
+// ProjectRules are what a project allows its releases' objects, as the agent enforces them.
+type ProjectRules struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Namespaces (names and globs with "*") objects may live in; empty: none.
+	Namespaces []string     `protobuf:"bytes,2,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	AllowKinds []*GroupKind `protobuf:"bytes,3,rep,name=allow_kinds,json=allowKinds,proto3" json:"allow_kinds,omitempty"`
+	DenyKinds  []*GroupKind `protobuf:"bytes,4,rep,name=deny_kinds,json=denyKinds,proto3" json:"deny_kinds,omitempty"`
+	// The ServiceAccount the agent impersonates to apply, prune and read the objects.
+	ServiceAccountNamespace string `protobuf:"bytes,5,opt,name=service_account_namespace,json=serviceAccountNamespace,proto3" json:"service_account_namespace,omitempty"`
+	ServiceAccountName      string `protobuf:"bytes,6,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *ProjectRules) Reset() {
+	*x = ProjectRules{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectRules) ProtoMessage() {}
+
+func (x *ProjectRules) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectRules.ProtoReflect.Descriptor instead.
+func (*ProjectRules) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ProjectRules) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProjectRules) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *ProjectRules) GetAllowKinds() []*GroupKind {
+	if x != nil {
+		return x.AllowKinds
+	}
+	return nil
+}
+
+func (x *ProjectRules) GetDenyKinds() []*GroupKind {
+	if x != nil {
+		return x.DenyKinds
+	}
+	return nil
+}
+
+func (x *ProjectRules) GetServiceAccountNamespace() string {
+	if x != nil {
+		return x.ServiceAccountNamespace
+	}
+	return ""
+}
+
+func (x *ProjectRules) GetServiceAccountName() string {
+	if x != nil {
+		return x.ServiceAccountName
+	}
+	return ""
+}
+
+type GroupKind struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupKind) Reset() {
+	*x = GroupKind{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupKind) ProtoMessage() {}
+
+func (x *GroupKind) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupKind.ProtoReflect.Descriptor instead.
+func (*GroupKind) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GroupKind) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupKind) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
 type ReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reports       []*Report              `protobuf:"bytes,1,rep,name=reports,proto3" json:"reports,omitempty"`
@@ -676,7 +826,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +838,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +851,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -725,7 +875,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +887,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +900,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -815,7 +965,7 @@ type AssignmentStatus struct {
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +977,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +990,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -987,7 +1137,7 @@ type Removal struct {
 
 func (x *Removal) Reset() {
 	*x = Removal{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1149,7 @@ func (x *Removal) String() string {
 func (*Removal) ProtoMessage() {}
 
 func (x *Removal) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1162,7 @@ func (x *Removal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removal.ProtoReflect.Descriptor instead.
 func (*Removal) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Removal) GetReason() string {
@@ -1078,7 +1228,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1240,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1253,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -1203,7 +1353,7 @@ type FieldDrift struct {
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1365,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1378,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -1264,7 +1414,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1426,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1439,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -1319,7 +1469,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1481,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1494,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1384,7 +1534,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1546,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1559,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -1435,7 +1585,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1597,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1610,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -1506,7 +1656,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1668,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1681,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1571,7 +1721,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xf2\x03\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xad\x04\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -1588,10 +1738,25 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x04wait\x18\v \x01(\bR\x04wait\x12'\n" +
 	"\x0ftimeout_seconds\x18\f \x01(\x03R\x0etimeoutSeconds\x12)\n" +
 	"\x10interval_seconds\x18\r \x01(\x03R\x0fintervalSeconds\x12;\n" +
-	"\x04vars\x18\x0e \x03(\v2'.flotilla.agent.v1.Assignment.VarsEntryR\x04vars\x1a7\n" +
+	"\x04vars\x18\x0e \x03(\v2'.flotilla.agent.v1.Assignment.VarsEntryR\x04vars\x129\n" +
+	"\aproject\x18\x0f \x01(\v2\x1f.flotilla.agent.v1.ProjectRulesR\aproject\x1a7\n" +
 	"\tVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"D\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x02\n" +
+	"\fProjectRules\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x02 \x03(\tR\n" +
+	"namespaces\x12=\n" +
+	"\vallow_kinds\x18\x03 \x03(\v2\x1c.flotilla.agent.v1.GroupKindR\n" +
+	"allowKinds\x12;\n" +
+	"\n" +
+	"deny_kinds\x18\x04 \x03(\v2\x1c.flotilla.agent.v1.GroupKindR\tdenyKinds\x12:\n" +
+	"\x19service_account_namespace\x18\x05 \x01(\tR\x17serviceAccountNamespace\x120\n" +
+	"\x14service_account_name\x18\x06 \x01(\tR\x12serviceAccountName\"5\n" +
+	"\tGroupKind\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\"D\n" +
 	"\rReportRequest\x123\n" +
 	"\areports\x18\x01 \x03(\v2\x19.flotilla.agent.v1.ReportR\areports\"\xb6\x01\n" +
 	"\x06Report\x12\x10\n" +
@@ -1688,7 +1853,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -1699,48 +1864,53 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*DesiredState)(nil),          // 6: flotilla.agent.v1.DesiredState
 	(*Tombstone)(nil),             // 7: flotilla.agent.v1.Tombstone
 	(*Assignment)(nil),            // 8: flotilla.agent.v1.Assignment
-	(*ReportRequest)(nil),         // 9: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 10: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 11: flotilla.agent.v1.AssignmentStatus
-	(*Removal)(nil),               // 12: flotilla.agent.v1.Removal
-	(*ObjectDetail)(nil),          // 13: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 14: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 15: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 16: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 17: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 18: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 19: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 20: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*ProjectRules)(nil),          // 9: flotilla.agent.v1.ProjectRules
+	(*GroupKind)(nil),             // 10: flotilla.agent.v1.GroupKind
+	(*ReportRequest)(nil),         // 11: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 12: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 13: flotilla.agent.v1.AssignmentStatus
+	(*Removal)(nil),               // 14: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 15: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 16: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 17: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 18: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 19: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 20: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 21: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 22: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
 	8,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
 	7,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
-	20, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	10, // 4: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	21, // 5: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	11, // 6: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	16, // 7: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	13, // 8: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	12, // 9: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	14, // 10: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	15, // 11: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 12: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 13: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 14: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	9,  // 15: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	18, // 16: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 17: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 18: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 19: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	17, // 20: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	19, // 21: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	22, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	9,  // 4: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	10, // 5: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	10, // 6: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	12, // 7: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	23, // 8: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	13, // 9: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	18, // 10: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	15, // 11: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	14, // 12: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	16, // 13: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	17, // 14: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 15: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 16: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 17: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	11, // 18: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	20, // 19: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 20: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 21: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 22: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	19, // 23: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	21, // 24: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -1754,7 +1924,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
