@@ -34,6 +34,9 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 	if err != nil {
 		return err
 	}
+	if g, err = p.opts.Policy.authorize(g, ep); err != nil {
+		return err
+	}
 	if err := checkCommitHash(commit); err != nil {
 		return g.errorf("checkout %q: %w", commit, err)
 	}

@@ -43,6 +43,17 @@
 // https://host/org/repo.git, http://…, ssh://git@host/org/repo.git,
 // git@host:org/repo.git, file:///srv/git/repo and /srv/git/repo.
 //
+// # Policy
+//
+// A [Policy] (Options.Policy) is what the hub's operator lets fleet sources use, loaded by
+// [LoadPolicy] from --credentials-config: credentials by name ([Git].Credentials), each sent
+// only to the hosts listed for it; credentialsFile only under allowCredentialsFiles; http://
+// only with [Git].Insecure; file:// and plain paths only under the directories named with
+// --allow-file-sources. The fleet repository the operator names on the command line
+// ([Git].Operator) may use http:// and any path. Refusals name the source and the setting
+// that would allow it. URLs with embedded credentials are redacted ([Redact]) in every
+// message, fetch errors included.
+//
 // # Credentials file
 //
 // [LoadCredentials] reads either YAML or key=value lines (the first line

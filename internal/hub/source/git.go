@@ -31,8 +31,21 @@ type Git struct {
 	// Commit pins a full 40-digit commit hash; it must exist in a branch or
 	// tag of the remote.
 	Commit string
-	// Auth authenticates to the server; the zero value is anonymous.
+	// Auth authenticates to the server; the zero value is anonymous. The Poller's Policy
+	// sets it from Credentials or CredentialsFile.
 	Auth Credentials
+	// Credentials names credentials in the Poller's Policy (the operator's credentials
+	// configuration); they are sent only to the hosts the policy lists for them.
+	Credentials string
+	// CredentialsFile names a credentials file on the hub; the Policy allows it only under
+	// the directories its operator lists.
+	CredentialsFile string
+	// Insecure accepts an http:// URL, which the Policy refuses otherwise.
+	Insecure bool
+	// Operator marks a URL the hub's operator gave on the command line (the fleet
+	// repository), not one read from the fleet: the Policy lets it use http:// and any
+	// local path.
+	Operator bool
 }
 
 // Resolved is the outcome of Resolve: a commit and what led to it.
@@ -131,7 +144,9 @@ func mirrorKey(ep *transport.Endpoint, raw string) string {
 	return raw
 }
 
-// Redact hides a password in a URL, for messages.
+// Redact hides the secret in a URL with embedded credentials, for messages, logs, the
+// store, the audit trail and what agents are sent: the password of user:password@, and for
+// http(s) a lone user name too (https://<token>@host is how tokens are often embedded).
 func Redact(raw string) string { return redact(raw) }
 
 // SameRepository reports whether two source URLs name one repository: a plain path and its
@@ -161,11 +176,65 @@ func repositoryKey(raw string) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + p
 }
 
-// redact hides a password in a URL, for error messages.
+// redacted replaces a secret in a URL.
+const redacted = "xxxxx"
+
+// redact hides the secret of a URL with embedded credentials (see Redact).
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// An unparsable URL may still hold "user:secret@": hide everything before the @.
+		if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+			if at := strings.LastIndex(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
+				return scheme + "://" + redacted + "@" + rest[at+1:]
+			}
+		}
 		return raw
 	}
-	return u.Redacted()
+	if u.User == nil {
+		return raw
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		u.User = url.UserPassword(u.User.Username(), redacted)
+	} else if s := strings.ToLower(u.Scheme); s == "http" || s == "https" {
+		u.User = url.User(redacted)
+	} else {
+		return raw // ssh://git@host: a user name, not a secret
+	}
+	return u.String()
 }
+
+// redactError hides the URL's secret wherever err's text repeats it (go-git's HTTP errors
+// quote the URL they requested), keeping err for errors.Is and errors.As.
+func redactError(err error, raw string) error {
+	u, perr := url.Parse(raw)
+	if err == nil || perr != nil || u.User == nil {
+		return err
+	}
+	msg := err.Error()
+	secrets := []string{}
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	} else if s := strings.ToLower(u.Scheme); s == "http" || s == "https" {
+		name := u.User.Username()
+		secrets = append(secrets, name, url.QueryEscape(name), url.PathEscape(name))
+	}
+	clean := msg
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			clean = strings.ReplaceAll(clean, s, redacted)
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -31,6 +31,10 @@ type Options struct {
 	FetchTimeout time.Duration
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
+	// Policy is what the hub's operator lets sources use (named credentials, http://,
+	// file://). Nil: every transport is allowed and no credentials are resolved by name or
+	// file; the hub always sets one.
+	Policy *Policy
 }
 
 // DefaultOptions returns the options NewPoller uses.
@@ -190,6 +194,7 @@ func (p *Poller) fetch(ctx context.Context, g Git, ep *transport.Endpoint, m *mi
 	select {
 	case r := <-done:
 		if r.err != nil {
+			r.err = redactError(r.err, g.URL)
 			if errors.Is(r.err, transport.ErrAuthenticationRequired) && !g.Auth.IsZero() {
 				return g.errorf("fetch %s: credentials %s rejected: %w", redact(g.URL), g.Auth, r.err)
 			}

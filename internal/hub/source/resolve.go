@@ -20,6 +20,9 @@ func (p *Poller) Resolve(ctx context.Context, g Git) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
+	if g, err = p.opts.Policy.authorize(g, ep); err != nil {
+		return Resolved{}, err
+	}
 	var constraint *semver.Constraints
 	if g.Semver != "" {
 		if constraint, err = semver.NewConstraint(g.Semver); err != nil {
