@@ -1,5 +1,5 @@
-// Package v1alpha1 defines Flotilla's fleet configuration: the Source, Release and Notification
-// objects a platform team writes, in Kubernetes-shaped YAML, in a directory or a Git fleet
+// Package v1alpha1 defines Flotilla's fleet configuration: the Source, Release, Notification and
+// Project objects a platform team writes, in Kubernetes-shaped YAML, in a directory or a Git fleet
 // repository.
 //
 // # Loading
@@ -8,9 +8,9 @@
 // hidden files and directories (".git", ".github", ".flotilla.yaml"); [Parse] does the same for
 // files already in memory, so the hub can read a fleet repository straight out of an artifact. A
 // file may hold several YAML documents separated by "---"; empty documents (nothing but comments)
-// are skipped. Every object must have apiVersion flotilla.dev/v1alpha1 and kind Source, Release or
-// Notification; any other object is an error, not silently ignored, so a stray ConfigMap in the
-// fleet repository is noticed.
+// are skipped. Every object must have apiVersion flotilla.dev/v1alpha1 and kind Source, Release,
+// Notification or Project; any other object is an error, not silently ignored, so a stray
+// ConfigMap in the fleet repository is noticed.
 //
 // Decoding is strict, as kubectl's is: an unknown field (a typo such as "selecter", or "Source"
 // for "source") is an error naming its full path, and a value of the wrong type is an error rather
@@ -29,6 +29,15 @@
 //
 // When a document cannot be decoded, the objects that could be are still validated, but a
 // reference to a source whose document failed to decode is not reported again.
+//
+// # Projects
+//
+// A Project bounds the releases that name it in spec.project (unset: the built-in platform
+// project, which allows everything). Validation checks the Project's own fields and that every
+// Release names a defined project; what a project allows is decided by [ProjectSpec.AllowsSource],
+// [ProjectSpec.AllowsNamespace] and, for kinds, package internal/project, which the hub's
+// scheduler and the agent share. [ParseTenant] reads a team's own fleet repository and refuses
+// anything in it that leaves the team's Project. See docs/projects.md.
 //
 // # Defaults
 //

@@ -26,11 +26,11 @@ const (
 
 // isKind reports whether kind is a fleet object kind.
 func isKind(kind string) bool {
-	return kind == KindSource || kind == KindRelease || kind == KindNotification
+	return kind == KindSource || kind == KindRelease || kind == KindNotification || kind == KindProject
 }
 
 // kindList names the fleet object kinds for messages.
-const kindList = KindSource + ", " + KindRelease + " or " + KindNotification
+const kindList = KindSource + ", " + KindRelease + ", " + KindNotification + " or " + KindProject
 
 // DirRevision identifies the content of a fleet directory, so that an unchanged directory is
 // not parsed again: a hash of every file that walkFleet visits (LoadDir reads some of them),
@@ -113,11 +113,15 @@ func isConfigFile(name string) bool {
 // document order, so the same files always give the same Fleet. The error, if any, is an
 // [*InvalidError] with every problem found.
 func Parse(files map[string][]byte) (*Fleet, error) {
-	l := loader{origins: origins{broken: make(map[string]bool)}}
+	return parseFleet(files, nil)
+}
+
+func parseFleet(files map[string][]byte, t *Tenant) (*Fleet, error) {
+	l := loader{origins: origins{broken: make(map[string]bool), brokenProjects: make(map[string]bool)}}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		l.parseFile(name, files[name])
 	}
-	problems := append(l.problems, validate(&l.fleet, &l.origins)...)
+	problems := append(l.problems, validate(&l.fleet, &l.origins, t)...)
 	if len(problems) > 0 {
 		// Decoding and validation are two passes; group what they found by file.
 		slices.SortStableFunc(problems, func(a, b Problem) int { return strings.Compare(a.File, b.File) })
@@ -178,6 +182,9 @@ func (l *loader) parseDocument(file string, doc document) {
 		if kind == KindSource && name != "" {
 			l.origins.broken[name] = true
 		}
+		if kind == KindProject && name != "" {
+			l.origins.brokenProjects[name] = true
+		}
 	}
 
 	var target any
@@ -196,6 +203,8 @@ func (l *loader) parseDocument(file string, doc document) {
 		target = &Release{}
 	case kind == KindNotification:
 		target = &Notification{}
+	case kind == KindProject:
+		target = &Project{}
 	default:
 		fail(docName, "kind", fmt.Sprintf("%s is not a fleet object kind: want %s", describeKind(kind), kindList))
 		return
@@ -228,6 +237,9 @@ func (l *loader) parseDocument(file string, doc document) {
 	case *Notification:
 		l.fleet.Notifications = append(l.fleet.Notifications, *t)
 		l.origins.notifications = append(l.origins.notifications, o)
+	case *Project:
+		l.fleet.Projects = append(l.fleet.Projects, *t)
+		l.origins.projects = append(l.origins.projects, o)
 	}
 }
 

@@ -22,7 +22,7 @@ const ClusterNameVariable = "cluster_name"
 // Validate checks a fleet built in code the way [Parse] checks what it reads. Problems carry
 // no file; unnamed objects are named by their index ("releases[3]").
 func (f *Fleet) Validate() error {
-	if problems := validate(f, nil); len(problems) > 0 {
+	if problems := validate(f, nil, nil); len(problems) > 0 {
 		return &InvalidError{Problems: problems}
 	}
 	return nil
@@ -30,9 +30,10 @@ func (f *Fleet) Validate() error {
 
 // origins says where each object of a parsed fleet came from.
 type origins struct {
-	sources, releases, notifications []origin
-	// broken names the sources whose documents failed to decode.
-	broken map[string]bool
+	sources, releases, notifications, projects []origin
+	// broken names the sources whose documents failed to decode; brokenProjects the
+	// projects.
+	broken, brokenProjects map[string]bool
 }
 
 type origin struct {
@@ -51,6 +52,8 @@ func (o *origins) of(kind string, i int) (origin, bool) {
 		list = o.releases
 	case KindNotification:
 		list = o.notifications
+	case KindProject:
+		list = o.projects
 	}
 	if i >= len(list) {
 		return origin{}, false
@@ -81,7 +84,7 @@ func (v *validator) object(kind string, i int, name string) (file string, add fu
 	}
 }
 
-func validate(f *Fleet, o *origins) []Problem {
+func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 	v := &validator{origins: o}
 
 	// Where each name was first defined, to report duplicates against it.
@@ -94,6 +97,15 @@ func validate(f *Fleet, o *origins) []Problem {
 		validateSourceSpec(s.Spec, add)
 	}
 
+	projects := make(map[string]string)
+	for i := range f.Projects {
+		p := &f.Projects[i]
+		file, add := v.object(KindProject, i, p.Metadata.Name)
+		validateMeta(p.Metadata, add)
+		checkDuplicate(projects, KindProject, p.Metadata.Name, file, add)
+		validateProjectSpec(p.Metadata.Name, p.Spec, add)
+	}
+
 	releases := make(map[string]string)
 	for i := range f.Releases {
 		r := &f.Releases[i]
@@ -102,11 +114,18 @@ func validate(f *Fleet, o *origins) []Problem {
 		checkDuplicate(releases, KindRelease, r.Metadata.Name, file, add)
 		validateReleaseSpec(r.Spec, add)
 
-		switch _, defined := sources[r.Spec.Source]; {
+		_, defined := sources[r.Spec.Source]
+		defined = defined || t.hasSource(r.Spec.Source)
+		switch {
 		case r.Spec.Source == "":
 			add("spec.source", "must be set")
 		case !defined && !(o != nil && o.broken[r.Spec.Source]):
 			add("spec.source", fmt.Sprintf("source %q is not defined", r.Spec.Source))
+		}
+		if p := r.Spec.Project; t == nil && p != "" && p != ProjectPlatform {
+			if _, defined := projects[p]; !defined && !(o != nil && o.brokenProjects[p]) {
+				add("spec.project", fmt.Sprintf("project %q is not defined%s", p, knownProjects(projects)))
+			}
 		}
 	}
 
@@ -117,6 +136,9 @@ func validate(f *Fleet, o *origins) []Problem {
 		validateMeta(n.Metadata, add)
 		checkDuplicate(notifications, KindNotification, n.Metadata.Name, file, add)
 		validateNotificationSpec(n.Spec, releases, add)
+	}
+	if t != nil {
+		v.tenant(f, t)
 	}
 	return v.problems
 }

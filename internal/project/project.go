@@ -1,8 +1,6 @@
 package project
 
 import (
-	"strings"
-
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -129,26 +127,8 @@ func (r Rules) AllowsNamespace(ns string) bool {
 }
 
 // Glob reports whether s matches pattern, where "*" matches any run of characters (the empty
-// one too) and every other character itself.
-func Glob(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return len(s) >= len(last) && strings.HasSuffix(s, last)
-}
+// one too) and every other character itself: [v1alpha1.Glob], which validation uses too.
+func Glob(pattern, s string) bool { return v1alpha1.Glob(pattern, s) }
 
 // Proto returns the rules as an assignment carries them to the agent.
 func (r Rules) Proto() *agentv1.ProjectRules {
