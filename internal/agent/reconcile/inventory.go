@@ -21,6 +21,10 @@ import (
 type inventory struct {
 	name    string
 	entries map[string]inventoryEntry // by ObjectRef.id()
+	// serviceAccount applied the objects (nil: the agent itself); pruning them, and removing
+	// the whole assignment after its tombstone, acts as the same one. Only the agent writes
+	// inventories, so no project can name another's ServiceAccount here.
+	serviceAccount *ServiceAccount
 }
 
 type inventoryEntry struct {
@@ -129,7 +133,26 @@ func parseLegacyEntry(line string) (ObjectRef, string, bool) {
 }
 
 func (inv *inventory) equal(o *inventory) bool {
-	return inv.encode() == o.encode()
+	return inv.encode() == o.encode() && sameAccount(inv.serviceAccount, o.serviceAccount)
+}
+
+func sameAccount(a, b *ServiceAccount) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ServiceAccountAnnotation on an inventory ConfigMap names the ServiceAccount
+// ("NAMESPACE/NAME") that applied its objects; absent, the agent applied them itself.
+const ServiceAccountAnnotation = "flotilla.dev/service-account"
+
+func accountOf(annotations map[string]string) *ServiceAccount {
+	ns, name, ok := strings.Cut(annotations[ServiceAccountAnnotation], "/")
+	if !ok || ns == "" || name == "" {
+		return nil
+	}
+	return &ServiceAccount{Namespace: ns, Name: name}
 }
 
 // unreadableInventory is an inventory ConfigMap that cannot be decoded. Its assignment cannot
@@ -167,7 +190,7 @@ func (r *Reconciler) loadInventories(ctx context.Context) (*inventories, error) 
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("v1")
 	list.SetKind("ConfigMapList")
-	err := r.client.List(ctx, list, client.InNamespace(r.cfg.InventoryNamespace), client.HasLabels{InventoryLabel})
+	err := r.agent.List(ctx, list, client.InNamespace(r.cfg.InventoryNamespace), client.HasLabels{InventoryLabel})
 	if err != nil {
 		return nil, fmt.Errorf("list inventories in namespace %s: %w", r.cfg.InventoryNamespace, err)
 	}
@@ -183,23 +206,16 @@ func (r *Reconciler) loadInventories(ctx context.Context) (*inventories, error) 
 			invs.unreadable[name] = &unreadableInventory{name: name, configMap: cm.GetNamespace() + "/" + cm.GetName(), err: err}
 			continue
 		}
+		inv.serviceAccount = accountOf(cm.GetAnnotations())
 		invs.readable[name] = inv
 	}
 	return invs, nil
 }
 
-// saveInventory writes inv with server-side apply, creating the inventory namespace the first
-// time.
-func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory, first bool) error {
-	if first {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(r.cfg.InventoryNamespace)
-		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(ns), client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("create inventory namespace %s: %w", r.cfg.InventoryNamespace, err)
-		}
-	}
+// saveInventory writes inv with server-side apply, as the agent, creating the inventory
+// namespace if it does not exist (it does where deploy/agent installed the agent, which then
+// needs no right on namespaces).
+func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory) error {
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
@@ -207,12 +223,29 @@ func (r *Reconciler) saveInventory(ctx context.Context, inv *inventory, first bo
 	cm.SetName(inventoryConfigMapName(inv.name))
 	// The label value must be a valid label value; the annotation holds the exact name.
 	cm.SetLabels(map[string]string{InventoryLabel: labelValue(inv.name), "app.kubernetes.io/managed-by": "flotilla"})
-	cm.SetAnnotations(map[string]string{InventoryLabel: inv.name})
+	annotations := map[string]string{InventoryLabel: inv.name}
+	if inv.serviceAccount != nil {
+		annotations[ServiceAccountAnnotation] = inv.serviceAccount.String()
+	}
+	cm.SetAnnotations(annotations)
 	// The legacy key is left out, so the apply removes it.
 	if err := unstructured.SetNestedField(cm.Object, inv.encode(), "data", inventoryKey); err != nil {
 		return err
 	}
-	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner(FieldManager), client.ForceOwnership)
+	apply := func() error {
+		return r.agent.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm.DeepCopy()), client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	err := apply()
+	if apierrors.IsNotFound(err) {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(r.cfg.InventoryNamespace)
+		if err := r.agent.Apply(ctx, client.ApplyConfigurationFromUnstructured(ns), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("create inventory namespace %s: %w", r.cfg.InventoryNamespace, err)
+		}
+		err = apply()
+	}
 	if err != nil {
 		return fmt.Errorf("write inventory %s/%s: %w", r.cfg.InventoryNamespace, cm.GetName(), err)
 	}

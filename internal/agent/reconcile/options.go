@@ -1,6 +1,10 @@
 package reconcile
 
-import "time"
+import (
+	"time"
+
+	"github.com/flotilla/flotilla/internal/project"
+)
 
 // FieldManager is the server-side apply field manager flotilla applies with.
 const FieldManager = "flotilla"
@@ -35,6 +39,12 @@ type Options struct {
 	// Force takes fields that another server-side-apply manager owns and objects that another
 	// assignment's inventory holds, instead of reporting a conflict.
 	Force bool
+	// Project bounds the objects: every one must be in one of its namespaces and of a kind it
+	// allows, or nothing is applied (BoundsError). When it names a ServiceAccount, objects
+	// are applied, pruned and read as that ServiceAccount (impersonation), so that the API
+	// server's RBAC judges them too; inventories are always the agent's own. Nil: the
+	// built-in platform project, no bounds but the inventory namespace, the agent's identity.
+	Project *project.Rules
 }
 
 func (o Options) withDefaults() Options {

@@ -33,6 +33,8 @@ type item struct {
 	// untracked: created for CreateNamespace; kept out of the inventory so it is never pruned.
 	untracked bool
 	failure   string // why the apply failed
+	// namespaced: as the cluster serves the kind, or the set's CRD declares it.
+	namespaced bool
 }
 
 func (it *item) deferred() bool { return it.newKind || it.inNewNamespace }
@@ -94,7 +96,7 @@ func (r *Reconciler) prepare(objects []*unstructured.Unstructured, opts Options)
 			problems = append(problems, fmt.Sprintf("%s: %v", ssautils.FmtUnstructured(u), err))
 			continue
 		}
-		it := &item{desired: u, ref: refOf(u), newKind: newKind}
+		it := &item{desired: u, ref: refOf(u), newKind: newKind, namespaced: namespaced}
 		if seen[it.ref.id()] {
 			problems = append(problems, fmt.Sprintf("%s in namespace %q is declared twice", it.ref, it.ref.Namespace))
 			continue

@@ -12,12 +12,14 @@ import (
 )
 
 // prune deletes (with dryRun only lists) the objects of the old inventory that left the set,
-// and returns one line per failure. Only inventory objects are ever candidates; one annotated
+// and returns one line per failure and the objects it failed to prune, which stay in the
+// inventory so that the next reconcile tries again (a ServiceAccount denied the delete today
+// may be allowed it tomorrow). Only inventory objects are ever candidates; one annotated
 // flotilla.dev/prune: disabled is kept, and one already gone is skipped quietly. Without Prune
 // nothing happens: objects that left the set are no longer managed, as with Flux.
-func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, opts Options, dryRun bool) ([]ObjectResult, []string) {
+func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, opts Options, dryRun bool) ([]ObjectResult, []string, []ObjectRef) {
 	if !opts.Prune {
-		return nil, nil
+		return nil, nil, nil
 	}
 	current := make(map[string]bool, len(items))
 	for _, it := range items {
@@ -65,15 +67,17 @@ func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, o
 	})
 	var out []ObjectResult
 	var failed []string
+	var kept []ObjectRef
 	for i, res := range results {
 		if res.Action != "" {
 			out = append(out, res)
 		}
 		if failures[i] != "" {
 			failed = append(failed, failures[i])
+			kept = append(kept, gone[i])
 		}
 	}
-	return out, failed
+	return out, failed, kept
 }
 
 func (r ObjectRef) groupVersion() string {

@@ -21,6 +21,15 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	for _, it := range items {
 		it.untracked = nsRef != nil && it.ref == *nsRef
 	}
+	if err := checkBounds(items, opts.Project, r.cfg.InventoryNamespace); err != nil {
+		return err
+	}
+	// From here on objects are read and written as the project's ServiceAccount, if it names
+	// one; inventories stay the agent's (r.agent).
+	sa := serviceAccountOf(opts.Project)
+	if r, err = r.as(sa); err != nil {
+		return err
+	}
 
 	invs, err := r.loadInventories(ctx)
 	if err != nil {
@@ -33,6 +42,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	exists := own != nil
 	if !exists {
 		own = newInventory(opts.Name)
+		own.serviceAccount = sa
 	}
 	claimedBy := map[string]string{}
 	for name, inv := range invs.readable {
@@ -83,7 +93,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		for _, it := range later {
 			it.result.Action = Created // cannot be validated before its namespace or CRD exists
 		}
-		res.Objects, _ = r.prune(ctx, own, items, opts, true)
+		res.Objects, _, _ = r.prune(ctx, own, items, opts, true)
 		return nil
 	}
 
@@ -92,6 +102,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	// recorded: those the server could not check yet (in a namespace or of a kind this set
 	// creates) are recorded once stage 0 exists and they pass.
 	pending := newInventory(opts.Name)
+	pending.serviceAccount = sa
 	for id, e := range own.entries {
 		pending.entries[id] = e
 	}
@@ -102,10 +113,10 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 				pending.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: "pending"}
 			}
 		}
-		if pending.encode() == before && (exists || len(pending.entries) == 0) {
+		if pending.encode() == before && sameAccount(pending.serviceAccount, own.serviceAccount) && (exists || len(pending.entries) == 0) {
 			return nil
 		}
-		if err := r.saveInventory(ctx, pending, !exists); err != nil {
+		if err := r.saveInventory(ctx, pending); err != nil {
 			return err
 		}
 		exists = true
@@ -155,11 +166,12 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	}
 	failures = append(failures, f...)
 
-	pruned, f := r.prune(ctx, own, items, opts, false)
+	pruned, f, unpruned := r.prune(ctx, own, items, opts, false)
 	res.Objects = pruned
 	failures = append(failures, f...)
 
 	final := newInventory(opts.Name)
+	final.serviceAccount = sa
 	for _, it := range items {
 		if it.untracked || it.result.Action == Conflict {
 			continue
@@ -170,8 +182,11 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		}
 		final.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: hash}
 	}
+	for _, ref := range unpruned {
+		final.entries[ref.id()] = own.entries[ref.id()]
+	}
 	if !final.equal(own) || !exists {
-		if err := r.saveInventory(ctx, final, !exists); err != nil {
+		if err := r.saveInventory(ctx, final); err != nil {
 			return err
 		}
 	}

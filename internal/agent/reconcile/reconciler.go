@@ -22,7 +22,13 @@ var quietControllerRuntime sync.Once
 // Reconciler reconciles assignments into one cluster. It is safe for concurrent use by
 // different assignments.
 type Reconciler struct {
-	client   client.Client
+	// client reads and writes the assignment's objects: the agent's own identity, or in a
+	// copy made by asServiceAccount, the project's ServiceAccount.
+	client client.Client
+	// agent reads and writes inventories, always with the agent's own identity, so that no
+	// project's ServiceAccount needs (or gets) a right in the inventory namespace.
+	agent    client.Client
+	accounts *impersonation
 	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
@@ -52,6 +58,8 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Reconciler, error
 	}
 	return &Reconciler{
 		client:   c,
+		agent:    c,
+		accounts: newImpersonation(rc, mapper),
 		cfg:      cfg.withDefaults(),
 		log:      log,
 		now:      time.Now,
@@ -72,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, objects []*unstructured.Unst
 	res.Seconds = res.Duration.Seconds()
 	res.Requests = counter.snapshot()
 	if err != nil {
-		err = fmt.Errorf("assignment %q: %w", opts.Name, err)
+		err = fmt.Errorf("assignment %q%s: %w", opts.Name, actingAs(opts.Project), err)
 		res.Error = err.Error()
 	}
 	return res, err

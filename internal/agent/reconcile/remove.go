@@ -27,13 +27,18 @@ func (r *Reconciler) Remove(ctx context.Context, name string) (*Result, error) {
 		if err != nil || own == nil {
 			return err
 		}
-		pruned, failures := r.prune(ctx, own, nil, Options{Prune: true}, false)
+		// Delete as whoever applied the objects; the inventory itself as the agent.
+		applier, err := r.as(own.serviceAccount)
+		if err != nil {
+			return err
+		}
+		pruned, failures, _ := applier.prune(ctx, own, nil, Options{Prune: true}, false)
 		res.Objects = pruned
 		if len(failures) > 0 {
 			return &ApplyError{Failures: failures}
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.cfg.InventoryNamespace, Name: inventoryConfigMapName(name)}}
-		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		if err := r.agent.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete inventory %s/%s: %w", cm.Namespace, cm.Name, err)
 		}
 		return nil
