@@ -63,13 +63,17 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 		})
 	}
 	for _, a := range doc.Assignments {
-		out.Assignments = append(out.Assignments, &agentv1.Assignment{
+		pa := &agentv1.Assignment{
 			Release: a.Release, Source: a.Source, Url: a.URL, Revision: a.Revision, Digest: a.Digest,
 			Path: a.Path, Namespace: a.Namespace, CreateNamespace: a.CreateNamespace,
 			Prune: a.Prune, SelfHeal: a.SelfHeal, Wait: a.Wait,
 			TimeoutSeconds: int64(a.Timeout / time.Second), IntervalSeconds: int64(a.Interval / time.Second),
 			Vars: a.Vars,
-		})
+		}
+		if a.Project != nil {
+			pa.Project = a.Project.Proto() // unset: the platform project, no bounds
+		}
+		out.Assignments = append(out.Assignments, pa)
 	}
 	return out, nil
 }

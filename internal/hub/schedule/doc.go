@@ -22,6 +22,22 @@
 // The path is the release's text/template over .Cluster.Name and .Cluster.Labels, executed
 // with missingkey=error. It must resolve to a path inside the source: not absolute, no "..".
 //
+// # Projects
+//
+// Every release belongs to a project (spec.project; unset is the built-in "platform"). A
+// release matches a cluster only when its project's clusterSelector matches it too: the
+// project narrows the targets, never widens them. A release whose project does not allow its
+// source (by name, or by the source's URL against the project's URL patterns), does not allow
+// its default namespace, or is not defined, is not assigned afresh to any cluster: one
+// Problem names the project and the rule broken, and a cluster that had the release keeps its
+// previous assignment, as for a source without an artifact (a mistaken commit never prunes).
+//
+// Each assignment carries its project's rules (project.Rules: namespaces, kinds, the
+// ServiceAccount), which the agent checks every object against before it applies anything;
+// a kept assignment gets the project's current rules, so that a narrowed project binds what
+// is already running. The built-in platform project, when the fleet does not define a
+// Project of that name, carries none: everything is allowed, with the agent's own identity.
+//
 // # Variables
 //
 // Each assignment's Vars hold the cluster's variables, cluster_name and cluster_label_<key>

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/project"
 )
 
 // Cluster is a registered cluster as the scheduler sees it.
@@ -47,6 +48,11 @@ type Assignment struct {
 	// Vars are the variables for substitution: the cluster's, then the release's where the
 	// cluster has none of that name (see the package documentation). Never nil.
 	Vars map[string]string `json:"vars"`
+	// Project holds the rules of the release's project, which the agent checks every object
+	// against and whose ServiceAccount it impersonates; nil for the built-in platform
+	// project when the fleet does not define one (everything allowed, the agent's own
+	// identity). Documents stored before projects have none.
+	Project *project.Rules `json:"project,omitempty"`
 }
 
 // Problem is a release that could not be scheduled as written, for one cluster or (Cluster
@@ -198,6 +204,11 @@ type prepared struct {
 	resolved bool // the source has an artifact
 	vars     map[string]string
 	base     Assignment // everything but the path and Vars
+	// clusters bounds the clusters the release may target: its project's clusterSelector.
+	clusters v1alpha1.LabelSelector
+	// refused says which rule of its project the release breaks; "" when none. A refused
+	// release is not assigned afresh anywhere (see keep).
+	refused string
 }
 
 // prepare returns the fleet's releases sorted by name, so that assignment lists come out
@@ -208,6 +219,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 	}
 	rels := make([]prepared, 0, len(fleet.Releases))
 	seen := make(map[string]bool, len(fleet.Releases))
+	projects := newProjects(fleet)
 	for i := range fleet.Releases {
 		r := &fleet.Releases[i]
 		name := r.Metadata.Name
@@ -247,6 +259,10 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 		} else {
 			rel.path = r.Spec.Path
 		}
+		rel.base.Project, rel.clusters, rel.refused = projects.bound(r)
+		if rel.refused != "" {
+			s.problem(name, "", "%s; not assigned afresh (clusters that had it keep their assignment)", rel.refused)
+		}
 		if _, ok := r.Spec.Variables[v1alpha1.ClusterNameVariable]; ok {
 			s.problem(name, "", "variable %s is set from the cluster and cannot be overridden; the release's value is ignored",
 				v1alpha1.ClusterNameVariable)
@@ -265,16 +281,20 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 	var cvars map[string]string // computed on the first match
 	for i := range rels {
 		r := &rels[i]
-		if !matches(r.targets, c.Labels) {
+		if !matches(r.targets, c.Labels) || !r.clusters.Matches(c.Labels) {
+			continue
+		}
+		if r.refused != "" {
+			keepQuietly(&out, r, previous) // reported once for every cluster by prepare
 			continue
 		}
 		if !r.resolved {
-			s.keep(&out, r.name, c.Name, previous, fmt.Sprintf("source %q has no artifact", r.base.Source))
+			s.keep(&out, r, c.Name, previous, fmt.Sprintf("source %q has no artifact", r.base.Source))
 			continue
 		}
 		p, err := r.resolvePath(c)
 		if err != nil {
-			s.keep(&out, r.name, c.Name, previous, err.Error())
+			s.keep(&out, r, c.Name, previous, err.Error())
 			continue
 		}
 		if cvars == nil {
@@ -288,21 +308,32 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 	return append(make([]Assignment, 0, len(out)), out...)
 }
 
-// keep appends the cluster's previous assignment for release, if it had one, and reports why
-// the release could not be scheduled afresh.
-func (s *scheduler) keep(out *[]Assignment, release, cluster string, previous []Assignment, why string) {
+// keep appends the cluster's previous assignment for release r, if it had one, and reports
+// why the release could not be scheduled afresh.
+func (s *scheduler) keep(out *[]Assignment, r *prepared, cluster string, previous []Assignment, why string) {
+	if a, ok := keepQuietly(out, r, previous); ok {
+		s.problem(r.name, cluster, "%s; kept the previous assignment (revision %s)", why, a.Revision)
+		return
+	}
+	s.problem(r.name, cluster, "%s; not assigned", why)
+}
+
+// keepQuietly appends the cluster's previous assignment for release r, if it had one, with
+// the rules of r's project as they are now: the agent checks what it keeps running against
+// the project's current bounds, never against ones the fleet has since narrowed.
+func keepQuietly(out *[]Assignment, r *prepared, previous []Assignment) (Assignment, bool) {
 	for _, a := range previous {
-		if a.Release == release {
+		if a.Release == r.name {
 			a.Vars = maps.Clone(a.Vars)
 			if a.Vars == nil {
 				a.Vars = map[string]string{}
 			}
+			a.Project = r.base.Project
 			*out = append(*out, a)
-			s.problem(release, cluster, "%s; kept the previous assignment (revision %s)", why, a.Revision)
-			return
+			return a, true
 		}
 	}
-	s.problem(release, cluster, "%s; not assigned", why)
+	return Assignment{}, false
 }
 
 // matches reports whether any target selects a cluster with these labels.

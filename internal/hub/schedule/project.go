@@ -1,0 +1,70 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/project"
+)
+
+// projects are a fleet's projects prepared once per call: each one's rules are shared by
+// every assignment of its releases (they are never modified).
+type projects struct {
+	specs   map[string]*v1alpha1.ProjectSpec
+	rules   map[string]*project.Rules
+	sources map[string]string // Git URL by source name
+}
+
+func newProjects(fleet *v1alpha1.Fleet) projects {
+	ps := projects{
+		specs:   make(map[string]*v1alpha1.ProjectSpec, len(fleet.Projects)),
+		rules:   make(map[string]*project.Rules, len(fleet.Projects)),
+		sources: make(map[string]string, len(fleet.Sources)),
+	}
+	for i := range fleet.Projects {
+		p := &fleet.Projects[i]
+		if _, dup := ps.specs[p.Metadata.Name]; dup {
+			continue // validation refuses it; the first definition counts
+		}
+		ps.specs[p.Metadata.Name] = &p.Spec
+		r := project.FromSpec(p.Metadata.Name, p.Spec)
+		ps.rules[p.Metadata.Name] = &r
+	}
+	for _, s := range fleet.Sources {
+		if s.Spec.Git != nil {
+			if _, dup := ps.sources[s.Metadata.Name]; !dup {
+				ps.sources[s.Metadata.Name] = s.Spec.Git.URL
+			}
+		}
+	}
+	return ps
+}
+
+// bound returns the rules a release's assignments carry, the clusters its project lets it
+// target, and the rule of its project it breaks ("" when none).
+func (ps projects) bound(r *v1alpha1.Release) (rules *project.Rules, clusters v1alpha1.LabelSelector, refused string) {
+	name := r.Spec.ProjectOrDefault()
+	spec, defined := ps.specs[name]
+	switch {
+	case !defined && name == v1alpha1.ProjectPlatform:
+		return nil, v1alpha1.LabelSelector{}, "" // the built-in platform project: no bounds
+	case !defined:
+		return nil, v1alpha1.LabelSelector{}, fmt.Sprintf("project %q is not defined", name)
+	}
+	rules, clusters = ps.rules[name], spec.ClusterSelector
+	if src := r.Spec.Source; !spec.AllowsSource(src, ps.sources[src]) {
+		return rules, clusters, fmt.Sprintf("project %s does not allow source %q (spec.sources: %s)", name, src, list(spec.Sources))
+	}
+	if ns := r.Spec.Namespace; ns != "" && !spec.AllowsNamespace(ns) {
+		return rules, clusters, fmt.Sprintf("project %s does not allow namespace %q (spec.namespaces: %s)", name, ns, list(spec.Namespaces))
+	}
+	return rules, clusters, ""
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
