@@ -115,6 +115,10 @@ type Controller struct {
 	rejectedCommit string
 	artifacts      map[string]schedule.Artifact // by source name
 	problems       []schedule.Problem
+	// merged is the fleet polled and scheduled, computed from mergedFrom (the main fleet in
+	// force) and the tenants' configurations; tenantProblems are the tenants' errors.
+	merged, mergedFrom *v1alpha1.Fleet
+	tenantProblems     []schedule.Problem
 	// fresh are artifacts packed by a poll whose result is not applied yet: garbage
 	// collection must not take them in between.
 	fresh        map[string]bool
@@ -144,6 +148,8 @@ type Controller struct {
 	broken map[string]bool
 	// retryAt is when a reschedule that failed runs again; zero when none failed.
 	retryAt time.Time
+	// tenants are the Projects' fleet repositories, by project.
+	tenants map[string]*tenant
 }
 
 // New returns a controller; call Run.
@@ -217,12 +223,13 @@ type View struct {
 	RejectedCommit string
 }
 
-// View returns the configuration in force and the last scheduling problems. The fleet is
-// shared: callers must not modify it.
+// View returns the configuration in force (the main fleet with the tenants' configurations)
+// and the last scheduling problems, the tenants' rejected configurations among them. The
+// fleet is shared: callers must not modify it.
 func (c *Controller) View() View {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return View{Fleet: c.fleet, Revision: c.fleetRev, Problems: c.problems, FleetURL: c.fleetURL(), RejectedCommit: c.rejectedCommit}
+	return View{Fleet: c.scheduledLocked(), Revision: c.fleetRev, Problems: c.problems, FleetURL: c.fleetURL(), RejectedCommit: c.rejectedCommit}
 }
 
 // fleetURL is the fleet repository's URL, or "" for a fleet in a local directory.
@@ -267,7 +274,7 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		changed := false
 		if clock.Since(c.clock, lastFleetCheck) >= c.opts.FleetInterval {
-			changed = c.loadFleet(ctx) || changed
+			changed = c.loadFleets(ctx) || changed
 			lastFleetCheck = c.clock.Now()
 		}
 		changed = c.pollSources(ctx) || changed

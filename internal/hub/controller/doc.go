@@ -18,6 +18,16 @@
 //   - A release leaves a cluster only with a tombstone naming why (the release was deleted, or
 //     no longer selects the cluster); see package schedule.
 //
+// # Tenant fleet repositories
+//
+// A Project may name its team's own fleet repository. The controller reads each one on the
+// main fleet's interval, checks it against the Project (v1alpha1.ParseTenant), and schedules
+// the main fleet with every tenant's configuration in force added. A rejected commit of one
+// tenant leaves that tenant's last valid configuration in force and touches nothing else; the
+// error is a scheduling problem naming the file at the commit. While a tenant's repository
+// has no configuration in force in this controller (it could not be read since the lease was
+// taken), the clusters keep that project's assignments: nothing is pruned for it.
+//
 // The controller depends on narrow interfaces ([Store], [Poller], [Artifacts], [Lease]) and
 // a clock, so that each fault can be tested with a fake store and no hub.
 package controller

@@ -20,9 +20,7 @@ import (
 // artifact; a failing source keeps its last artifact, so nothing is pruned because a source
 // failed. It reports whether any source's artifact changed.
 func (c *Controller) pollSources(ctx context.Context) bool {
-	c.mu.Lock()
-	fleet := c.fleet
-	c.mu.Unlock()
+	fleet := c.scheduled()
 	if fleet != nil {
 		for _, s := range fleet.Sources {
 			name := s.Metadata.Name

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -52,7 +53,7 @@ func (c *Controller) remember(ds store.DesiredState) {
 func (c *Controller) reschedule(ctx context.Context) {
 	defer func(start time.Time) { c.d.Metrics.Reschedule.Observe(clock.Since(c.clock, start).Seconds()) }(c.clock.Now())
 	c.mu.Lock()
-	fleet, fleetRev := c.fleet, c.fleetRev
+	fleet, fleetRev := c.scheduledLocked(), c.fleetRev
 	arts := maps.Clone(c.artifacts)
 	c.mu.Unlock()
 	if fleet == nil {
@@ -106,6 +107,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 	}
 
 	plan := schedule.Schedule(fleet, in, arts, previous, fleetRev)
+	c.keepUnloaded(&plan, previous)
 	failed := 0
 	actors := c.relabels.take()
 	for _, cl := range in {
@@ -143,7 +145,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 	}
 	c.logProblems(fleet, arts, plan.Problems)
 	c.mu.Lock()
-	c.problems = plan.Problems
+	c.problems = append(slices.Clone(c.tenantProblems), plan.Problems...)
 	c.mu.Unlock()
 
 	// Keep every artifact a stored document refers to: c.plan holds, for a cluster whose

@@ -20,8 +20,11 @@ import (
 const ViewFile = "fleet-view.json"
 
 type sharedView struct {
-	Revision string             `json:"revision"`
-	Fleet    *v1alpha1.Fleet    `json:"fleet"`
+	Revision string          `json:"revision"`
+	Fleet    *v1alpha1.Fleet `json:"fleet"`
+	// Main is the main fleet alone, when Fleet has tenants' configurations added: the
+	// replica that takes the lease next checks the tenants against it.
+	Main     *v1alpha1.Fleet    `json:"main,omitempty"`
 	Problems []schedule.Problem `json:"problems"`
 	// RejectedCommit is View.RejectedCommit.
 	RejectedCommit string `json:"rejectedCommit,omitempty"`
@@ -38,7 +41,11 @@ func (c *Controller) shareView(ctx context.Context, keep map[string]bool) {
 		return
 	}
 	c.mu.Lock()
-	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.fleet, Problems: c.problems, RejectedCommit: c.rejectedCommit, Artifacts: slices.Sorted(maps.Keys(keep))})
+	var main *v1alpha1.Fleet
+	if sched := c.scheduledLocked(); sched != c.fleet {
+		main = c.fleet
+	}
+	data, err := json.Marshal(sharedView{Revision: c.fleetRev, Fleet: c.scheduledLocked(), Main: main, Problems: c.problems, RejectedCommit: c.rejectedCommit, Artifacts: slices.Sorted(maps.Keys(keep))})
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Error("encode the fleet view for the other replicas", "error", err)
@@ -80,6 +87,10 @@ func (c *Controller) AdoptView(ctx context.Context) {
 		return // took the lease meanwhile: its own view wins
 	}
 	c.fleet, c.fleetRev, c.problems, c.rejectedCommit = v.Fleet, v.Revision, v.Problems, v.RejectedCommit
+	c.merged, c.mergedFrom = nil, nil
+	if v.Main != nil {
+		c.fleet, c.merged, c.mergedFrom = v.Main, v.Fleet, v.Main
+	}
 	c.mu.Unlock()
 	keep := make(map[string]bool, len(v.Artifacts))
 	for _, d := range v.Artifacts {
