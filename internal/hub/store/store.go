@@ -140,6 +140,10 @@ type Store interface {
 	AddCertificate(ctx context.Context, c Certificate) error
 	// CertificateValid reports whether serial was issued to cluster and is not revoked.
 	CertificateValid(ctx context.Context, serial, cluster string) (bool, error)
+	// RevokeCertificates revokes the cluster's certificate serial, or all for serial "".
+	RevokeCertificates(ctx context.Context, cluster, serial string) (int64, error)
+	// RevokeJoinTokens makes the cluster's unused join tokens expire at now.
+	RevokeJoinTokens(ctx context.Context, cluster string, now time.Time) (int64, error)
 
 	// PutDesiredState stores doc for cluster. The generation rises by one only when doc
 	// differs from the stored document (byte for byte); changed says whether it did. The

@@ -29,31 +29,27 @@ ON CONFLICT (id) DO NOTHING`,
 // cluster, is unused and now is before its expiry; otherwise it returns ErrTokenInvalid
 // wrapped with the reason.
 //
-// Where rows are locked (PostgreSQL), the token is read FOR UPDATE: of two replicas consuming
-// it at once, the second waits for the first to commit and then reads the token as used. The
-// checks run in Go, so that the hash is compared in constant time; the UPDATE that follows
-// repeats the "unused and unexpired" condition in its WHERE clause and must change exactly
-// one row, which is what makes the token single-use even if two hubs share a SQLite file.
+// The secret is compared first, by a read: attempts without it never serialize writers. Then
+// the token is read FOR UPDATE (PostgreSQL) and the UPDATE repeats "unused and unexpired" and
+// must change one row: single use, even with two hubs on one SQLite file.
 func (s *sqlStore) ConsumeJoinToken(ctx context.Context, id string, secretHash []byte, cluster string, now time.Time) error {
+	var hash []byte
+	if err := s.ro.QueryRowContext(ctx, `SELECT secret_hash FROM join_tokens WHERE id = $1`, id).Scan(&hash); err != nil || subtle.ConstantTimeCompare(hash, secretHash) != 1 {
+		if err == nil || errors.Is(err, sql.ErrNoRows) {
+			err = fmt.Errorf("unknown, or its secret does not match: %w", ErrTokenInvalid)
+		}
+		return fmt.Errorf("join token %q: %w", id, err)
+	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var (
-			hash              []byte
-			issuedFor         string
-			expiresAt, usedAt nullTime
-		)
+		var issuedFor string
+		var expiresAt, usedAt nullTime
 		err := tx.QueryRowContext(ctx, `
-SELECT secret_hash, cluster, expires_at, used_at FROM join_tokens WHERE id = $1`+s.d.forLock("UPDATE"), id).
-			Scan(&hash, &issuedFor, &expiresAt, &usedAt)
+SELECT cluster, expires_at, used_at FROM join_tokens WHERE id = $1`+s.d.forLock("UPDATE"), id).Scan(&issuedFor, &expiresAt, &usedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("unknown: %w", ErrTokenInvalid)
 		}
 		if err != nil {
 			return err
-		}
-		// The secret is checked first: without it, a caller learns nothing more about the
-		// token than that its ID exists.
-		if subtle.ConstantTimeCompare(hash, secretHash) != 1 {
-			return fmt.Errorf("secret does not match: %w", ErrTokenInvalid)
 		}
 		if issuedFor != cluster {
 			return fmt.Errorf("issued for cluster %q, not %q: %w", issuedFor, cluster, ErrTokenInvalid)
@@ -108,4 +104,22 @@ SELECT 1 FROM certificates WHERE serial = $1 AND cluster = $2 AND revoked = fals
 		return false, fmt.Errorf("certificate %s: %w", serial, err)
 	}
 	return true, nil
+}
+
+// RevokeCertificates revokes the cluster's certificate serial, or all of them for serial "".
+func (s *sqlStore) RevokeCertificates(ctx context.Context, cluster, serial string) (int64, error) {
+	return s.count(s.db.ExecContext(ctx, `UPDATE certificates SET revoked = true
+WHERE cluster = $1 AND ($2 = '' OR serial = $2) AND revoked = false`, cluster, serial))
+}
+
+// RevokeJoinTokens makes the cluster's unused join tokens expire at now; used ones are history.
+func (s *sqlStore) RevokeJoinTokens(ctx context.Context, cluster string, now time.Time) (int64, error) {
+	return s.count(s.db.ExecContext(ctx, `UPDATE join_tokens SET expires_at = $1
+WHERE cluster = $2 AND used_at IS NULL AND expires_at > $3`, s.d.time(now), cluster, s.d.instant(now)))
+}
+func (s *sqlStore) count(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("remove cluster", o.testRemoveCluster)
 	t.Run("join tokens", o.testJoinTokens)
 	t.Run("certificates", o.testCertificates)
+	t.Run("revocation", o.testRevocation)
 	t.Run("desired state", o.testDesiredState)
 	t.Run("reports", o.testReports)
 	t.Run("report stats and compaction", o.testReportStats)

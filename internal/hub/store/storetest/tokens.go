@@ -175,3 +175,56 @@ func (o opener) testCertificates(t *testing.T) {
 		}
 	})
 }
+
+func (o opener) testRevocation(t *testing.T) {
+	ctx, s := t.Context(), o.new(t)
+	addCluster(t, ctx, s, "edge-1")
+	addCluster(t, ctx, s, "edge-2")
+	for _, c := range []store.Certificate{
+		{Serial: "01", Cluster: "edge-1", NotAfter: at(24 * time.Hour)},
+		{Serial: "02", Cluster: "edge-1", NotAfter: at(24 * time.Hour)},
+		{Serial: "03", Cluster: "edge-1", NotAfter: at(24 * time.Hour)},
+		{Serial: "09", Cluster: "edge-2", NotAfter: at(24 * time.Hour)},
+	} {
+		must(t, s.AddCertificate(ctx, c))
+	}
+	valid := func(serial, cluster string) bool {
+		ok, err := s.CertificateValid(ctx, serial, cluster)
+		must(t, err)
+		return ok
+	}
+	revoke := func(cluster, serial string, want int64) {
+		t.Helper()
+		n, err := s.RevokeCertificates(ctx, cluster, serial)
+		must(t, err)
+		if n != want {
+			t.Errorf("RevokeCertificates(%q, %q) = %d, want %d", cluster, serial, n, want)
+		}
+	}
+	revoke("edge-1", "01", 1)
+	revoke("edge-1", "01", 0) // already revoked
+	revoke("edge-2", "02", 0) // another cluster's serial
+	if valid("01", "edge-1") || !valid("02", "edge-1") {
+		t.Error("revoking one serial: want 01 revoked and 02 valid")
+	}
+	revoke("edge-1", "", 2)
+	if valid("02", "edge-1") || valid("03", "edge-1") || !valid("09", "edge-2") {
+		t.Error("revoking every certificate of edge-1 must leave edge-2's")
+	}
+
+	must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "used", SecretHash: hash("u"), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
+	must(t, s.ConsumeJoinToken(ctx, "used", hash("u"), "edge-1", at(time.Minute)))
+	for _, id := range []string{"a", "b"} {
+		must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: id, SecretHash: hash(id), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
+	}
+	must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "other", SecretHash: hash("o"), Cluster: "edge-2", ExpiresAt: at(time.Hour)}))
+	n, err := s.RevokeJoinTokens(ctx, "edge-1", at(2*time.Minute))
+	must(t, err)
+	if n != 2 {
+		t.Errorf("RevokeJoinTokens = %d, want the 2 unused tokens", n)
+	}
+	if err := s.ConsumeJoinToken(ctx, "a", hash("a"), "edge-1", at(3*time.Minute)); !errors.Is(err, store.ErrTokenInvalid) {
+		t.Errorf("a revoked token: err = %v, want ErrTokenInvalid", err)
+	}
+	must(t, s.ConsumeJoinToken(ctx, "other", hash("o"), "edge-2", at(3*time.Minute)))
+}
