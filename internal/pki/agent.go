@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -49,6 +51,42 @@ func CreateCSR(key *ecdsa.PrivateKey, cluster string) ([]byte, error) {
 // for client authentication only, and has a 128-bit random serial, returned as 32 lowercase
 // hex digits.
 func (ca *CA) SignAgentCSR(csrPEM []byte, cluster string, ttl time.Duration, now time.Time) (certPEM []byte, serial string, notAfter time.Time, err error) {
+	return ca.signAgentCSR(csrPEM, cluster, "", ttl, now)
+}
+
+// SignAgentRenewal is SignAgentCSR for a renewal: the certificate also names the serial of
+// the certificate it replaces ([ReplacedSerial]), so that the hub can revoke that one once
+// the agent first uses the new one, and a renewal whose answer was lost locks nobody out.
+func (ca *CA) SignAgentRenewal(csrPEM []byte, cluster, replaces string, ttl time.Duration, now time.Time) (certPEM []byte, serial string, notAfter time.Time, err error) {
+	if !isSerial(replaces) {
+		return nil, "", time.Time{}, fmt.Errorf("agent certificate for cluster %q: replaced serial %q: want 32 lowercase hex digits", cluster, replaces)
+	}
+	return ca.signAgentCSR(csrPEM, cluster, replaces, ttl, now)
+}
+
+// oidReplaces is the non-critical extension that names the serial a renewed certificate
+// replaces: an OID under 2.25 (UUID-derived arcs, no registration), with a random arc.
+var oidReplaces = asn1.ObjectIdentifier{2, 25, 2407800322973762146}
+
+// ReplacedSerial returns the serial of the certificate cert replaced (32 lowercase hex digits),
+// or "" when it replaced none (it came from a join). Only the hub's CA issues the extension.
+func ReplacedSerial(cert *x509.Certificate) string {
+	for _, e := range cert.Extensions {
+		if e.Id.Equal(oidReplaces) {
+			var s string
+			if rest, err := asn1.Unmarshal(e.Value, &s); err == nil && len(rest) == 0 && isSerial(s) {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func isSerial(s string) bool {
+	return len(s) == 32 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+func (ca *CA) signAgentCSR(csrPEM []byte, cluster, replaces string, ttl time.Duration, now time.Time) (certPEM []byte, serial string, notAfter time.Time, err error) {
 	if err := validateClusterName(cluster); err != nil {
 		return nil, "", time.Time{}, fmt.Errorf("agent certificate: %w", err)
 	}
@@ -87,6 +125,13 @@ func (ca *CA) SignAgentCSR(csrPEM []byte, cluster string, ttl time.Duration, now
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
+	}
+	if replaces != "" {
+		v, err := asn1.Marshal(replaces)
+		if err != nil {
+			return fail(err)
+		}
+		tmpl.ExtraExtensions = []pkix.Extension{{Id: oidReplaces, Value: v}}
 	}
 	certDER, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
 	if err != nil {

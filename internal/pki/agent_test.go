@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"net"
 	"net/url"
 	"strings"
@@ -266,4 +267,48 @@ func TestNeedsRenewal(t *testing.T) {
 			t.Error("renewal not wanted at two thirds of the lifetime")
 		}
 	})
+}
+
+func TestSignAgentRenewalNamesTheReplacedSerial(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := LoadOrCreateCA(t.TempDir(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := NewAgentKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := CreateCSR(key, "edge-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, serial, _, err := ca.SignAgentCSR(csr, "edge-1", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, serial2, _, err := ca.SignAgentRenewal(csr, "edge-1", serial, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(p []byte) *x509.Certificate {
+		block, _ := pem.Decode(p)
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if got := ReplacedSerial(parse(first)); got != "" {
+		t.Errorf("a joined certificate replaces %q; want none", got)
+	}
+	if got := ReplacedSerial(parse(renewed)); got != serial || serial2 == serial {
+		t.Errorf("renewed certificate %s replaces %q; want %s", serial2, got, serial)
+	}
+	if _, _, err := ca.VerifyAgent([][]byte{parse(renewed).Raw}, now); err != nil {
+		t.Errorf("renewed certificate does not verify: %v", err)
+	}
+	if _, _, _, err := ca.SignAgentRenewal(csr, "edge-1", "nope", time.Hour, now); err == nil {
+		t.Error("a renewal naming a malformed serial was signed")
+	}
 }
