@@ -65,8 +65,9 @@ func (ca *CA) SignAgentRenewal(csrPEM []byte, cluster, replaces string, ttl time
 }
 
 // oidReplaces is the non-critical extension that names the serial a renewed certificate
-// replaces: an OID under 2.25 (UUID-derived arcs, no registration), with a random arc.
-var oidReplaces = asn1.ObjectIdentifier{2, 25, 2407800322973762146}
+// replaces: an OID under 2.25 (UUID-derived arcs, no registration) with a random arc small
+// enough for Go's certificate parser (31 bits).
+var oidReplaces = asn1.ObjectIdentifier{2, 25, 957613527}
 
 // ReplacedSerial returns the serial of the certificate cert replaced (32 lowercase hex digits),
 // or "" when it replaced none (it came from a join). Only the hub's CA issues the extension.
