@@ -126,3 +126,7 @@ func notNil(b []byte) []byte {
 	}
 	return b
 }
+
+// DB is the database, for a package that keeps its own small tables beside the store's (the
+// user API's tokens, internal/hub/access): it must not touch the store's tables.
+func (s *sqlStore) DB() *sql.DB { return s.db }

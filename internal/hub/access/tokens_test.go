@@ -1,0 +1,156 @@
+package access_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/pgtest"
+)
+
+// TestTokens runs the token store's contract on both databases the hub's store uses.
+func TestTokens(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) *sql.DB{
+		"sqlite": func(t *testing.T) *sql.DB {
+			st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hub.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st.DB()
+		},
+		"postgres": func(t *testing.T) *sql.DB {
+			st, err := store.OpenPostgres(t.Context(), pgtest.NewDatabase(t), store.PostgresOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st.DB()
+		},
+	} {
+		t.Run(name, func(t *testing.T) { testTokens(t, open(t)) })
+	}
+}
+
+func testTokens(t *testing.T, db *sql.DB) {
+	ctx := t.Context()
+	now := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	ts, err := access.OpenTokens(ctx, db, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := access.OpenTokens(ctx, db, time.Now); err != nil {
+		t.Fatalf("opening twice: %v", err)
+	}
+
+	ci, ciSecret, err := ts.Create(ctx, access.Token{Name: "ci", Grant: access.Grant{Role: access.Deployer, Projects: []string{"team-a"}}, ExpiresAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ciSecret, access.TokenPrefix) || len(ciSecret) != len(access.TokenPrefix)+43 {
+		t.Errorf("secret %q: want flt_ and 43 characters", ciSecret)
+	}
+	_, rootSecret, err := ts.Create(ctx, access.Token{Name: "root", Grant: access.Grant{Role: access.Admin, Projects: []string{"ignored"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ts.Create(ctx, access.Token{Name: "ci", Grant: access.Grant{Role: access.Viewer}}); !errors.Is(err, access.ErrTokenExists) {
+		t.Errorf("a second ci: %v, want ErrTokenExists", err)
+	}
+	if _, _, err := ts.Create(ctx, access.Token{Name: "admin", Grant: access.Grant{Role: access.Viewer}}); err == nil {
+		t.Error("a token named admin was created: that name is the bootstrap token's")
+	}
+
+	// Only the hash is stored.
+	var stored string
+	if err := db.QueryRowContext(ctx, `SELECT secret_hash FROM user_tokens WHERE name = 'ci'`).Scan(&stored); err != nil || strings.Contains(stored, ciSecret[4:]) {
+		t.Errorf("stored %q (%v): the secret must not be", stored, err)
+	}
+
+	list, err := ts.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []access.Token{ci, {Name: "root", Grant: access.Grant{Role: access.Admin}, CreatedAt: now}}
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("list (-want +got):\n%s", diff)
+	}
+
+	p, err := ts.Authenticate(ctx, ciSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}}, p); diff != "" {
+		t.Errorf("principal (-want +got):\n%s", diff)
+	}
+	if _, err := ts.Authenticate(ctx, rootSecret+"x"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("a wrong secret: %v", err)
+	}
+
+	// Rotation: the old secret stops working, the new one works, the grant stays.
+	_, rotated, err := ts.Rotate(ctx, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Authenticate(ctx, ciSecret); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("the rotated-out secret: %v", err)
+	}
+	if p, err := ts.Authenticate(ctx, rotated); err != nil || p.Grants[0].Role != access.Deployer {
+		t.Errorf("the new secret: %v %v", p, err)
+	}
+
+	// Expiry.
+	now = now.Add(time.Hour)
+	if _, err := ts.Authenticate(ctx, rotated); !errors.Is(err, access.ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("an expired token: %v", err)
+	}
+
+	// Revocation.
+	if err := ts.Revoke(ctx, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Authenticate(ctx, rootSecret); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("a revoked token: %v", err)
+	}
+	if err := ts.Revoke(ctx, "root"); !errors.Is(err, access.ErrTokenNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+	if _, _, err := ts.Rotate(ctx, "nope"); !errors.Is(err, access.ErrTokenNotFound) {
+		t.Errorf("rotating an unknown token: %v", err)
+	}
+}
+
+// TestBootstrapRefusesShortTokens: an empty admin.token once turned authentication off.
+func TestBootstrapRefusesShortTokens(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin.token")
+	tok, err := access.LoadOrCreateBootstrap(path)
+	if err != nil || len(tok) < access.MinBootstrapLength {
+		t.Fatalf("first start: %q %v", tok, err)
+	}
+	if again, err := access.LoadOrCreateBootstrap(path); err != nil || again != tok {
+		t.Fatalf("second start: %q %v, want the same token", again, err)
+	}
+	for _, content := range []string{"", "\n", "  \n", "short-token\n", strings.Repeat("x", access.MinBootstrapLength-1)} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := access.LoadOrCreateBootstrap(path); err == nil || !strings.Contains(err.Error(), "refusing to start") {
+			t.Errorf("admin.token %q: %v, want a refusal", content, err)
+		}
+	}
+	// And the authenticator never takes an empty bearer token, whatever it holds.
+	a := &access.Authenticator{}
+	if _, err := a.Authenticate(context.Background(), ""); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("empty bearer with an empty bootstrap: %v", err)
+	}
+}
