@@ -3,8 +3,6 @@ package hub
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -20,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/desired"
@@ -77,6 +75,9 @@ type Options struct {
 	AuditCheckpoint time.Duration
 	// Notify configures the evaluation and delivery of the fleet's Notification objects.
 	Notify NotifyOptions
+	// OIDC configures sign-in with ID tokens of an OpenID Connect issuer (docs/access.md);
+	// no Issuer: none.
+	OIDC access.OIDCOptions
 	// Replica configures this hub as one of several sharing a PostgreSQL store.
 	Replica ReplicaOptions
 	// Clock is the hub's time source: leases, last-seen times, join tokens, certificates,
@@ -233,7 +234,12 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		h.audit.Close()
 		return nil, fmt.Errorf("API endpoint %s: %w", opts.APIAddr, err)
 	}
-	h.user = h.newUserAPI()
+	if h.user, err = h.newUserAPI(ctx); err != nil {
+		h.agentLn.Close()
+		h.apiLn.Close()
+		h.audit.Close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -326,17 +332,6 @@ func (h *Hub) servingHosts() []string {
 	return append(hosts, h.opts.Hosts...)
 }
 
-func loadOrCreateToken(path string) (string, error) {
-	if data, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(data)), nil
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(b)
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write admin token %s: %w", path, err)
-	}
-	return tok, nil
-}
+// loadOrCreateToken reads the bootstrap admin token, or writes a new one; a short or empty
+// file is refused (access.LoadOrCreateBootstrap).
+func loadOrCreateToken(path string) (string, error) { return access.LoadOrCreateBootstrap(path) }

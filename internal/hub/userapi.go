@@ -1,20 +1,56 @@
 package hub
 
-import "github.com/flotilla/flotilla/internal/hub/userapi"
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+
+	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/sqlitedb"
+)
 
 // newUserAPI wires the user API: the store, the last-seen times and decoded desired states
-// it shares with the agent API, the controller's view, the audit log, and what a cluster's
-// addition, relabelling or removal sets off here.
-func (h *Hub) newUserAPI() *userapi.API {
+// it shares with the agent API, the controller's view, the audit log, what a cluster's
+// addition, relabelling or removal sets off here, and who may call it (the bootstrap admin
+// token, the named tokens, OIDC).
+func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 	o := h.opts
+	tokens, err := h.openTokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	auth := &access.Authenticator{Bootstrap: h.adminToken, Tokens: tokens}
+	uo := userapi.Options{
+		AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),
+		TokenTTL: o.TokenTTL, UnreachableAfter: o.UnreachableAfter,
+	}
+	if o.OIDC.Issuer != "" {
+		if auth.OIDC, err = access.NewOIDC(o.OIDC); err != nil {
+			return nil, err
+		}
+		uo.OIDCIssuer, uo.OIDCClientID = o.OIDC.Issuer, o.OIDC.ClientID
+		uo.OIDCScopes = []string{"openid", "profile", "email", auth.OIDC.GroupsClaim()}
+	}
 	return userapi.New(userapi.Deps{
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
-		Clock: h.clock, Logger: h.log,
-	}, userapi.Options{
-		AdminToken: h.adminToken, AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),
-		TokenTTL: o.TokenTTL, UnreachableAfter: o.UnreachableAfter,
-	})
+		Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens,
+	}, uo), nil
+}
+
+// openTokens opens the named user tokens in the store's database, so that replicas sharing
+// PostgreSQL share them; a store that offers no database (a test's wrapper) gets a SQLite
+// file of its own in the data dir.
+func (h *Hub) openTokens(ctx context.Context) (*access.Tokens, error) {
+	if st, ok := h.store.(interface{ DB() *sql.DB }); ok {
+		return access.OpenTokens(ctx, st.DB(), h.clock.Now)
+	}
+	db, err := sqlitedb.Open(ctx, filepath.Join(h.opts.DataDir, "tokens.db"), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return access.OpenTokens(ctx, db.W, h.clock.Now)
 }
 
 // forgetCluster drops what this replica keeps in memory of a cluster removed from the store

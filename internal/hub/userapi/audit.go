@@ -27,7 +27,7 @@ func (api *API) auditAPICalls(next http.Handler) http.Handler {
 		if host, _, err := net.SplitHostPort(remote); err == nil {
 			remote = host
 		}
-		api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "api.call", Cluster: r.PathValue("name"), Detail: map[string]any{
+		api.record(r.Context(), audit.Event{Action: "api.call", Cluster: r.PathValue("name"), Detail: map[string]any{
 			"method": r.Method, "path": r.URL.Path, "status": sw.status, "remote": remote, "userAgent": r.UserAgent(),
 		}})
 	})
@@ -52,7 +52,7 @@ const (
 	maxAuditList     = 10000
 )
 
-// listAudit serves GET /api/v1/audit?since=RFC3339&cluster=&release=&action=&checkpoints=&limit=&format=.
+// listAudit serves, of the records in the principal's scope (auditVisible), GET /api/v1/audit?since=RFC3339&cluster=&release=&action=&checkpoints=&limit=&format=.
 // The default answer is a JSON array of the newest matching records (limit, default 1000, at
 // most 10000) in sequence order; format=jsonl streams them as JSON Lines, all of them unless
 // limit is given. checkpoints=false leaves out the checkpoint records (apply.verified);
@@ -88,10 +88,15 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	visible, err := api.auditVisible(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
 	switch q.Get("format") {
 	case "jsonl":
 		w.Header().Set("Content-Type", "application/jsonl")
-		if err := api.d.Audit.ExportJSONL(r.Context(), w, f); err != nil {
+		if err := api.d.Audit.ExportJSONL(r.Context(), &jsonlFilter{w: w, visible: visible}, f); err != nil {
 			// Too late for an error status; cut the stream so the client sees it end badly.
 			api.d.Logger.Warn("audit export", "error", err)
 			panic(http.ErrAbortHandler)
@@ -111,6 +116,8 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
+	// The limit counts before the scope's filter: a scoped principal may get fewer.
+	recs = filterRecords(recs, visible)
 	out := make([]hubapi.AuditRecord, len(recs))
 	for i, rec := range recs {
 		out[i] = hubapi.AuditRecord{

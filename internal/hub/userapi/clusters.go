@@ -42,7 +42,7 @@ func (api *API) addCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.d.Logger.Info("cluster added", "cluster", req.Name, "labels", req.Labels)
-	api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.added", Cluster: req.Name, Detail: map[string]any{"labels": labelsDetail(req.Labels)}})
+	api.record(r.Context(), audit.Event{Action: "cluster.added", Cluster: req.Name, Detail: map[string]any{"labels": labelsDetail(req.Labels)}})
 	api.clustersChanged()
 	api.issueToken(w, r, req.Name, req.Labels, http.StatusCreated)
 }
@@ -55,6 +55,9 @@ func (api *API) listClusters(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]hubapi.ClusterView, 0, len(clusters))
 	for _, c := range clusters {
+		if !visibleCluster(r.Context(), c) {
+			continue
+		}
 		out = append(out, api.clusterView(r, c))
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -64,6 +67,9 @@ func (api *API) listClusters(w http.ResponseWriter, r *http.Request) {
 // assignment's status, the agent's outbox depth and the cluster's conditions.
 func (api *API) getCluster(w http.ResponseWriter, r *http.Request) {
 	c, err := api.d.Store.GetCluster(r.Context(), r.PathValue("name"))
+	if err == nil && !visibleCluster(r.Context(), c) {
+		err = store.ErrNotFound // as if it did not exist: its name tells nothing
+	}
 	if err != nil {
 		writeStoreError(w, err, r.PathValue("name"))
 		return
@@ -101,7 +107,9 @@ func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView
 		v.Generation = ds.Generation
 		if as, err := api.d.Desired.Decode(c.Name, ds.Document); err == nil {
 			for _, a := range as {
-				v.Assignments = append(v.Assignments, a.Release)
+				if scopeOf(r.Context()).Release(a.Release) {
+					v.Assignments = append(v.Assignments, a.Release)
+				}
 			}
 		}
 	}
@@ -143,8 +151,8 @@ func (api *API) labelCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.d.Logger.Info("cluster relabelled", "cluster", name, "labels", labels)
-	api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
-	api.d.ClusterRelabelled(name, "admin")
+	api.record(r.Context(), audit.Event{Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
+	api.d.ClusterRelabelled(name, actor(r.Context()))
 	api.clustersChanged()
 	c.Labels = labels
 	writeJSON(w, http.StatusOK, api.clusterView(r, c))
@@ -159,7 +167,7 @@ func (api *API) removeCluster(w http.ResponseWriter, r *http.Request) {
 	// Its certificates are revoked in the store; end its open streams now.
 	api.d.ClusterRemoved(name)
 	api.d.Logger.Info("cluster removed; its certificates are revoked", "cluster", name)
-	api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "cluster.removed", Cluster: name})
+	api.record(r.Context(), audit.Event{Action: "cluster.removed", Cluster: name})
 	api.clustersChanged()
 	w.WriteHeader(http.StatusNoContent)
 }

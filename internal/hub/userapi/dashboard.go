@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
+	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // dashboardPages serves the dashboard's static pages. They hold no fleet data: the page
@@ -32,8 +33,25 @@ func (api *API) dashboardPages() http.Handler {
 // store.
 func (api *API) DashboardChanged() { api.dash.Changed() }
 
+// dashboardFleetDoc serves the fleet document: the shared snapshot to a principal that sees
+// the whole fleet, a document computed for its scope to any other.
+func (api *API) dashboardFleetDoc(w http.ResponseWriter, r *http.Request) {
+	if scopeOf(r.Context()).All() {
+		api.dash.ServeHTTP(w, r)
+		return
+	}
+	doc, err := api.dashboardFleet(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// dashboardFleet is the fleet document of ctx's scope.
 func (api *API) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
-	st, err := api.FleetStatus(ctx)
+	st, err := api.statusView(ctx, hubapi.StatusFilter{})
 	if err != nil {
 		return dashboard.Fleet{}, err
 	}
@@ -43,8 +61,11 @@ func (api *API) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
 	}
 	clusters := make([]dashboard.Cluster, 0, len(stored))
 	for _, c := range stored {
+		if !visibleCluster(ctx, c) {
+			continue
+		}
 		seen, _ := api.d.Seen.Get(c)
 		clusters = append(clusters, dashboard.Cluster{Name: c.Name, Labels: c.Labels, Seen: !seen.IsZero(), Reachable: api.reachable(seen)})
 	}
-	return dashboard.Build(st, api.releaseNames(), clusters), nil
+	return dashboard.Build(st, api.releaseNames(ctx), clusters), nil
 }

@@ -10,8 +10,12 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 	fleet := api.d.View().Fleet
 	assigned := api.assignedClusters(r)
 	out := []hubapi.ReleaseView{}
+	scope := scopeOf(r.Context())
 	if fleet != nil {
 		for _, rel := range fleet.Releases {
+			if !scope.Release(rel.Metadata.Name) {
+				continue
+			}
 			cl := assigned[rel.Metadata.Name]
 			if cl == nil {
 				cl = []string{}
@@ -22,11 +26,23 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// assignedClusters names, per release, the clusters it is assigned to, in name order.
+// assignedClusters names, per release, the clusters of the request's scope it is assigned
+// to, in name order.
 func (api *API) assignedClusters(r *http.Request) map[string][]string {
 	out := map[string][]string{}
+	visible := map[string]bool{}
+	scope := scopeOf(r.Context())
+	if !scope.All() {
+		clusters, _ := api.d.Store.ListClusters(r.Context())
+		for _, c := range clusters {
+			visible[c.Name] = scope.Cluster(c.Labels)
+		}
+	}
 	docs, _ := api.d.Store.ListDesiredStates(r.Context()) // ordered by cluster
 	for _, ds := range docs {
+		if !scope.All() && !visible[ds.Cluster] {
+			continue
+		}
 		as, _ := api.d.Desired.Decode(ds.Cluster, ds.Document)
 		for _, a := range as {
 			out[a.Release] = append(out[a.Release], ds.Cluster)
@@ -42,7 +58,11 @@ func (api *API) listSources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]hubapi.SourceView, 0, len(sts))
+	visible := api.sourceFilter(r.Context(), api.d.View())
 	for _, s := range sts {
+		if !visible(s.Name) {
+			continue
+		}
 		out = append(out, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -2,16 +2,14 @@ package userapi
 
 import (
 	"context"
-	"crypto/subtle"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/desired"
@@ -82,12 +80,20 @@ type Deps struct {
 	ClusterRemoved func(name string)
 	Clock          clock.Clock
 	Logger         *slog.Logger
+	// Auth authenticates requests; nil: only Options.AdminToken is accepted, as admin.
+	Auth Authenticator
+	// Tokens are the named user tokens; nil: the token endpoints answer 503.
+	Tokens TokenStore
 }
 
 // Options are the user API's settings. The hub's Options hold their defaults.
 type Options struct {
-	// AdminToken is the bearer token every /api/ request must carry.
+	// AdminToken is the bootstrap admin token, accepted when Deps.Auth is nil.
 	AdminToken string
+	// OIDCIssuer and OIDCClientID are what `flotilla login` reads from the hub to sign in
+	// with the device flow; "" without OIDC sign-in.
+	OIDCIssuer, OIDCClientID string
+	OIDCScopes               []string
 	// AgentURL is the agent endpoint, for the command a join token comes with.
 	AgentURL string
 	// CAFingerprint is the CA's fingerprint, which join tokens pin.
@@ -103,7 +109,8 @@ type Options struct {
 type API struct {
 	d    Deps
 	o    Options
-	dash *dashboard.Snapshots // the dashboard's fleet document
+	auth Authenticator
+	dash *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
 }
 
 // New returns the user API.
@@ -124,46 +131,30 @@ func New(d Deps, o Options) *API {
 	if d.ClusterRemoved == nil {
 		d.ClusterRemoved = func(string) {}
 	}
-	api := &API{d: d, o: o}
-	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) { return api.dashboardFleet(ctx) }, dashboard.SnapshotOptions{Now: d.Clock.Now})
+	api := &API{d: d, o: o, auth: d.Auth}
+	if api.auth == nil {
+		api.auth = &access.Authenticator{Bootstrap: o.AdminToken}
+	}
+	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
+		return api.dashboardFleet(withScope(ctx, access.Everything()))
+	}, dashboard.SnapshotOptions{Now: d.Clock.Now})
 	return api
 }
 
-// Handler serves the user API under /api/, behind the admin token, and the dashboard's
-// pages everywhere else.
+// Handler serves the user API under /api/, each route behind its rule (see routes), and the
+// dashboard's pages everywhere else.
 func (api *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/clusters", api.addCluster)
-	mux.HandleFunc("GET /api/v1/clusters", api.listClusters)
-	mux.HandleFunc("GET /api/v1/clusters/{name}", api.getCluster)
-	mux.HandleFunc("GET /api/v1/clusters/{name}/releases/{release}", api.assignmentDetail)
-	mux.HandleFunc("PATCH /api/v1/clusters/{name}/labels", api.labelCluster)
-	mux.HandleFunc("DELETE /api/v1/clusters/{name}", api.removeCluster)
-	mux.HandleFunc("POST /api/v1/clusters/{name}/token", api.newToken)
-	mux.HandleFunc("GET /api/v1/releases", api.listReleases)
-	mux.HandleFunc("GET /api/v1/sources", api.listSources)
-	mux.HandleFunc("GET /api/v1/status", api.status)
-	mux.HandleFunc("GET /api/v1/skew", api.skew)
-	mux.HandleFunc("GET /api/v1/drift", api.drift)
-	mux.HandleFunc("GET /api/v1/audit", api.listAudit)
-	mux.HandleFunc("GET /api/v1/audit/verify", api.verifyAudit)
-	mux.Handle("GET /api/v1/dashboard/fleet", api.dash)
+	for _, rt := range api.routes() {
+		mux.Handle(rt.pattern, guard(rt))
+	}
 	root := http.NewServeMux()
-	root.Handle("/api/", api.requireAdmin(api.auditAPICalls(mux)))
+	root.Handle("/api/", api.authenticate(api.auditAPICalls(mux)))
+	// What `flotilla login` and the dashboard's sign-in need before they hold a token.
+	root.HandleFunc("GET /api/v1/login", api.loginInfo)
 	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
 	root.Handle("/", api.dashboardPages())
 	return root
-}
-
-func (api *API) requireAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(api.o.AdminToken)) != 1 {
-			writeError(w, http.StatusUnauthorized, errors.New("a valid bearer token is required (see admin.token in the hub's data dir)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // clustersChanged follows a change to the cluster list or labels: the controller reschedules,

@@ -31,7 +31,7 @@ func (api *API) issueToken(w http.ResponseWriter, r *http.Request, cluster strin
 		return
 	}
 	api.d.Logger.Info("join token issued", "cluster", cluster, "token", tok.ID, "expires", expires)
-	api.d.Record(r.Context(), audit.Event{Actor: "admin", Action: "token.issued", Cluster: cluster, Detail: map[string]any{"token": tok.ID, "expiresAt": expires.UTC()}})
+	api.record(r.Context(), audit.Event{Action: "token.issued", Cluster: cluster, Detail: map[string]any{"token": tok.ID, "expiresAt": expires.UTC()}})
 	enc := tok.Encode()
 	writeJSON(w, status, hubapi.JoinView{
 		Name: cluster, Labels: labels, JoinToken: enc, ExpiresAt: expires,

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -24,12 +26,15 @@ func (e errUnknown) Error() string { return e.msg }
 // states and the last-seen times: the one view that status, the dashboard and notifications
 // share.
 func (api *API) FleetStatus(ctx context.Context) (hubapi.StatusView, error) {
-	return api.statusView(ctx, hubapi.StatusFilter{})
+	return api.statusView(withScope(ctx, access.Everything()), hubapi.StatusFilter{})
 }
 
-// statusView is FleetStatus for the assignments f selects; an unknown release or cluster is
-// an errUnknown.
+// statusView is FleetStatus for the assignments f selects within ctx's scope; an unknown
+// release or cluster, or one outside the scope, is an errUnknown. A scope short of the
+// whole fleet sees the sources its releases use, the problems of its releases, and not the
+// text of a rejected fleet configuration (it may name any project's objects).
 func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
+	scope := scopeOf(ctx)
 	fd, err := api.loadFleet(ctx, f)
 	if err != nil {
 		return hubapi.StatusView{}, err
@@ -39,15 +44,24 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
 	}
 	srcs, _ := api.d.Store.ListSourceStatuses(ctx)
+	view := api.d.View()
+	visibleSource := api.sourceFilter(ctx, view)
 	for _, s := range srcs {
+		if !visibleSource(s.Name) {
+			continue
+		}
 		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
-	view := api.d.View()
-	if out.Fleet.Error != "" {
+	if out.Fleet.Error != "" && !scope.All() {
+		out.Fleet.Error = "the fleet configuration's last change was rejected (an admin sees why)"
+	} else if out.Fleet.Error != "" {
 		out.Fleet.RejectedCommit = view.RejectedCommit
 		out.Fleet.RolloutNotice = rolloutNotice(view.FleetURL, view.RejectedCommit, out.Fleet.Revision, out.Sources)
 	}
 	for _, p := range view.Problems {
+		if !scope.Release(p.Release) || !scope.All() && p.Cluster != "" && !fd.clusters[p.Cluster] {
+			continue
+		}
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
 			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
 		}
@@ -61,11 +75,12 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 type fleetData struct {
 	assignments []hubapi.AssignmentView
 	statuses    []store.AssignmentStatus // of the selected assignments only
+	clusters    map[string]bool          // the clusters of the scope (all of them, if f names none)
 }
 
 func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
 	if f.Release != "" {
-		if known := api.releaseNames(); !slices.Contains(known, f.Release) {
+		if known := api.releaseNames(ctx); !slices.Contains(known, f.Release) {
 			have := "it has none"
 			if len(known) > 0 {
 				have = "releases: " + strings.Join(known, ", ")
@@ -76,6 +91,9 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 	var clusters []store.Cluster
 	if f.Cluster != "" {
 		c, err := api.d.Store.GetCluster(ctx, f.Cluster)
+		if err == nil && !visibleCluster(ctx, c) {
+			err = store.ErrNotFound
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return fleetData{}, errUnknown{fmt.Sprintf("cluster %q not found", f.Cluster)}
 		}
@@ -98,7 +116,8 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 		s := &statuses[i]
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
-	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}}
+	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}, clusters: map[string]bool{}}
+	scope := scopeOf(ctx)
 	docs, err := api.desiredDocuments(ctx, f.Cluster)
 	if err != nil {
 		return fleetData{}, err
@@ -111,6 +130,10 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 		api.d.Desired.KeepOnly(names)
 	}
 	for _, c := range clusters {
+		if !scope.Cluster(c.Labels) {
+			continue
+		}
+		out.clusters[c.Name] = true
 		c.LastSeen, c.AgentVersion = api.d.Seen.Get(c)
 		ds, ok := docs[c.Name]
 		if !ok {
@@ -123,7 +146,7 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 		}
 		obs := fleetview.Observed{LastSeen: c.LastSeen, Reachable: api.reachable(c.LastSeen)}
 		for _, a := range as {
-			if f.Release != "" && a.Release != f.Release {
+			if f.Release != "" && a.Release != f.Release || !scope.Release(a.Release) {
 				continue
 			}
 			s := reported[[2]string{c.Name, a.Release}]
@@ -168,16 +191,37 @@ func (api *API) desiredDocuments(ctx context.Context, cluster string) (map[strin
 	return out, nil
 }
 
-// releaseNames are the releases of the fleet configuration in force, sorted.
-func (api *API) releaseNames() []string {
+// releaseNames are the releases of the fleet configuration in force in ctx's scope, sorted.
+func (api *API) releaseNames(ctx context.Context) []string {
 	var names []string
+	scope := scopeOf(ctx)
 	if fleet := api.d.View().Fleet; fleet != nil {
 		for _, r := range fleet.Releases {
-			names = append(names, r.Metadata.Name)
+			if scope.Release(r.Metadata.Name) {
+				names = append(names, r.Metadata.Name)
+			}
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// sourceFilter says which sources ctx's scope sees: every one for the whole fleet, else
+// those its releases use.
+func (api *API) sourceFilter(ctx context.Context, view controller.View) func(name string) bool {
+	scope := scopeOf(ctx)
+	if scope.All() {
+		return func(string) bool { return true }
+	}
+	used := map[string]bool{}
+	if view.Fleet != nil {
+		for _, r := range view.Fleet.Releases {
+			if scope.Release(r.Metadata.Name) {
+				used[r.Spec.Source] = true
+			}
+		}
+	}
+	return func(name string) bool { return used[name] }
 }
 
 // skewView groups, per release, the clusters by the revision they applied.
