@@ -93,7 +93,10 @@ func (c *Controller) loadTenants(ctx context.Context) bool {
 		}
 		changed = c.loadTenant(ctx, t, p, main) || changed
 	}
-	if changed || c.mergedFrom != main {
+	c.mu.Lock()
+	stale := c.mergedFrom != main
+	c.mu.Unlock()
+	if changed || stale {
 		c.merge(main)
 	}
 	return changed
