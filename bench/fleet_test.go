@@ -50,7 +50,7 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	repo := newFleetRepo(b, repoDir)
 
 	hubDir := filepath.Join(dir, "hub")
-	hubCmd := exec.CommandContext(ctx, flotilla, "hub", "--data-dir", hubDir, "--fleet", "file://"+repoDir,
+	hubCmd := exec.CommandContext(ctx, flotilla, "hub", "--data-dir", hubDir, "--fleet", "file://"+repoDir, "--allow-file-sources", repoDir,
 		"--fleet-path", "fleet", "--agent-addr", "127.0.0.1:0", "--api-addr", "127.0.0.1:0", "--fleet-interval", "1s", "--log-level", "warn")
 	stderr, err := hubCmd.StderrPipe()
 	if err != nil {

@@ -40,7 +40,8 @@ func (h *hubProc) start() {
 	h.b.Helper()
 	h.cmd = exec.Command(h.bin, "hub", "--data-dir", h.dir, "--fleet", h.fleet, "--fleet-path", "fleet",
 		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--fleet-interval", "1s", "--log-level", "warn",
-		"--agent-qps", "50", "--agent-burst", "100", "--global-qps", "5000", "--global-burst", "10000")
+		"--agent-qps", "50", "--agent-burst", "100", "--global-qps", "5000", "--global-burst", "10000",
+		"--allow-file-sources", strings.TrimPrefix(h.fleet, "file://")) // the sources are the fleet repository
 	stderr, err := h.cmd.StderrPipe()
 	if err != nil {
 		h.b.Fatal(err)

@@ -111,7 +111,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.DurationVar(&opts.UnreachableAfter, "unreachable-after", hub.DefaultUnreachableAfter, "show a cluster as unreachable (never Ready) when its agent has been silent this long")
 	f.Float64Var(&opts.AgentQPS, "agent-qps", hub.DefaultAgentQPS, "requests per second each agent may make, sustained")
 	f.IntVar(&opts.AgentBurst, "agent-burst", hub.DefaultAgentBurst, "requests each agent may make at once")
-	f.Float64Var(&opts.GlobalQPS, "global-qps", hub.DefaultGlobalQPS, "requests per second the agent endpoint takes from all agents, joins included")
+	f.Float64Var(&opts.GlobalQPS, "global-qps", hub.DefaultGlobalQPS, "requests per second the agent endpoint takes from all authenticated agents (joins have --join-qps)")
 	f.IntVar(&opts.GlobalBurst, "global-burst", hub.DefaultGlobalBurst, "requests the agent endpoint takes at once from all agents")
 	f.IntVar(&opts.MaxArtifactDownloads, "max-artifact-downloads", hub.DefaultMaxArtifactDownloads, "artifact downloads served at once")
 	f.IntVar(&opts.MaxInflightReports, "max-inflight-reports", hub.DefaultMaxInflightReports, "agent reports decoded and stored at once (bounds the memory a report storm takes)")
@@ -119,6 +119,11 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
 	f.StringVar(&opts.AuditSink.Format, "audit-sink-format", audit.SinkFormatJSONL, "audit sink body: jsonl (one record per line) or json (an array)")
 	f.DurationVar(&opts.AuditCheckpoint, "audit-checkpoint", hub.DefaultAuditCheckpoint, "how often, at most, an assignment whose checks change nothing gets an apply.verified audit record (a negative value: every check is a full record)")
+	// Credentials and transport (docs/credentials.md), and the unauthenticated Join's limit.
+	f.StringVar(&opts.CredentialsConfig, "credentials-config", "", "YAML file naming the credentials sources may use (spec.git.credentials), the hosts each may be sent to, and allowCredentialsFiles: the directories a source's credentialsFile may name (default: none)")
+	f.StringArrayVar(&opts.AllowFileSources, "allow-file-sources", nil, "directory under which file:// sources may lie (repeatable; default: file sources are refused; the --fleet repository is not bound by it)")
+	f.Float64Var(&opts.JoinQPS, "join-qps", hub.DefaultJoinQPS, "joins per second each client address may attempt, sustained (an IPv6 address counts by its /64)")
+	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "joins each client address may attempt at once")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	return cmd
 }

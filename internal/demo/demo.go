@@ -134,7 +134,8 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	f.Hub, err = hub.New(ctx, hub.Options{
 		DataDir: hubDir, Fleet: "file://" + f.RepoDir, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 2 * time.Second,
-		Logger: opts.Logger.With("component", "hub"),
+		AllowFileSources: []string{f.RepoDir}, // the example fleet's sources are this repository
+		Logger:           opts.Logger.With("component", "hub"),
 	}, st)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,8 @@ func newHubProc(bin, dataDir, fleetDir string, extra []string) *hubProc {
 // ports, a restart reuses them so that agents find the hub where it was.
 func (h *hubProc) start(ctx context.Context) error {
 	args := append([]string{"hub", "--data-dir", h.dataDir, "--fleet", h.fleetDir,
-		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--log-level", "warn"}, h.extra...)
+		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--log-level", "warn",
+		"--allow-file-sources", filepath.Dir(h.fleetDir)}, h.extra...) // the source repository is beside the fleet
 	h.cmd = exec.Command(h.bin, args...)
 	stderr, err := h.cmd.StderrPipe()
 	if err != nil {

@@ -14,6 +14,7 @@ func (h *Hub) newAgentAPI() *agentapi.Server {
 		Clock: h.clock, Logger: h.log,
 	}, agentapi.Options{
 		CertTTL: o.CertTTL, AgentQPS: o.AgentQPS, AgentBurst: o.AgentBurst, GlobalQPS: o.GlobalQPS, GlobalBurst: o.GlobalBurst,
+		JoinQPS: o.JoinQPS, JoinBurst: o.JoinBurst,
 		MaxArtifactDownloads: o.MaxArtifactDownloads, MaxInflightReports: o.MaxInflightReports,
 		AuditCheckpoint: o.AuditCheckpoint,
 	})

@@ -51,10 +51,21 @@ type Options struct {
 	// per second sustained, and how many may come at once. Default 20 and 40.
 	AgentQPS   float64
 	AgentBurst int
-	// GlobalQPS and GlobalBurst are the agent endpoint's token bucket for all requests,
-	// Join included. Default 2000 and 4000.
+	// GlobalQPS and GlobalBurst are the agent endpoint's token bucket for all authenticated
+	// requests. Default 2000 and 4000.
 	GlobalQPS   float64
 	GlobalBurst int
+	// JoinQPS and JoinBurst are the token bucket of each client address on the
+	// unauthenticated Join. Default 1 and 20.
+	JoinQPS   float64
+	JoinBurst int
+	// CredentialsConfig is the operator's credentials configuration (source.LoadPolicy):
+	// the credentials sources may name, the hosts each may be sent to, and where a source's
+	// credentialsFile may lie. Empty: sources name no credentials.
+	CredentialsConfig string
+	// AllowFileSources are the directories under which file:// sources may lie. Empty: no
+	// file sources (the fleet repository given in Fleet is not bound by it).
+	AllowFileSources []string
 	// MaxArtifactDownloads bounds artifact downloads served at once. Default 16.
 	MaxArtifactDownloads int
 	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
@@ -99,6 +110,8 @@ const (
 	DefaultAgentBurst           = 40
 	DefaultGlobalQPS            = 2000.0
 	DefaultGlobalBurst          = 4000
+	DefaultJoinQPS              = 1.0
+	DefaultJoinBurst            = 20
 	DefaultMaxArtifactDownloads = 16
 	DefaultMaxInflightReports   = 64
 	DefaultLeaseTTL             = replica.DefaultLeaseTTL
@@ -127,6 +140,8 @@ func (o *Options) setDefaults() {
 	orDefault(&o.AgentBurst, DefaultAgentBurst)
 	orDefault(&o.GlobalQPS, DefaultGlobalQPS)
 	orDefault(&o.GlobalBurst, DefaultGlobalBurst)
+	orDefault(&o.JoinQPS, DefaultJoinQPS)
+	orDefault(&o.JoinBurst, DefaultJoinBurst)
 	orDefault(&o.MaxArtifactDownloads, DefaultMaxArtifactDownloads)
 	orDefault(&o.MaxInflightReports, DefaultMaxInflightReports)
 	if o.AuditCheckpoint == 0 { // negative turns checkpoints off
@@ -210,7 +225,14 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if h.audit, err = audit.Open(ctx, filepath.Join(opts.DataDir, "audit.db")); err != nil {
 		return nil, err
 	}
-	h.poller = source.NewPoller(filepath.Join(opts.DataDir, "git"))
+	policy, err := source.LoadPolicy(opts.CredentialsConfig, opts.AllowFileSources)
+	if err != nil {
+		h.audit.Close()
+		return nil, err
+	}
+	po := source.DefaultOptions()
+	po.Policy = policy
+	h.poller = source.NewPollerWithOptions(filepath.Join(opts.DataDir, "git"), po)
 	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
 	h.auth = agentapi.NewAuth(agentapi.RevocationTTL)
 	h.desired = desired.NewCache()
@@ -260,8 +282,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
-	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	// ReadHeaderTimeout: a client that opens a connection and sends nothing holds it for no
+	// longer. IdleTimeout closes keep-alive connections without a request in flight (an
+	// agent's open watch stream is a request in flight).
+	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })
@@ -270,7 +295,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	g.Go(func() error { h.runReplication(ctx); return nil })
 	g.Go(func() error { h.runAuditSink(ctx); return nil })
 	g.Go(func() error { h.notifier.run(ctx); return nil })
-	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", h.opts.Fleet)
+	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", source.Redact(h.opts.Fleet))
 	return g.Wait()
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,6 +62,9 @@ func startHub(t *testing.T, fleet string, tweak func(*Options)) *testHub {
 // caller closes st, after the hub stopped.
 func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
 	t.Helper()
+	if opts.AllowFileSources == nil {
+		opts.AllowFileSources = []string{os.TempDir()} // where the tests' file:// sources live
+	}
 	h, err := New(t.Context(), opts, st)
 	if err != nil {
 		t.Fatal(err)
@@ -200,23 +204,45 @@ func TestAgentRateLimit(t *testing.T) {
 	})
 }
 
-func TestGlobalLimitRefusesJoin(t *testing.T) {
-	th := startHub(t, "", func(o *Options) { o.GlobalQPS, o.GlobalBurst = 0.1, 3 })
+// TestJoinLimitPerAddress: Join has its own bucket per client address, in front of the store;
+// the global bucket counts only authenticated requests, so a flood of joins from one address
+// refuses neither another address's join nor a joined agent's requests.
+func TestJoinLimitPerAddress(t *testing.T) {
+	th := startHub(t, "", func(o *Options) { o.JoinQPS, o.JoinBurst, o.GlobalQPS, o.GlobalBurst = 0.1, 3, 0.1, 3 })
+	a := th.addAgent(t, "alpha", nil) // one join from 127.0.0.1
 	j, err := th.api.AddCluster(t.Context(), "charlie", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := th.joinClient()
-	for i := range 3 {
+	for i := range 2 {
 		_, err := c.Join(t.Context(), connect.NewRequest(&agentv1.JoinRequest{Token: "not-a-token"}))
 		if connect.CodeOf(err) != connect.CodeInvalidArgument {
-			t.Fatalf("join %d within the burst: got %v; want invalid_argument (the token is bad)", i+1, err)
+			t.Fatalf("join %d within the burst: got %v; want invalid_argument (the token is bad)", i+2, err)
 		}
 	}
-	// The fourth, with a good token, finds the global bucket empty.
+	// The fourth from this address, with a good token, finds the address's bucket empty.
 	_, err = th.join(t.Context(), j.JoinToken)
-	if secs := wantShed(t, "join beyond the global burst", err); secs > 15 {
+	if secs := wantShed(t, "join beyond the address's burst", err); secs > 15 {
 		t.Errorf("Retry-After %ds; want about 10s (one token per 10s)", secs)
+	}
+	if want := "join from 127.0.0.1: too many attempts from this address; retry in"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q; want it to say %q", err, want)
+	}
+	// Another address still joins: the good token is still unused.
+	other := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: th.ca},
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext,
+	}}
+	_, err = agentv1connect.NewJoinServiceClient(other, th.AgentURL()).Join(t.Context(), connect.NewRequest(&agentv1.JoinRequest{Token: "not-a-token"}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("join from 127.0.0.2: got %v; want invalid_argument, not the other address's limit", err)
+	}
+	// The joins took nothing from the global bucket: the joined agent's burst is whole.
+	for i := range 3 {
+		if _, err := a.client.Heartbeat(t.Context(), connect.NewRequest(&agentv1.HeartbeatRequest{})); err != nil {
+			t.Fatalf("heartbeat %d after the join flood: %v", i+1, err)
+		}
 	}
 }
 

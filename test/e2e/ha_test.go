@@ -38,7 +38,8 @@ func startReplica(t *testing.T, root, id, dsn, fleetURL string) *hubReplica {
 func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
 	t.Helper()
 	args := []string{"hub", "--data-dir", r.dir, "--fleet", fleetURL, "--fleet-branch", "main", "--fleet-path", "fleet",
-		"--agent-addr", r.agentAddr, "--api-addr", r.apiAddr, "--fleet-interval", "300ms", "--log-level", "debug"}
+		"--agent-addr", r.agentAddr, "--api-addr", r.apiAddr, "--fleet-interval", "300ms", "--log-level", "debug",
+		"--allow-file-sources", filepath.Dir(root)} // the test's repositories are its t.TempDir()s
 	if dsn != "" {
 		args = append(args, "--store", dsn, "--replica-id", r.id, "--lease-ttl", "3s")
 	}

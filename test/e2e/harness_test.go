@@ -207,6 +207,8 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: freeAddr(t), APIAddr: freeAddr(t), FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
 		Clock: f.clock,
+		// The tests' repositories are t.TempDir()s: their common parent is the test's own.
+		AllowFileSources: []string{filepath.Dir(dir)},
 	}
 	for _, tw := range tweak {
 		tw(&f.hubOpts)

@@ -111,7 +111,8 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 		h, err := hub.New(t.Context(), hub.Options{
 			DataDir: filepath.Join(root, id), Fleet: "file://" + fleetDir, FleetBranch: "main", FleetPath: "fleet",
 			AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond,
-			Replica: hub.ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
+			AllowFileSources: []string{filepath.Dir(fleetDir)},
+			Replica:          hub.ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
 			Logger:  (&fleet{}).logger(id),
 		}, wrap(pg))
 		if err != nil {

@@ -177,7 +177,8 @@ func (f *procFleet) startHub() {
 	hubDir := filepath.Join(f.dir, "hub")
 	f.hub = startProc(f.t, filepath.Join(f.dir, "hub.log"), "hub", "--data-dir", hubDir, "--fleet", f.fleetURL,
 		"--fleet-branch", "main", "--fleet-path", "fleet", "--agent-addr", f.agentAddr, "--api-addr", f.apiAddr,
-		"--fleet-interval", "300ms", "--log-level", "debug", "--metrics-addr", f.hubMetrics)
+		"--fleet-interval", "300ms", "--log-level", "debug", "--metrics-addr", f.hubMetrics,
+		"--allow-file-sources", filepath.Dir(f.dir)) // the test's repositories are its t.TempDir()s
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		token, err := os.ReadFile(filepath.Join(hubDir, "admin.token"))

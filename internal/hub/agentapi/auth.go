@@ -14,9 +14,11 @@ import (
 // The verification (chain to the hub's CA, cluster, serial) depends only on the certificate
 // bytes and the time, so it is kept while the certificates are within their validity.
 // Whether the certificate is still valid in the store (not revoked) is kept for
-// RevocationTTL. Certificates are revoked only by removing their cluster; removal invalidates
-// the cluster's entries at once here (ForgetCluster) and on the other replicas when the
-// fan-out's notification arrives, so a removed cluster is refused on its very next request.
+// RevocationTTL. Certificates are revoked by removing or rotating their cluster, which
+// invalidates the cluster's entries at once here (ForgetCluster) and on the other replicas
+// when the fan-out's notification arrives, so a removed cluster is refused on its very next
+// request; and by a renewal, once the new certificate is used (ForgetSerial here, the TTL
+// elsewhere).
 // The TTL bounds only what a replica that missed notifications (its listening connection
 // down) may still accept; it clears everything when it listens again (ForgetAll).
 type Auth struct {
@@ -39,6 +41,8 @@ type authEntry struct {
 	cluster, serial     string
 	notBefore, notAfter time.Time // of the whole chain, the CA included
 	checked             time.Time // when the store last said the certificate is not revoked
+	// replaces is the serial a renewed certificate replaced, until its revocation is done.
+	replaces string
 }
 
 func NewAuth(ttl time.Duration) *Auth {
@@ -95,6 +99,18 @@ func (a *Auth) ForgetCluster(cluster string) {
 	a.epoch++
 	for k, e := range a.entries {
 		if e.cluster == cluster {
+			delete(a.entries, k)
+		}
+	}
+}
+
+// ForgetSerial drops the entries of the certificate with serial: it was revoked.
+func (a *Auth) ForgetSerial(serial string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
+	for k, e := range a.entries {
+		if e.serial == serial {
 			delete(a.entries, k)
 		}
 	}

@@ -52,14 +52,37 @@ func (j *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.Join
 
 type agentServer struct{ s *Server }
 
+// Renew signs a new certificate that names the one presented as the one it replaces. The
+// replaced serial is revoked when the agent first presents the new certificate
+// (requireAgent): an agent whose renewal answer was lost still holds a valid certificate
+// and renews again.
 func (a *agentServer) Renew(ctx context.Context, req *connect.Request[agentv1.RenewRequest]) (*connect.Response[agentv1.RenewResponse], error) {
-	s, cluster := a.s, clusterFrom(ctx)
-	certPEM, serial, notAfter, err := s.d.CA.SignAgentCSR(req.Msg.GetCsrPem(), cluster, s.o.CertTTL, s.d.Clock.Now())
+	s, cluster, old := a.s, clusterFrom(ctx), serialFrom(ctx)
+	certPEM, serial, notAfter, err := s.d.CA.SignAgentRenewal(req.Msg.GetCsrPem(), cluster, old, s.o.CertTTL, s.d.Clock.Now())
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := s.d.Store.AddCertificate(ctx, store.Certificate{Serial: serial, Cluster: cluster, NotAfter: notAfter}); err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
+	s.d.Logger.Info("agent certificate renewed", "cluster", cluster, "serial", serial, "replaces", old)
+	s.d.Record(ctx, audit.Event{Actor: "agent:" + cluster, Action: "certificate.renewed", Cluster: cluster, Detail: map[string]any{
+		"certificateSerial": serial, "certificateNotAfter": notAfter.UTC(), "replaces": old,
+	}})
 	return connect.NewResponse(&agentv1.RenewResponse{CertificatePem: certPEM}), nil
+}
+
+// revokeReplaced revokes the certificate e's renewed certificate replaced, the first time
+// the new one is presented.
+func (s *Server) revokeReplaced(ctx context.Context, e authEntry) error {
+	n, err := s.d.Store.RevokeCertificates(ctx, e.cluster, e.replaces)
+	if err != nil || n == 0 {
+		return err // n == 0: revoked already, by this or another replica, or at a restart
+	}
+	s.d.Auth.ForgetSerial(e.replaces)
+	s.d.Logger.Info("replaced agent certificate revoked", "cluster", e.cluster, "serial", e.replaces, "replacedBy", e.serial)
+	s.d.Record(ctx, audit.Event{Actor: "agent:" + e.cluster, Action: "certificate.revoked", Cluster: e.cluster, Detail: map[string]any{
+		"certificateSerial": e.replaces, "reason": "renewed", "replacedBy": e.serial,
+	}})
+	return nil
 }

@@ -25,6 +25,9 @@ type Store interface {
 	AddCertificate(ctx context.Context, c store.Certificate) error
 	// CertificateValid reports whether the certificate is known and not revoked.
 	CertificateValid(ctx context.Context, serial, cluster string) (bool, error)
+	// RevokeCertificates revokes the cluster's certificate serial ("": all of them) and says
+	// how many were valid.
+	RevokeCertificates(ctx context.Context, cluster, serial string) (int64, error)
 	ReportStats(ctx context.Context, cluster string) (store.ReportStats, error)
 	// GetDesiredState returns the cluster's stored document, or store.ErrNotFound.
 	GetDesiredState(ctx context.Context, cluster string) (store.DesiredState, error)
@@ -43,9 +46,13 @@ type Options struct {
 	// AgentQPS and AgentBurst are each cluster's token bucket.
 	AgentQPS   float64
 	AgentBurst int
-	// GlobalQPS and GlobalBurst are the bucket for every request, Join included.
+	// GlobalQPS and GlobalBurst are the bucket for every authenticated request.
 	GlobalQPS   float64
 	GlobalBurst int
+	// JoinQPS and JoinBurst are the bucket of each client address on the unauthenticated
+	// Join (an IPv6 address counts by its /64).
+	JoinQPS   float64
+	JoinBurst int
 	// MaxArtifactDownloads bounds downloads served at once; MaxInflightReports bounds
 	// Report calls decoded and ingested at once.
 	MaxArtifactDownloads int
@@ -114,12 +121,14 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	lim := newLimiter(s.o, s.d.Clock, s.d.Logger)
 	handlerOpts := []connect.HandlerOption{connect.WithReadMaxBytes(maxMessageBytes), connect.WithCompressMinBytes(compressMinBytes)}
+	// Join, unauthenticated, has its own bucket per client address; the global bucket counts
+	// only authenticated requests, so that a flood of joins cannot starve the agents.
 	path, handler := agentv1connect.NewJoinServiceHandler(&joinServer{s: s}, handlerOpts...)
-	mux.Handle(path, handler)
+	mux.Handle(path, lim.limitJoin(newJoinLimiter(s.o, s.d.Clock), handler))
 	path, handler = agentv1connect.NewAgentServiceHandler(&agentServer{s: s}, handlerOpts...)
-	mux.Handle(path, s.requireAgent(lim.limitAgent(lim.limitReports(handler))))
-	mux.Handle("GET /artifacts/sha256/{hex}", s.requireAgent(lim.limitAgent(lim.limitArtifacts(http.HandlerFunc(s.serveArtifact)))))
-	return lim.limitGlobal(mux)
+	mux.Handle(path, s.requireAgent(lim.limitGlobal(lim.limitAgent(lim.limitReports(handler)))))
+	mux.Handle("GET /artifacts/sha256/{hex}", s.requireAgent(lim.limitGlobal(lim.limitAgent(lim.limitArtifacts(http.HandlerFunc(s.serveArtifact))))))
+	return mux
 }
 
 // TLSConfig is base asking for a client certificate but not requiring one, because Join is
@@ -132,6 +141,14 @@ func (s *Server) TLSConfig(base *tls.Config) *tls.Config {
 }
 
 type clusterKey struct{}
+
+type serialKey struct{}
+
+// serialFrom returns the serial of the certificate requireAgent authenticated.
+func serialFrom(ctx context.Context) string {
+	s, _ := ctx.Value(serialKey{}).(string)
+	return s
+}
 
 // clusterFrom returns the cluster identity requireAgent established for this request.
 func clusterFrom(ctx context.Context) string {
@@ -163,7 +180,8 @@ func (s *Server) requireAgent(next http.Handler) http.Handler {
 				s.deny(w, r, connect.CodeUnauthenticated, err.Error())
 				return
 			}
-			e = authEntry{cluster: cluster, serial: serial, notBefore: s.d.CA.Certificate().NotBefore, notAfter: s.d.CA.Certificate().NotAfter}
+			e = authEntry{cluster: cluster, serial: serial, notBefore: s.d.CA.Certificate().NotBefore, notAfter: s.d.CA.Certificate().NotAfter,
+				replaces: pki.ReplacedSerial(r.TLS.PeerCertificates[0])}
 			for _, c := range r.TLS.PeerCertificates {
 				e.notBefore, e.notAfter = latest(e.notBefore, c.NotBefore), earliest(e.notAfter, c.NotAfter)
 			}
@@ -178,11 +196,20 @@ func (s *Server) requireAgent(next http.Handler) http.Handler {
 				s.deny(w, r, connect.CodePermissionDenied, "cluster "+e.cluster+": certificate revoked or cluster removed")
 				return
 			}
+			if e.replaces != "" {
+				// The first use of a renewed certificate revokes the one it replaced.
+				if err := s.revokeReplaced(r.Context(), e); err != nil {
+					s.deny(w, r, connect.CodeUnavailable, "revoke the replaced certificate: "+err.Error())
+					return
+				}
+				e.replaces = ""
+			}
 			e.checked = now
 			s.d.Auth.put(key, e, epoch)
 		}
 		s.d.Seen.Touch(e.cluster, "")
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clusterKey{}, e.cluster)))
+		ctx := context.WithValue(context.WithValue(r.Context(), clusterKey{}, e.cluster), serialKey{}, e.serial)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

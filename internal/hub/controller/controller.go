@@ -237,7 +237,7 @@ func (c *Controller) fleetURL() string {
 	if st, err := os.Stat(c.opts.Fleet); err == nil && st.IsDir() {
 		return ""
 	}
-	return c.opts.Fleet
+	return source.Redact(c.opts.Fleet)
 }
 
 // Wake asks this replica's controller for a reschedule soon.

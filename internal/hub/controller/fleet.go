@@ -51,7 +51,7 @@ func (c *Controller) loadFleet(ctx context.Context) bool {
 	c.fleet, c.fleetRev = fleet, rev
 	c.mu.Unlock()
 	c.putFleetStatus(ctx, st)
-	d := map[string]any{"revision": rev, "previous": prev, "fleet": c.opts.Fleet, "sources": len(fleet.Sources), "releases": len(fleet.Releases)}
+	d := map[string]any{"revision": rev, "previous": prev, "fleet": source.Redact(c.opts.Fleet), "sources": len(fleet.Sources), "releases": len(fleet.Releases)}
 	if fc := c.fleetCommit; fc.Commit != "" && strings.Contains(rev, fc.Commit) {
 		d["author"], d["message"] = fc.Author, fc.Message
 	}
@@ -78,7 +78,7 @@ func (c *Controller) readFleet(ctx context.Context) (*v1alpha1.Fleet, string, er
 		f, err := v1alpha1.LoadDir(o.Fleet)
 		return f, rev, err
 	}
-	g := source.Git{Name: "fleet", URL: o.Fleet, Branch: o.FleetBranch}
+	g := source.Git{Name: "fleet", URL: o.Fleet, Branch: o.FleetBranch, Operator: true}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	res, err := c.d.Poller.Resolve(ctx, g)

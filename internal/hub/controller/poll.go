@@ -58,7 +58,7 @@ type pollResult struct {
 
 func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
 	name := r.source.Metadata.Name
-	st := store.SourceStatus{Name: name, URL: r.source.Spec.Git.URL, CheckedAt: c.clock.Now()}
+	st := store.SourceStatus{Name: name, URL: source.Redact(r.source.Spec.Git.URL), CheckedAt: c.clock.Now()}
 	changed := false
 	c.mu.Lock()
 	prev, had := c.artifacts[name]
@@ -96,14 +96,9 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 		}
 	}()
 	git := s.Spec.Git
-	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit}
-	if git.CredentialsFile != "" {
-		creds, err := source.LoadCredentials(git.CredentialsFile)
-		if err != nil {
-			return schedule.Artifact{}, fmt.Errorf("source '%s': %w", s.Metadata.Name, err)
-		}
-		g.Auth = creds
-	}
+	// The poller's policy resolves the credentials and refuses what the operator does not allow.
+	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit,
+		Credentials: git.Credentials, CredentialsFile: git.CredentialsFile, Insecure: git.Insecure}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	res, err := c.d.Poller.Resolve(ctx, g)
@@ -113,7 +108,9 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 	c.mu.Lock()
 	prev := c.artifacts[s.Metadata.Name]
 	c.mu.Unlock()
-	if prev.Revision == res.Revision && prev.URL == git.URL && c.d.Artifacts.Has(prev.Digest) {
+	// The artifact carries the URL redacted: it reaches the store, the audit trail and agents.
+	url := source.Redact(git.URL)
+	if prev.Revision == res.Revision && prev.URL == url && c.d.Artifacts.Has(prev.Digest) {
 		return prev, nil
 	}
 	dir, err := os.MkdirTemp(c.opts.WorkDir, "checkout-")
@@ -143,5 +140,5 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 	if err := c.d.ShareArtifact(ctx, digest); err != nil {
 		return schedule.Artifact{}, fmt.Errorf("source '%s': share artifact of %s: %w", s.Metadata.Name, res.Revision, err)
 	}
-	return schedule.Artifact{Source: s.Metadata.Name, URL: git.URL, Revision: res.Revision, Digest: digest}, nil
+	return schedule.Artifact{Source: s.Metadata.Name, URL: url, Revision: res.Revision, Digest: digest}, nil
 }

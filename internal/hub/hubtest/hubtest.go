@@ -114,6 +114,7 @@ func Start(tb testing.TB, opts Options) *Fleet {
 
 	ho := opts.Hub
 	ho.DataDir, ho.Fleet = dataDir, fleetDir
+	ho.AllowFileSources = append(ho.AllowFileSources, filepath.Join(dir, "apps")) // the file:// source
 	ho.AgentAddr, ho.APIAddr = "127.0.0.1:0", "127.0.0.1:0"
 	h, err := hub.New(ctx, ho, st)
 	if err != nil {
