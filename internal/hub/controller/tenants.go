@@ -228,7 +228,7 @@ func (c *Controller) merge(main *v1alpha1.Fleet) {
 			use := func(kind, object string) bool {
 				key := kind + "/" + object
 				if by, ok := taken[key]; ok {
-					problems = append(problems, schedule.Problem{Message: fmt.Sprintf("%s@%s: %s is left out: %s defines it too", who, shortCommit(t.commit), key, by)})
+					problems = append(problems, schedule.Problem{Project: name, Message: fmt.Sprintf("%s@%s: %s is left out: %s defines it too", who, shortCommit(t.commit), key, by)})
 					return false
 				}
 				taken[key] = who
@@ -256,7 +256,7 @@ func (c *Controller) merge(main *v1alpha1.Fleet) {
 			inForce = fmt.Sprintf("commit %s stays in force", shortCommit(t.commit))
 		}
 		for line := range strings.SplitSeq(t.err.Error(), "\n") {
-			problems = append(problems, schedule.Problem{Message: fmt.Sprintf("project %s's fleet repository rejected (%s): %s", name, inForce, line)})
+			problems = append(problems, schedule.Problem{Project: name, Message: fmt.Sprintf("project %s's fleet repository rejected (%s): %s", name, inForce, line)})
 		}
 	}
 	c.mu.Lock()

@@ -180,8 +180,8 @@ spec:
 			t.Errorf("assigned %v, want the last valid configuration's %v", got, wantAssigned)
 		}
 		want := fmt.Sprintf(`project team-a's fleet repository rejected (commit %s stays in force): fleet/fleet.yaml@%s line 15: Release/team-a-sneaky: spec.project: the release belongs to project "team-b", but this is the fleet repository of project team-a: it may hold only team-a's releases`, good[:7], bad[:7])
-		if p := c.View().Problems; len(p) != 1 || p[0].Message != want {
-			t.Errorf("problems:\n%v\nwant one:\n%s", p, want)
+		if p := c.View().Problems; len(p) != 1 || p[0].Message != want || p[0].Project != "team-a" {
+			t.Errorf("problems:\n%+v\nwant one of project team-a:\n%s", p, want)
 		}
 		if st.fleet.Error != "" {
 			t.Errorf("the main fleet's status has an error: %s", st.fleet.Error)

@@ -82,13 +82,13 @@ func TestScheduleProjects(t *testing.T) {
 			name:     "a source the project does not allow is not scheduled",
 			fleet:    projectFleet([]v1alpha1.Project{teamA}, inProject(release("web"), "team-a", "secrets", "team-a"), release("baseline")),
 			want:     map[string][]string{"dev-1": {"baseline"}, "prod-1": {"baseline"}},
-			problems: []Problem{{"web", "", `project team-a does not allow source "secrets" (spec.sources: platform, https://git.example.com/team-a/*); not assigned afresh (clusters that had it keep their assignment)`}},
+			problems: []Problem{{"web", "", `project team-a does not allow source "secrets" (spec.sources: platform, https://git.example.com/team-a/*); not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 		{
 			name:     "a namespace the project does not allow is not scheduled",
 			fleet:    projectFleet([]v1alpha1.Project{teamA}, inProject(release("web"), "team-a", "", "kube-system")),
 			want:     map[string][]string{"dev-1": {}, "prod-1": {}},
-			problems: []Problem{{"web", "", `project team-a does not allow namespace "kube-system" (spec.namespaces: team-a, team-a-*); not assigned afresh (clusters that had it keep their assignment)`}},
+			problems: []Problem{{"web", "", `project team-a does not allow namespace "kube-system" (spec.namespaces: team-a, team-a-*); not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 		{
 			name:  "a refused release keeps what it had, under the project's current rules",
@@ -97,13 +97,13 @@ func TestScheduleProjects(t *testing.T) {
 				Project: &project.Rules{Name: "team-a", Namespaces: []string{"*"}}}}}},
 			want:     map[string][]string{"dev-1": {"web"}, "prod-1": {}},
 			rules:    map[string]*project.Rules{"web": &teamARules},
-			problems: []Problem{{"web", "", `project team-a does not allow source "secrets" (spec.sources: platform, https://git.example.com/team-a/*); not assigned afresh (clusters that had it keep their assignment)`}},
+			problems: []Problem{{"web", "", `project team-a does not allow source "secrets" (spec.sources: platform, https://git.example.com/team-a/*); not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 		{
 			name:     "an undefined project",
 			fleet:    projectFleet(nil, inProject(release("web"), "team-b", "", "")),
 			want:     map[string][]string{"dev-1": {}, "prod-1": {}},
-			problems: []Problem{{"web", "", `project "team-b" is not defined; not assigned afresh (clusters that had it keep their assignment)`}},
+			problems: []Problem{{"web", "", `project "team-b" is not defined; not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 		{
 			name:  "a platform project the fleet defines sends its rules",
@@ -115,7 +115,7 @@ func TestScheduleProjects(t *testing.T) {
 			name:     "and bounds its releases",
 			fleet:    projectFleet([]v1alpha1.Project{narrowPlatform}, inProject(release("baseline"), "", "secrets", "")),
 			want:     map[string][]string{"dev-1": {}, "prod-1": {}},
-			problems: []Problem{{"baseline", "", `project platform does not allow source "secrets" (spec.sources: platform); not assigned afresh (clusters that had it keep their assignment)`}},
+			problems: []Problem{{"baseline", "", `project platform does not allow source "secrets" (spec.sources: platform); not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 	}
 	for _, tt := range tests {

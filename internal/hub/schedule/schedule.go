@@ -61,6 +61,10 @@ type Problem struct {
 	Release string
 	Cluster string
 	Message string
+	// Project is the project a problem of no release concerns (a tenant fleet repository
+	// that was rejected), so that a view can show it to that project's users; "" otherwise
+	// (a release's project is its spec.project).
+	Project string `json:",omitempty"`
 }
 
 // String reads "Release/baseline on cluster eu-1: message".

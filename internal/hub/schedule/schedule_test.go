@@ -229,7 +229,7 @@ func TestSchedulePaths(t *testing.T) {
 			cluster:  cluster("c", "env", "production"),
 			wantPath: []string{},
 			wantRev:  []string{},
-			problems: []Problem{{"baseline", "c", `template: path:1:20: executing "path" at <.Cluster.Labels.region>: map has no entry for key "region"; not assigned`}},
+			problems: []Problem{{"baseline", "c", `template: path:1:20: executing "path" at <.Cluster.Labels.region>: map has no entry for key "region"; not assigned`, ""}},
 		},
 		{
 			name:     "missing label with a previous assignment keeps it",
@@ -238,7 +238,7 @@ func TestSchedulePaths(t *testing.T) {
 			previous: prev("clusters/eu/baseline"),
 			wantPath: []string{"clusters/eu/baseline"},
 			wantRev:  []string{"main@sha1:0000"},
-			problems: []Problem{{"baseline", "c", `template: path:1:20: executing "path" at <.Cluster.Labels.region>: map has no entry for key "region"; kept the previous assignment (revision main@sha1:0000)`}},
+			problems: []Problem{{"baseline", "c", `template: path:1:20: executing "path" at <.Cluster.Labels.region>: map has no entry for key "region"; kept the previous assignment (revision main@sha1:0000)`, ""}},
 		},
 		{
 			name:     "a cluster name cannot lead out of the source",
@@ -246,7 +246,7 @@ func TestSchedulePaths(t *testing.T) {
 			cluster:  cluster(".."),
 			wantPath: []string{},
 			wantRev:  []string{},
-			problems: []Problem{{"baseline", "..", `path "../x" leaves the source: it must not contain ".."; not assigned`}},
+			problems: []Problem{{"baseline", "..", `path "../x" leaves the source: it must not contain ".."; not assigned`, ""}},
 		},
 		{
 			name:     "template that does not parse (fleet not validated)",
@@ -255,7 +255,7 @@ func TestSchedulePaths(t *testing.T) {
 			previous: prev("old"),
 			wantPath: []string{"old"},
 			wantRev:  []string{"main@sha1:0000"},
-			problems: []Problem{{"baseline", "c", "template: path:1: unclosed action; kept the previous assignment (revision main@sha1:0000)"}},
+			problems: []Problem{{"baseline", "c", "template: path:1: unclosed action; kept the previous assignment (revision main@sha1:0000)", ""}},
 		},
 	}
 	for _, tt := range tests {
@@ -301,7 +301,7 @@ func TestScheduleVars(t *testing.T) {
 			release:  withVars(release("r"), map[string]string{"cluster_name": "other"}),
 			cluster:  cluster("c"),
 			want:     map[string]string{"cluster_name": "c"},
-			problems: []Problem{{"r", "", "variable cluster_name is set from the cluster and cannot be overridden; the release's value is ignored"}},
+			problems: []Problem{{"r", "", "variable cluster_name is set from the cluster and cannot be overridden; the release's value is ignored", ""}},
 		},
 		{
 			name:    "a cluster label wins over the release",
@@ -394,8 +394,8 @@ func TestScheduleSourceMissing(t *testing.T) {
 		t.Errorf("apps on b: digest %q, want %q", got, appsArtifact.Digest)
 	}
 	want := []Problem{
-		{"baseline", "a", `source "platform" has no artifact; kept the previous assignment (revision main@sha1:0000)`},
-		{"baseline", "b", `source "platform" has no artifact; not assigned`},
+		{"baseline", "a", `source "platform" has no artifact; kept the previous assignment (revision main@sha1:0000)`, ""},
+		{"baseline", "b", `source "platform" has no artifact; not assigned`, ""},
 	}
 	if diff := cmp.Diff(want, p.Problems); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)
@@ -442,9 +442,9 @@ func TestScheduleMalformedInput(t *testing.T) {
 		t.Errorf("assignments mismatch (-want +got):\n%s", diff)
 	}
 	want := []Problem{
-		{"", "", "a cluster without a name was left out"},
-		{"", "a", "cluster is listed more than once; the first entry was used"},
-		{"dup", "", "release is defined more than once; the first definition was used"},
+		{"", "", "a cluster without a name was left out", ""},
+		{"", "a", "cluster is listed more than once; the first entry was used", ""},
+		{"dup", "", "release is defined more than once; the first definition was used", ""},
 	}
 	if diff := cmp.Diff(want, p.Problems); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)
@@ -456,10 +456,10 @@ func TestProblemString(t *testing.T) {
 		p    Problem
 		want string
 	}{
-		{Problem{"baseline", "eu-1", "m"}, "Release/baseline on cluster eu-1: m"},
-		{Problem{"baseline", "", "m"}, "Release/baseline: m"},
-		{Problem{"", "eu-1", "m"}, "cluster eu-1: m"},
-		{Problem{"", "", "m"}, "m"},
+		{Problem{"baseline", "eu-1", "m", ""}, "Release/baseline on cluster eu-1: m"},
+		{Problem{"baseline", "", "m", ""}, "Release/baseline: m"},
+		{Problem{"", "eu-1", "m", ""}, "cluster eu-1: m"},
+		{Problem{"", "", "m", ""}, "m"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.String(); got != tt.want {
