@@ -31,7 +31,7 @@ or a Git repository, resolves every source once per poll into a content-addresse
 schedules releases onto the clusters their selectors match, and serves:
 
   --agent-addr  the agent endpoint (HTTPS, mTLS): join, watch, report, heartbeat, artifacts
-  --api-addr    the user API (HTTPS, bearer token) for the CLI
+  --api-addr    the user API (HTTPS, bearer token) for the CLI and the dashboard
 
 On first start it writes to --data-dir: admin.token (the user API token), ca.crt (the CA that
 signs its serving certificate and every agent certificate), hub.db (SQLite), artifacts/ and git/.
@@ -119,6 +119,11 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
 	f.StringVar(&opts.AuditSink.Format, "audit-sink-format", audit.SinkFormatJSONL, "audit sink body: jsonl (one record per line) or json (an array)")
 	f.DurationVar(&opts.AuditCheckpoint, "audit-checkpoint", hub.DefaultAuditCheckpoint, "how often, at most, an assignment whose checks change nothing gets an apply.verified audit record (a negative value: every check is a full record)")
+	// Access: sign-in with OIDC (docs/access.md).
+	f.StringVar(&opts.OIDC.Issuer, "oidc-issuer", "", "take ID tokens of this OpenID Connect issuer (https URL) as bearer tokens; `flotilla login` signs in there with the device flow (default: off)")
+	f.StringVar(&opts.OIDC.ClientID, "oidc-client-id", "", "the client ID ID tokens must be issued for (the audience), and that `flotilla login` uses")
+	f.StringVar(&opts.OIDC.GroupsClaim, "oidc-groups-claim", "groups", "the ID token claim that lists the subject's groups")
+	f.StringArrayVar(&opts.OIDC.GroupRoles, "oidc-group-role", nil, "map a group to a role: GROUP=ROLE (every project) or GROUP=ROLE:PROJECT[,PROJECT...], e.g. platform-admins=admin, team-a=deployer:team-a (repeatable)")
 	// Credentials and transport (docs/credentials.md), and the unauthenticated Join's limit.
 	f.StringVar(&opts.CredentialsConfig, "credentials-config", "", "YAML file naming the credentials sources may use (spec.git.credentials), the hosts each may be sent to, and allowCredentialsFiles: the directories a source's credentialsFile may name (default: none)")
 	f.StringArrayVar(&opts.AllowFileSources, "allow-file-sources", nil, "directory under which file:// sources may lie (repeatable; default: file sources are refused; the --fleet repository is not bound by it)")

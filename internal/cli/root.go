@@ -91,6 +91,8 @@ the hub or the network is gone, and reports back.`,
 		newSkewCommand(s),
 		newDriftCommand(s),
 		newAuditCommand(s),
+		newTokenCommand(s),
+		newLoginCommand(s),
 		newBenchCommand(s),
 	)
 	withUsageErrors(root)

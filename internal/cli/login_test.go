@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/hubtest"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// testIssuer is a real OpenID provider (zitadel's op package with its example in-memory
+// storage) serving the device flow on a loopback address. Its users are the example's:
+// "id1" and "id2"; groups says which groups the ID token's groups claim lists for each.
+type testIssuer struct {
+	URL     string
+	storage *storage.Storage
+}
+
+func startIssuer(t *testing.T, clientID string, groups map[string][]string) *testIssuer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + ln.Addr().String()
+	st := storage.NewStorageWithClients(storage.NewUserStore(issuer), map[string]*storage.Client{clientID: storage.DeviceClient(clientID, "")})
+	provider, err := op.NewProvider(&op.Config{
+		CryptoKey:                sha256.Sum256([]byte("flotilla test issuer")),
+		DefaultLogoutRedirectURI: "/",
+		DeviceAuthorization: op.DeviceAuthorizationConfig{
+			Lifetime: 5 * time.Minute, PollInterval: time.Second, UserFormPath: "/device", UserCode: op.UserCodeBase20,
+		},
+	}, issuerStorage{Storage: st, groups: groups}, op.StaticIssuer(issuer), op.WithAllowInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(provider)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &testIssuer{URL: issuer, storage: st}
+}
+
+// issuerStorage puts the groups claim in ID tokens and makes the device client public (no
+// secret), as a CLI's is.
+type issuerStorage struct {
+	*storage.Storage
+	groups map[string][]string
+}
+
+func (s issuerStorage) SetUserinfoFromScopes(ctx context.Context, ui *oidc.UserInfo, userID, clientID string, scopes []string) error {
+	ui.AppendClaims("groups", s.groups[userID])
+	return nil
+}
+
+func (s issuerStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return publicClient{c}, nil
+}
+
+type publicClient struct{ op.Client }
+
+func (publicClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodNone }
+
+// TestLoginWithTheDeviceFlow signs in with `flotilla login` against a real OpenID provider
+// started here: the CLI prints a code, the user (this test, through the provider's storage)
+// approves it, the CLI saves the ID token; the next verbs use it, and the audit trail names
+// the OIDC subject and the role its group mapped to.
+func TestLoginWithTheDeviceFlow(t *testing.T) {
+	const clientID = "flotilla-cli"
+	iss := startIssuer(t, clientID, map[string][]string{"id1": {"platform-admins", "staff"}, "id2": {"team-a"}})
+	f := hubtest.Start(t, hubtest.Options{Clusters: 3, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
+		Issuer: iss.URL, ClientID: clientID, GroupRoles: []string{"platform-admins=admin", "team-a=viewer:team-a"},
+	}}})
+	t.Setenv("FLOTILLA_CONFIG", filepath.Join(t.TempDir(), "config.yaml"))
+	t.Setenv("FLOTILLA_HUB", "")
+	t.Setenv("FLOTILLA_TOKEN", "")
+	t.Setenv("FLOTILLA_CA", "")
+
+	login := func(t *testing.T, user string) string {
+		t.Helper()
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() { done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath}, &out, &errOut) }()
+		code := regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if m := code.FindStringSubmatch(errOut.String()); m != nil {
+				if err := iss.storage.CompleteDeviceAuthorization(t.Context(), m[1], user); err != nil {
+					t.Fatalf("approve %s: %v", m[1], err)
+				}
+				break
+			}
+			select {
+			case c := <-done:
+				t.Fatalf("login ended (exit %d) before printing a code: %s", c, errOut.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("login printed no code: %s", errOut.String())
+			}
+		}
+		select {
+		case c := <-done:
+			if c != 0 {
+				t.Fatalf("login: exit %d: %s", c, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("login did not finish: %s", errOut.String())
+		}
+		return errOut.String()
+	}
+	run := func(t *testing.T, args ...string) (int, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), args, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+
+	t.Run("an admin signs in and acts", func(t *testing.T) {
+		said := login(t, "id1")
+		if !strings.Contains(said, "as oidc:id1 (admin)") {
+			t.Errorf("login said %q", said)
+		}
+		data, err := os.ReadFile(os.Getenv("FLOTILLA_CONFIG"))
+		if err != nil || !strings.Contains(string(data), "token: ey") {
+			t.Fatalf("config file: %s %v", data, err)
+		}
+		if code, out := run(t, "cluster", "add", "edge-9", "-l", "env=prod"); code != 0 {
+			t.Fatalf("cluster add: %d %s", code, out)
+		}
+		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := c.Audit(t.Context(), hubapi.AuditFilter{Action: "cluster.added"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || recs[0].Actor != "oidc:id1" || recs[0].Detail["role"] != "admin" {
+			t.Errorf("cluster.added records: %+v, want one by oidc:id1 with role admin", recs)
+		}
+	})
+
+	t.Run("a team's viewer sees only its project and may not write", func(t *testing.T) {
+		said := login(t, "id2")
+		if !strings.Contains(said, "as oidc:id2 (viewer in [team-a])") {
+			t.Errorf("login said %q", said)
+		}
+		// The fleet's one release is the platform's: team-a sees no release and no cluster.
+		if code, out := run(t, "get", "clusters", "-o", "json"); code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Errorf("get clusters: %d %s", code, out)
+		}
+		if code, out := run(t, "cluster", "add", "edge-10"); code == 0 || !strings.Contains(out, "oidc:id2 (viewer:team-a) may not POST /api/v1/clusters: it needs admin") {
+			t.Errorf("cluster add as a viewer: %d %s", code, out)
+		}
+	})
+
+	t.Run("a forged token is refused", func(t *testing.T) {
+		if code, out := run(t, "login", "--hub", f.APIURL, "--ca", f.CAPath, "--token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.x"); code == 0 || !strings.Contains(out, "refused") {
+			t.Errorf("login with a forged ID token: %d %s", code, out)
+		}
+	})
+}
