@@ -100,7 +100,9 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 		t.Helper()
 		var out, errOut syncBuffer
 		done := make(chan int, 1)
-		go func() { done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath}, &out, &errOut) }()
+		go func() {
+			done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath}, &out, &errOut)
+		}()
 		code := regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
