@@ -123,6 +123,9 @@ func FuzzParseFleet(f *testing.F) {
 		for _, n := range fleet.Notifications {
 			add(n)
 		}
+		for _, p := range fleet.Projects {
+			add(p)
+		}
 		again, err := Parse(map[string][]byte{file: out})
 		if err != nil {
 			t.Fatalf("fleet written out does not parse again: %v\n%s", err, out)

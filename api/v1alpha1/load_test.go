@@ -58,6 +58,7 @@ func TestLoadDir(t *testing.T) {
 					SelfHeal:        new(false),
 					Timeout:         Duration{90 * time.Second},
 					Variables:       map[string]string{"replicas": "3", "cluster_label_region": "eu"},
+					Project:         "apps",
 				},
 			},
 			{
@@ -100,6 +101,21 @@ func TestLoadDir(t *testing.T) {
 			},
 		},
 	}
+	want.Projects = []Project{{
+		APIVersion: APIVersion, Kind: KindProject,
+		Metadata: ObjectMeta{Name: "apps"},
+		Spec: ProjectSpec{
+			Sources:         []string{"apps", "https://git.example.com/apps/*"},
+			ClusterSelector: LabelSelector{MatchLabels: map[string]string{"tier": "1"}},
+			Namespaces:      []string{"apps", "apps-*"},
+			Kinds: ProjectKinds{
+				Allow: []GroupKind{{Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "", Kind: "Namespace"}},
+				Deny:  []GroupKind{{Group: "", Kind: "Secret"}},
+			},
+			ServiceAccount: &ServiceAccountRef{Namespace: "apps", Name: "flotilla-deployer"},
+			Fleet:          &ProjectFleet{URL: "https://git.example.com/apps/fleet.git", Branch: "main", Path: "clusters", Credentials: "apps-ro"},
+		},
+	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadDir mismatch (-want +got):\n%s", diff)
 	}
