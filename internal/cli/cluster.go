@@ -20,11 +20,12 @@ func newClusterCommand(s streams) *cobra.Command {
 		Example: `  flotilla cluster add eu-prod-1 -l env=prod -l region=eu
   flotilla cluster label eu-prod-1 tier=gold region-
   flotilla cluster show eu-prod-1
+  flotilla cluster rotate eu-prod-1
   flotilla cluster remove eu-prod-1`,
 	}
 	hf.bind(cmd)
 	cmd.AddCommand(newClusterAddCommand(s, &hf), newClusterTokenCommand(s, &hf), newClusterLabelCommand(s, &hf),
-		newClusterRemoveCommand(s, &hf), newClusterShowCommand(s, &hf))
+		newClusterRemoveCommand(s, &hf), newClusterShowCommand(s, &hf), newClusterRotateCommand(s, &hf))
 	return cmd
 }
 
@@ -85,7 +86,7 @@ func newClusterTokenCommand(s streams, hf *hubFlags) *cobra.Command {
 	format := newChoice("text", "json", "yaml")
 	cmd := &cobra.Command{
 		Use:         "token NAME",
-		Short:       "Issue a new join token for a registered cluster (an agent that lost its state dir re-joins with it)",
+		Short:       "Issue a new join token for a registered cluster (an agent that lost its state dir re-joins with it); earlier unused tokens of the cluster stop working",
 		Example:     `  flotilla cluster token eu-prod-1`,
 		Args:        cobra.ExactArgs(1),
 		Annotations: argsNamed("a cluster name"),

@@ -35,7 +35,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 	return userapi.New(userapi.Deps{
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
-		Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens,
+		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens,
 	}, uo), nil
 }
 
@@ -69,4 +69,12 @@ func (h *Hub) dashboardChanged() {
 	if h.user != nil {
 		h.user.DashboardChanged()
 	}
+}
+
+// certificatesRevoked follows `cluster rotate`: cached checks of the cluster's certificates
+// and its open watch streams end, here and (through the fan-out) on the other replicas. Its
+// last-seen time and history stay.
+func (h *Hub) certificatesRevoked(name string) {
+	h.auth.ForgetCluster(name)
+	h.watchers.CloseCluster(name)
 }

@@ -178,6 +178,7 @@ func TestRoleMatrix(t *testing.T) {
 		"PATCH /api/v1/clusters/{name}/labels": {{"PATCH", "/api/v1/clusters/a1/labels", `{"labels":{"tier":"1"}}`, admin(ok)}},
 		"DELETE /api/v1/clusters/{name}":       {{"DELETE", "/api/v1/clusters/b2", "", admin(http.StatusNoContent)}},
 		"POST /api/v1/clusters/{name}/token":   {{"POST", "/api/v1/clusters/a1/token", "", admin(ok)}},
+		"POST /api/v1/clusters/{name}/rotate":  {{"POST", "/api/v1/clusters/a1/rotate", "", admin(ok)}},
 		"GET /api/v1/releases":                 {{"GET", "/api/v1/releases", "", view}},
 		"GET /api/v1/sources":                  {{"GET", "/api/v1/sources", "", view}},
 		"GET /api/v1/status": {

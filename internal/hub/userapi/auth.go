@@ -57,6 +57,7 @@ func (api *API) routes() []route {
 		{"PATCH /api/v1/clusters/{name}/labels", ruleAdmin, f(api.labelCluster)},
 		{"DELETE /api/v1/clusters/{name}", ruleAdmin, f(api.removeCluster)},
 		{"POST /api/v1/clusters/{name}/token", ruleAdmin, f(api.newToken)},
+		{"POST /api/v1/clusters/{name}/rotate", ruleAdmin, f(api.rotateCluster)},
 		{"GET /api/v1/releases", ruleView, f(api.listReleases)},
 		{"GET /api/v1/sources", ruleView, f(api.listSources)},
 		{"GET /api/v1/status", ruleView, f(api.status)},

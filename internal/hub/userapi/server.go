@@ -30,6 +30,10 @@ type Store interface {
 	// it does not exist.
 	RemoveCluster(ctx context.Context, name string) error
 	CreateJoinToken(ctx context.Context, t store.JoinToken) error
+	// RevokeCertificates revokes the cluster's certificate serial, or all for serial "".
+	RevokeCertificates(ctx context.Context, cluster, serial string) (int64, error)
+	// RevokeJoinTokens makes the cluster's unused join tokens expire at now.
+	RevokeJoinTokens(ctx context.Context, cluster string, now time.Time) (int64, error)
 	ReportStats(ctx context.Context, cluster string) (store.ReportStats, error)
 	// GetDesiredState returns the cluster's desired state, or store.ErrNotFound.
 	GetDesiredState(ctx context.Context, cluster string) (store.DesiredState, error)
@@ -78,8 +82,11 @@ type Deps struct {
 	// revoked there, and what the hub keeps of it in memory (open streams, last-seen time)
 	// goes.
 	ClusterRemoved func(name string)
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	// CertificatesRevoked follows the revocation of every certificate of a cluster that stays
+	// (cluster rotate): cached certificate checks and open streams end.
+	CertificatesRevoked func(name string)
+	Clock               clock.Clock
+	Logger              *slog.Logger
 	// Auth authenticates requests; nil: only Options.AdminToken is accepted, as admin.
 	Auth Authenticator
 	// Tokens are the named user tokens; nil: the token endpoints answer 503.
@@ -130,6 +137,9 @@ func New(d Deps, o Options) *API {
 	}
 	if d.ClusterRemoved == nil {
 		d.ClusterRemoved = func(string) {}
+	}
+	if d.CertificatesRevoked == nil {
+		d.CertificatesRevoked = func(string) {}
 	}
 	api := &API{d: d, o: o, auth: d.Auth}
 	if api.auth == nil {
