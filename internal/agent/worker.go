@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/project"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -226,6 +227,9 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.R
 		Wait:            as.Wait,
 		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
 		SelfHeal:        as.SelfHeal,
+		// The project's rules come with the assignment, so they are enforced from the cached
+		// desired state as well when the hub is away.
+		Project: project.FromProto(as.Project),
 	})
 }
 
