@@ -43,11 +43,14 @@ type NotificationSpec struct {
 	// {"text": ..., "blocks": [...]} body; receivers of Slack's format without blocks show
 	// the text).
 	Type string `json:"type"`
-	// URL receives the messages by POST: http:// or https://. Exactly one of URL and URLFile.
+	// URL receives the messages by POST: https://, or http:// with Insecure. Exactly one of
+	// URL and URLFile.
 	URL string `json:"url,omitempty"`
 	// URLFile names a file on the hub holding the URL, for URLs that are secrets (a Slack
 	// webhook URL is one). It is read at every send, so it can be rotated in place.
 	URLFile string `json:"urlFile,omitempty"`
+	// Insecure allows an http:// URL (or URL file content); without it plain HTTP is refused.
+	Insecure bool `json:"insecure,omitempty"`
 	// Events to send: some of failed, drifted, skewed, unreachable, recovered. Default: all.
 	Events []string `json:"events,omitempty"`
 	// Releases limits the notification to these releases. Default: every release.

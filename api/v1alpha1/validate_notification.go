@@ -23,6 +23,8 @@ func validateNotificationSpec(s NotificationSpec, releases map[string]string, ad
 	case s.URL != "":
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("spec.url", "must be an http:// or https:// URL")
+		} else if u.Scheme == "http" && !s.Insecure {
+			add("spec.url", "is plain HTTP: use https://, or set insecure: true to accept it")
 		}
 	}
 	seen := map[string]bool{}
