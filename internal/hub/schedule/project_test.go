@@ -106,6 +106,15 @@ func TestScheduleProjects(t *testing.T) {
 			problems: []Problem{{"web", "", `project "team-b" is not defined; not assigned afresh (clusters that had it keep their assignment)`, ""}},
 		},
 		{
+			name:  "a release whose project is not defined keeps the rules it had, never none",
+			fleet: projectFleet(nil, inProject(release("web"), "team-b", "", "")),
+			previous: map[string]Document{"dev-1": {Assignments: []Assignment{{Release: "web", Source: "platform", Revision: "main@sha1:0000", Digest: "sha256:0000",
+				Project: &teamARules}}}},
+			want:     map[string][]string{"dev-1": {"web"}, "prod-1": {}},
+			rules:    map[string]*project.Rules{"web": &teamARules},
+			problems: []Problem{{"web", "", `project "team-b" is not defined; not assigned afresh (clusters that had it keep their assignment)`, ""}},
+		},
+		{
 			name:  "a platform project the fleet defines sends its rules",
 			fleet: projectFleet([]v1alpha1.Project{narrowPlatform}, release("baseline")),
 			want:  map[string][]string{"dev-1": {"baseline"}, "prod-1": {"baseline"}},

@@ -324,7 +324,8 @@ func (s *scheduler) keep(out *[]Assignment, r *prepared, cluster string, previou
 
 // keepQuietly appends the cluster's previous assignment for release r, if it had one, with
 // the rules of r's project as they are now: the agent checks what it keeps running against
-// the project's current bounds, never against ones the fleet has since narrowed.
+// the project's current bounds, never against ones the fleet has since narrowed. A release
+// whose project is not defined keeps the rules it had: nil would mean "everything allowed".
 func keepQuietly(out *[]Assignment, r *prepared, previous []Assignment) (Assignment, bool) {
 	for _, a := range previous {
 		if a.Release == r.name {
@@ -332,7 +333,9 @@ func keepQuietly(out *[]Assignment, r *prepared, previous []Assignment) (Assignm
 			if a.Vars == nil {
 				a.Vars = map[string]string{}
 			}
-			a.Project = r.base.Project
+			if r.refused == "" || r.base.Project != nil {
+				a.Project = r.base.Project
+			} // else: its project is not defined, so the rules it had are the only ones known
 			*out = append(*out, a)
 			return a, true
 		}
