@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/project"
 )
 
 // A Project may name its team's own fleet repository (spec.fleet). The controller reads each
@@ -267,12 +268,14 @@ func (c *Controller) merge(main *v1alpha1.Fleet) {
 // keepUnloaded puts back, in every cluster's next document, the assignments of the projects
 // whose fleet repository has no configuration in force in this controller yet (the hub just
 // started or took the lease, and the repository could not be read): the releases are not in
-// the scheduled fleet, but a repository that cannot be read must never prune anything.
+// the scheduled fleet, but a repository that cannot be read must never prune anything. They
+// carry the project's rules as the main fleet states them now.
 func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]schedule.Document) {
-	unloaded := map[string]bool{}
+	unloaded := map[string]*project.Rules{} // with the project's rules as they are now
 	for name, t := range c.tenants {
 		if t.fleet == nil {
-			unloaded[name] = true
+			r := project.FromSpec(name, t.spec)
+			unloaded[name] = &r
 		}
 	}
 	if len(unloaded) == 0 {
@@ -282,10 +285,11 @@ func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]sched
 		assigned := plan.Assignments[cluster]
 		var kept []string
 		for _, a := range prev.Assignments {
-			if a.Project == nil || !unloaded[a.Project.Name] ||
+			if a.Project == nil || unloaded[a.Project.Name] == nil ||
 				slices.ContainsFunc(assigned, func(b schedule.Assignment) bool { return b.Release == a.Release }) {
 				continue
 			}
+			a.Project = unloaded[a.Project.Name]
 			assigned = append(assigned, a)
 			kept = append(kept, a.Release)
 		}
