@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
@@ -53,6 +54,10 @@ database that already holds hub state.`,
 			stats, err := store.CopyToPostgres(ctx, src, dst)
 			if err != nil {
 				return err
+			}
+			// The named tokens of the user API live beside the store's tables.
+			if stats["user_tokens"], err = access.CopyTokens(ctx, src.DB(), dst.DB()); err != nil {
+				return fmt.Errorf("copy to postgres store %s: %w", dst, err)
 			}
 			if format.value == "json" {
 				return writeJSON(s.out, stats)

@@ -231,3 +231,50 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// CopyTokens copies every named token of the database src into dst (creating its table),
+// hashes as they are, and returns how many; for `flotilla hub copy-store`, which moves a hub
+// from SQLite to PostgreSQL. dst must hold no token yet.
+func CopyTokens(ctx context.Context, src, dst *sql.DB) (int64, error) {
+	if _, err := OpenTokens(ctx, src, time.Now); err != nil {
+		return 0, err
+	}
+	if _, err := OpenTokens(ctx, dst, time.Now); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := dst.QueryRowContext(ctx, `SELECT count(*) FROM user_tokens`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("user tokens: %w", err)
+	}
+	if n > 0 {
+		return 0, fmt.Errorf("user tokens: the destination already holds %d", n)
+	}
+	rows, err := src.QueryContext(ctx, `SELECT name, secret_hash, role, projects, created_at, expires_at FROM user_tokens`)
+	if err != nil {
+		return 0, fmt.Errorf("user tokens: %w", err)
+	}
+	defer rows.Close()
+	tx, err := dst.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for rows.Next() {
+		var (
+			name, hash, role, projects string
+			created, expires           int64
+		)
+		if err := rows.Scan(&name, &hash, &role, &projects, &created, &expires); err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO user_tokens (name, secret_hash, role, projects, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			name, hash, role, projects, created, expires); err != nil {
+			return 0, fmt.Errorf("user token %q: %w", name, err)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}

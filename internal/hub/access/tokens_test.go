@@ -154,3 +154,38 @@ func TestBootstrapRefusesShortTokens(t *testing.T) {
 		t.Errorf("empty bearer with an empty bootstrap: %v", err)
 	}
 }
+
+// TestCopyTokens: a hub moved from SQLite to PostgreSQL (hub copy-store) keeps its named
+// tokens: the same secret works against the copy.
+func TestCopyTokens(t *testing.T) {
+	ctx := t.Context()
+	src, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
+	must(t, err)
+	defer src.Close()
+	dst, err := store.OpenPostgres(ctx, pgtest.NewDatabase(t), store.PostgresOptions{})
+	must(t, err)
+	defer dst.Close()
+	ts, err := access.OpenTokens(ctx, src.DB(), time.Now)
+	must(t, err)
+	_, secret, err := ts.Create(ctx, access.Token{Name: "ci", Grant: access.Grant{Role: access.Deployer, Projects: []string{"team-a"}}})
+	must(t, err)
+	n, err := access.CopyTokens(ctx, src.DB(), dst.DB())
+	if err != nil || n != 1 {
+		t.Fatalf("copied %d: %v", n, err)
+	}
+	copied, err := access.OpenTokens(ctx, dst.DB(), time.Now)
+	must(t, err)
+	if p, err := copied.Authenticate(ctx, secret); err != nil || p.Actor != "token:ci" || p.Grants[0].Projects[0] != "team-a" {
+		t.Errorf("the copied token: %+v %v", p, err)
+	}
+	if _, err := access.CopyTokens(ctx, src.DB(), dst.DB()); err == nil {
+		t.Error("a second copy into a store holding tokens was not refused")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
