@@ -287,6 +287,9 @@ func (n *notifier) send(ctx context.Context, name string, d delivery) error {
 		}
 		url = strings.TrimSpace(string(data))
 	}
+	if err := notify.CheckURL(name, url, d.spec.Insecure); err != nil {
+		return err
+	}
 	var body []byte
 	var err error
 	switch d.spec.Type {

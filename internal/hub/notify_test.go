@@ -97,6 +97,7 @@ metadata: {name: ops-webhook}
 spec:
   type: webhook
   url: %s/hook
+  insecure: true
   releases: [web]
 ---
 apiVersion: flotilla.dev/v1alpha1
@@ -105,6 +106,7 @@ metadata: {name: ops-slack}
 spec:
   type: slack
   urlFile: %s
+  insecure: true
   events: [failed, recovered]
   clusterSelector: {matchLabels: {env: test}}
 `, repoDir, srv.URL, slackURLFile)

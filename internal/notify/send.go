@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -53,6 +54,20 @@ type Sender struct {
 func NewSender(opts SenderOptions) *Sender {
 	opts.setDefaults()
 	return &Sender{opts: opts}
+}
+
+// CheckURL refuses a URL that is neither https:// nor, when insecure, http://: messages carry
+// the fleet's state, and a webhook URL is often a secret. name identifies the notification;
+// the URL is left out of the error, since it may hold a secret.
+func CheckURL(name, raw string, insecure bool) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return &PermanentError{Err: fmt.Errorf("notification %s: the URL is not an http:// or https:// URL", name)}
+	case u.Scheme == "http" && !insecure:
+		return &PermanentError{Err: fmt.Errorf("notification %s: the URL is plain HTTP: use https://, or set insecure: true on the notification to accept it", name)}
+	}
+	return nil
 }
 
 // PermanentError is a refusal that retrying will not change (a 4xx other than 408 and 429).

@@ -74,3 +74,33 @@ func TestSender(t *testing.T) {
 		}
 	})
 }
+
+func TestCheckURL(t *testing.T) {
+	for _, tt := range []struct {
+		url      string
+		insecure bool
+		want     string
+	}{
+		{"https://hooks.example.com/x", false, ""},
+		{"http://hooks.internal/x", true, ""},
+		{"http://hooks.internal/x?token=s3cret", false, "notification ops: the URL is plain HTTP: use https://, or set insecure: true on the notification to accept it"},
+		{"ftp://hooks.example.com/x", true, "notification ops: the URL is not an http:// or https:// URL"},
+		{"hooks.example.com/x", false, "notification ops: the URL is not an http:// or https:// URL"},
+	} {
+		err := CheckURL("ops", tt.url, tt.insecure)
+		var got string
+		if err != nil {
+			got = err.Error()
+			var perm *PermanentError
+			if !errors.As(err, &perm) {
+				t.Errorf("CheckURL(%q): %v is not permanent: retrying cannot help", tt.url, err)
+			}
+		}
+		if got != tt.want {
+			t.Errorf("CheckURL(%q, %v) = %q, want %q", tt.url, tt.insecure, got, tt.want)
+		}
+		if strings.Contains(got, "s3cret") {
+			t.Errorf("the error shows the URL's secret: %s", got)
+		}
+	}
+}

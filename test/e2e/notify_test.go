@@ -90,12 +90,12 @@ spec: {source: apps, path: apps/settings, targets: [{selector: {}}], namespace: 
 apiVersion: flotilla.dev/v1alpha1
 kind: Notification
 metadata: {name: ops}
-spec: {type: webhook, url: "%[2]s/hook"}
+spec: {type: webhook, url: "%[2]s/hook", insecure: true}
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Notification
 metadata: {name: chat}
-spec: {type: slack, url: "%[2]s/slack", events: [failed, recovered], releases: [web]}
+spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recovered], releases: [web]}
 `, repoURL, srv.URL)
 	cm := func(name, v string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {v: \"" + v + "\"}\n"
