@@ -4,21 +4,30 @@ package deploy
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
+	"github.com/flotilla/flotilla/internal/project"
 )
 
 func TestManifestsPassServerSideDryRun(t *testing.T) {
 	c := clustertest.Start(t, localcluster.Options{Name: "deploy"})
-	r, err := reconcile.New(c.RESTConfig(), reconcile.Config{}, nil)
+	// The manifests live in flotilla-system, where no release may write: the test keeps its
+	// own inventories elsewhere.
+	r, err := reconcile.New(c.RESTConfig(), reconcile.Config{InventoryNamespace: "deploy-test"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +48,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 			want := map[string][]string{
 				"hub":    {"Namespace", "PersistentVolumeClaim", "Deployment", "Service"},
 				"hub-ha": {"Namespace", "Secret", "StatefulSet", "Service", "PodDisruptionBudget"},
-				"agent":  {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolumeClaim", "Deployment"},
+				"agent":  {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolumeClaim", "Deployment"},
 			}[dir]
 			for _, k := range want {
 				if !kinds[k] {
@@ -97,4 +106,114 @@ func wantReplicatedHub(t *testing.T, objs []*unstructured.Unstructured) {
 		return
 	}
 	t.Error("deploy/hub-ha has no StatefulSet flotilla-hub")
+}
+
+// TestAgentLeastPrivilege installs deploy/agent for real and runs a reconciler with the
+// agent's own ServiceAccount token, as the agent runs in a cluster: a project's release is
+// applied as its ServiceAccount and recorded in an inventory, a platform release is denied
+// until platform-admin.yaml is applied, and the agent's rules hold no wildcard.
+func TestAgentLeastPrivilege(t *testing.T) {
+	c := clustertest.Start(t, localcluster.Options{Name: "deploy-rbac"})
+	ctx := t.Context()
+	admin, err := reconcile.New(c.RESTConfig(), reconcile.Config{InventoryNamespace: "deploy-test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := render.Render(ctx, render.Options{Root: ".", Path: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, rule := range rules {
+			for _, field := range []string{"apiGroups", "resources", "verbs", "nonResourceURLs"} {
+				values, _, _ := unstructured.NestedStringSlice(rule.(map[string]any), field)
+				if slices.Contains(values, "*") {
+					t.Errorf("%s %s grants %s \"*\"", o.GetKind(), o.GetName(), field)
+				}
+			}
+		}
+	}
+	if _, err := admin.Reconcile(ctx, objs, reconcile.Options{Name: "agent"}); err != nil {
+		t.Fatalf("install deploy/agent: %v", err)
+	}
+
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	// A team namespace whose ServiceAccount may manage ConfigMaps there, and nothing else.
+	const team = "team-a"
+	teamObjs := clustertest.Objects(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: deployer, namespace: team-a}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: deployer, namespace: team-a}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, update, patch, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}
+subjects: [{kind: ServiceAccount, name: deployer, namespace: team-a}]
+`)
+	if _, err := admin.Reconcile(ctx, teamObjs, reconcile.Options{Name: "team-setup"}); err != nil {
+		t.Fatal(err)
+	}
+
+	tok, err := cs.CoreV1().ServiceAccounts("flotilla-system").CreateToken(ctx, "flotilla-agent",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for the agent's ServiceAccount: %v", err)
+	}
+	agentCfg := c.RESTConfig()
+	agentCfg.BearerToken = tok.Status.Token
+	agent, err := reconcile.New(agentCfg, reconcile.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := func(ns string) []*unstructured.Unstructured {
+		return clustertest.Objects(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "+ns+"}\ndata: {a: b}\n")
+	}
+
+	t.Run("a project's release is applied as its ServiceAccount, its inventory by the agent", func(t *testing.T) {
+		rules := &project.Rules{Name: team, Namespaces: []string{team},
+			ServiceAccount: &v1alpha1.ServiceAccountRef{Namespace: team, Name: "deployer"}}
+		if _, err := agent.Reconcile(ctx, settings(team), reconcile.Options{Name: "team-a-web", Namespace: team, Project: rules}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps("flotilla-system").Get(ctx, "inventory-team-a-web", metav1.GetOptions{}); err != nil {
+			t.Errorf("inventory: %v", err)
+		}
+	})
+
+	t.Run("a platform release needs platform-admin.yaml", func(t *testing.T) {
+		_, err := agent.Reconcile(ctx, settings("default"), reconcile.Options{Name: "platform-web", Namespace: "default"})
+		if want := `User "system:serviceaccount:flotilla-system:flotilla-agent" cannot`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want the agent denied (%q)", err, want)
+		}
+		data, err := os.ReadFile("agent/platform-admin.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.Reconcile(ctx, clustertest.Objects(t, string(data)), reconcile.Options{Name: "platform-admin"}); err != nil {
+			t.Fatal(err)
+		}
+		// RBAC changes reach the authorizer's cache within a moment.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := agent.Reconcile(ctx, settings("default"), reconcile.Options{Name: "platform-web", Namespace: "default"})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("platform release with platform-admin.yaml applied: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 }
