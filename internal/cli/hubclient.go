@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,8 @@ import (
 // config file ($FLOTILLA_CONFIG, default ~/.config/flotilla/config.yaml).
 type hubFlags struct {
 	hub, token, ca string
+	// insecure accepts an http:// hub URL.
+	insecure bool
 }
 
 func (f *hubFlags) bind(cmd *cobra.Command) {
@@ -27,6 +30,7 @@ func (f *hubFlags) bind(cmd *cobra.Command) {
 	p.StringVar(&f.hub, "hub", "", "hub API URL https://HOST:PORT (env FLOTILLA_HUB)")
 	p.StringVar(&f.token, "token", "", "hub API token (env FLOTILLA_TOKEN)")
 	p.StringVar(&f.ca, "ca", "", "hub CA certificate file (env FLOTILLA_CA)")
+	p.BoolVar(&f.insecure, "insecure", false, "accept an http:// hub URL, over which the token travels in clear text (default: refused)")
 }
 
 // configFile is the CLI's config file format.
@@ -68,12 +72,18 @@ func (f *hubFlags) client() (*hubapi.Client, error) {
 			}
 		}
 	}
+	if u, err := url.Parse(cfg.Hub); err == nil && strings.EqualFold(u.Scheme, "http") && !f.insecure {
+		return nil, usageError{fmt.Errorf("hub URL %s is plain HTTP: the token would travel in clear text; use https://, or pass --insecure to accept it", redactURL(u))}
+	}
 	c, err := hubapi.NewClient(cfg)
 	if errors.Is(err, hubapi.ErrNoHub) || errors.Is(err, hubapi.ErrNoToken) {
 		return nil, usageError{err}
 	}
 	return c, err
 }
+
+// redactURL hides a password in u, for messages.
+func redactURL(u *url.URL) string { return u.Redacted() }
 
 // printOut writes v as a table (via table), JSON or YAML.
 func printOut(w io.Writer, format string, v any, table func(io.Writer)) error {
