@@ -94,7 +94,10 @@ hour): sign in again then.`,
 			return nil
 		},
 	}
-	hf.bind(cmd)
+	// Local flags (not hubFlags.bind's persistent ones): login has no subcommands.
+	cmd.Flags().StringVar(&hf.hub, "hub", "", "hub API URL https://HOST:PORT (env FLOTILLA_HUB, else the config file)")
+	cmd.Flags().StringVar(&hf.token, "token", "", "a token to check and save instead of signing in with OIDC")
+	cmd.Flags().StringVar(&hf.ca, "ca", "", "hub CA certificate file (env FLOTILLA_CA, else the config file)")
 	cmd.Flags().BoolVar(&printToken, "print-token", false, "print the token to stdout instead of saving it in the config file")
 	return cmd
 }
