@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -59,15 +60,30 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 		out.Fleet.RolloutNotice = rolloutNotice(view.FleetURL, view.RejectedCommit, out.Fleet.Revision, out.Sources)
 	}
 	for _, p := range view.Problems {
-		if !scope.Release(p.Release) || !scope.All() && p.Cluster != "" && !fd.clusters[p.Cluster] {
+		if !problemVisible(scope, p, fd.clusters) {
 			continue
 		}
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
-			out.Problems = append(out.Problems, fmt.Sprintf("release %s on cluster %s: %s", p.Release, p.Cluster, p.Message))
+			out.Problems = append(out.Problems, problemText(p.Release, p.Cluster, p.Message))
 		}
 	}
 	out.Releases = fleetview.Summarize(out.Assignments)
 	return out, nil
+}
+
+// problemVisible reports whether scope shows p: a problem of a release in the scope (on a
+// cluster of the scope, if it names one), or of a project in the scope that concerns no
+// release (its tenant fleet repository was rejected). clusters are the scope's clusters.
+func problemVisible(scope access.Scope, p schedule.Problem, clusters map[string]bool) bool {
+	switch {
+	case scope.All():
+		return true
+	case p.Release != "":
+		return scope.Release(p.Release) && (p.Cluster == "" || clusters[p.Cluster])
+	case p.Project != "":
+		return scope.Project(p.Project)
+	}
+	return false
 }
 
 // fleetData is what the views are computed from: the assignments f selects, as status
@@ -278,4 +294,18 @@ func shortHash(rev string) string {
 		return rev[:7]
 	}
 	return rev
+}
+
+// problemText reads "release web on cluster eu-1: message", leaving out the release or the
+// cluster a problem does not concern (a tenant fleet repository's has neither).
+func problemText(release, cluster, msg string) string {
+	switch {
+	case release != "" && cluster != "":
+		return fmt.Sprintf("release %s on cluster %s: %s", release, cluster, msg)
+	case release != "":
+		return fmt.Sprintf("release %s: %s", release, msg)
+	case cluster != "":
+		return fmt.Sprintf("cluster %s: %s", cluster, msg)
+	}
+	return msg
 }
