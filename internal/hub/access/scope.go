@@ -10,6 +10,7 @@ import (
 // zero Scope sees nothing.
 type Scope struct {
 	all       bool
+	projects  map[string]bool
 	releases  map[string]bool
 	selectors []v1alpha1.LabelSelector // of the projects it sees; one empty selector: every cluster
 }
@@ -22,7 +23,7 @@ func NewScope(p Principal, fleet *v1alpha1.Fleet) Scope {
 	if p.CanEverywhere(Viewer) {
 		return Everything()
 	}
-	s := Scope{releases: map[string]bool{}}
+	s := Scope{releases: map[string]bool{}, projects: map[string]bool{}}
 	var projects []v1alpha1.Project
 	if fleet != nil {
 		projects = fleet.Projects
@@ -40,6 +41,7 @@ func NewScope(p Principal, fleet *v1alpha1.Fleet) Scope {
 				continue
 			}
 			seen[name] = true
+			s.projects[name] = true
 			i := slices.IndexFunc(projects, func(pr v1alpha1.Project) bool { return pr.Metadata.Name == name })
 			switch {
 			case i >= 0:
@@ -54,6 +56,10 @@ func NewScope(p Principal, fleet *v1alpha1.Fleet) Scope {
 
 // All reports whether s is the whole fleet.
 func (s Scope) All() bool { return s.all }
+
+// Project reports whether s holds the named project ("" is platform): a problem of the
+// project's own (its tenant fleet repository rejected) is shown to those who see it.
+func (s Scope) Project(name string) bool { return s.all || s.projects[projectName(name)] }
 
 // Release reports whether s holds the named release.
 func (s Scope) Release(name string) bool { return s.all || s.releases[name] }

@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -49,6 +50,9 @@ func TestScope(t *testing.T) {
 			}
 			if len(got) != len(tc.releases) || (len(got) > 0 && !equal(got, tc.releases)) {
 				t.Errorf("releases %v, want %v", got, tc.releases)
+			}
+			if s.Project("team-a") != (tc.everyting || slices.Contains(tc.releases, "a-web")) {
+				t.Errorf("project team-a: %v", s.Project("team-a"))
 			}
 			if s.Cluster(a) != tc.clusterA || s.Cluster(b) != tc.clusterB || s.All() != tc.everyting {
 				t.Errorf("cluster a %v, b %v, all %v; want %v %v %v", s.Cluster(a), s.Cluster(b), s.All(), tc.clusterA, tc.clusterB, tc.everyting)

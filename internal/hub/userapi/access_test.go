@@ -109,7 +109,13 @@ func newAccessFleet(t *testing.T) *accessFleet {
 	}
 	api := New(Deps{
 		Store: st, Seen: neverSeen{}, Desired: desired.NewCache(), Audit: log,
-		View:              func() controller.View { return controller.View{Fleet: fleet, Revision: "r1"} },
+		View: func() controller.View {
+			return controller.View{Fleet: fleet, Revision: "r1", Problems: []schedule.Problem{
+				{Project: "team-a", Message: "tenant fleet of team-a rejected: bad yaml"},
+				{Project: "team-b", Message: "tenant fleet of team-b rejected: bad yaml"},
+				{Release: "b-web", Cluster: "b1", Message: "b-web is outside its project"},
+			}}
+		},
 		Record:            func(ctx context.Context, e audit.Event) { _, _ = log.Append(ctx, e) },
 		ClusterRelabelled: func(_, actor string) { f.relabel = append(f.relabel, actor) },
 		Auth:              &access.Authenticator{Bootstrap: accessBootstrap, Tokens: tokens},
@@ -245,6 +251,10 @@ func TestRoleMatrix(t *testing.T) {
 				t.Errorf("dashboard fleet of viewer-a lacks %s: %s", want, body)
 			}
 		}
+		_, body = f.call(t, "viewer-a", "GET", "/api/v1/status", "")
+		if !strings.Contains(body, "tenant fleet of team-a rejected") {
+			t.Errorf("status of viewer-a lacks its project's problem: %s", body)
+		}
 		_, body = f.call(t, "viewer-a", "GET", "/api/v1/drift", "")
 		if !strings.Contains(body, "a-web-settings") {
 			t.Errorf("drift of viewer-a lacks a-web's: %s", body)
@@ -274,6 +284,7 @@ func TestRoleMatrix(t *testing.T) {
 			"cluster.relabelled": "token:admin admin",
 			"cluster.removed":    "token:admin admin",
 			"token.issued":       "token:admin admin",
+			"cluster.rotated":    "token:admin admin",
 			"user-token.created": "token:admin admin",
 			"user-token.revoked": "token:admin admin",
 			"user-token.rotated": "token:admin admin",
