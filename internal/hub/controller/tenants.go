@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
@@ -81,7 +83,8 @@ func (c *Controller) loadTenants(ctx context.Context) bool {
 			changed = true
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(projects)) {
+	names := slices.Sorted(maps.Keys(projects))
+	for _, name := range names {
 		p := projects[name]
 		t := c.tenants[name]
 		if t == nil {
@@ -92,7 +95,23 @@ func (c *Controller) loadTenants(ctx context.Context) bool {
 			// Checked against other rules, or read from elsewhere: read and check again.
 			t.spec, t.recheck, t.rejected = p.Spec, true, ""
 		}
-		changed = c.loadTenant(ctx, t, p, main) || changed
+	}
+	// Read every repository at once, so that one whose Git server hangs costs the loop its
+	// timeout once, not once per tenant. Each read writes only its own slot and its own
+	// tenant's rejected commit; the results are applied in order below.
+	reads := make([]tenantRead, len(names))
+	var g errgroup.Group
+	g.SetLimit(maxTenantReads)
+	for i, name := range names {
+		g.Go(func() error {
+			t := c.tenants[name]
+			reads[i].fleet, reads[i].commit, reads[i].err = c.readTenant(ctx, t, projects[name], main)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, name := range names {
+		changed = c.loadTenant(ctx, c.tenants[name], projects[name], reads[i]) || changed
 	}
 	c.mu.Lock()
 	stale := c.mergedFrom != main
@@ -103,10 +122,20 @@ func (c *Controller) loadTenants(ctx context.Context) bool {
 	return changed
 }
 
-// loadTenant reads one tenant repository. It reports whether its configuration in force or
-// its error changed.
-func (c *Controller) loadTenant(ctx context.Context, t *tenant, p v1alpha1.Project, main *v1alpha1.Fleet) bool {
-	fleet, commit, err := c.readTenant(ctx, t, p, main)
+// maxTenantReads bounds the tenant repositories read at once.
+const maxTenantReads = 8
+
+// tenantRead is what readTenant returned for one tenant.
+type tenantRead struct {
+	fleet  *v1alpha1.Fleet
+	commit string
+	err    error
+}
+
+// loadTenant applies what reading one tenant repository gave. It reports whether its
+// configuration in force or its error changed.
+func (c *Controller) loadTenant(ctx context.Context, t *tenant, p v1alpha1.Project, r tenantRead) bool {
+	fleet, commit, err := r.fleet, r.commit, r.err
 	prevErr := errorText(t.err)
 	if err != nil {
 		t.err = err
@@ -123,6 +152,10 @@ func (c *Controller) loadTenant(ctx context.Context, t *tenant, p v1alpha1.Proje
 	}
 	prev := t.commit
 	t.fleet, t.commit = fleet, commit
+	if commit == prev {
+		c.log.Info("tenant fleet configuration checked again against its changed Project", "project", t.project, "revision", commit)
+		return true
+	}
 	c.log.Info("tenant fleet configuration loaded", "project", t.project, "revision", commit,
 		"sources", len(fleet.Sources), "releases", len(fleet.Releases))
 	c.d.Record(ctx, audit.Event{Actor: "hub", Action: "project.fleet.revision", Detail: map[string]any{
