@@ -214,6 +214,33 @@ spec:
 		wantAssigned = want
 	})
 
+	t.Run("a narrowed Project has its repository checked again; the configuration in force stays", func(t *testing.T) {
+		narrowed := strings.Replace(mainFleet, "namespaces: [team-b]", "namespaces: [team-b-new]", 1)
+		if err := os.WriteFile(filepath.Join(mainDir, "fleet.yaml"), []byte(narrowed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := os.WriteFile(filepath.Join(mainDir, "fleet.yaml"), []byte(mainFleet), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			step()
+		}()
+		step()
+		if got := assigned(); fmt.Sprint(got) != fmt.Sprint(wantAssigned) {
+			t.Errorf("assigned %v, want %v", got, wantAssigned)
+		}
+		p := c.View().Problems
+		var texts []string
+		for _, pr := range p {
+			texts = append(texts, pr.Message)
+		}
+		joined := strings.Join(texts, "\n")
+		if !strings.Contains(joined, `project team-b's fleet repository rejected (commit `) ||
+			!strings.Contains(joined, `Release/team-b-api: spec.namespace: project team-b does not allow namespace "team-b" (spec.namespaces)`) {
+			t.Errorf("problems:\n%s", joined)
+		}
+	})
+
 	t.Run("a restarted hub that cannot read a tenant repository prunes nothing of it", func(t *testing.T) {
 		c = newController(failingPoller{Poller: source.NewPoller(t.TempDir()), down: tenantA.dir})
 		step()
