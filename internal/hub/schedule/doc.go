@@ -26,7 +26,8 @@
 //
 // Every release belongs to a project (spec.project; unset is the built-in "platform"). A
 // release matches a cluster only when its project's clusterSelector matches it too: the
-// project narrows the targets, never widens them. A release whose project does not allow its
+// project narrows the targets, never widens them; a release whose targets select clusters
+// none of which the project allows gets a Problem saying so. A release whose project does not allow its
 // source (by name, or by the source's URL against the project's URL patterns), does not allow
 // its default namespace, or is not defined, is not assigned afresh to any cluster: one
 // Problem names the project and the rule broken, and a cluster that had the release keeps its

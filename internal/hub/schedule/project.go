@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -67,4 +69,20 @@ func list(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// selectorText reads "env=dev, tier=1".
+func selectorText(sel v1alpha1.LabelSelector) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		parts = append(parts, k+"="+sel.MatchLabels[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clusterCount(n int) string {
+	if n == 1 {
+		return "1 cluster"
+	}
+	return fmt.Sprintf("%d clusters", n)
 }

@@ -68,9 +68,10 @@ func TestScheduleProjects(t *testing.T) {
 			rules: map[string]*project.Rules{"web": &teamARules},
 		},
 		{
-			name:  "never widens them",
-			fleet: projectFleet([]v1alpha1.Project{teamA}, inProject(release("web", target("env", "prod")), "team-a", "", "team-a")),
-			want:  map[string][]string{"dev-1": {}, "prod-1": {}},
+			name:     "never widens them, and says so when nothing is left",
+			fleet:    projectFleet([]v1alpha1.Project{teamA}, inProject(release("web", target("env", "prod")), "team-a", "", "team-a")),
+			want:     map[string][]string{"dev-1": {}, "prod-1": {}},
+			problems: []Problem{{"web", "", "its targets select 1 cluster, and its project's clusterSelector (env=dev) allows none of them; not assigned", ""}},
 		},
 		{
 			name:  "a source allowed by URL pattern",

@@ -147,6 +147,12 @@ func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Ar
 		}
 	}
 
+	for i := range rels {
+		if r := &rels[i]; r.targeted > 0 && r.allowed == 0 {
+			s.problem(r.name, "", "its targets select %s, and its project's clusterSelector (%s) allows none of them; not assigned",
+				clusterCount(r.targeted), selectorText(r.clusters))
+		}
+	}
 	slices.SortFunc(s.problems, func(a, b Problem) int {
 		return cmp.Or(
 			strings.Compare(a.Release, b.Release),
@@ -213,6 +219,9 @@ type prepared struct {
 	// refused says which rule of its project the release breaks; "" when none. A refused
 	// release is not assigned afresh anywhere (see keep).
 	refused string
+	// targeted counts the clusters the release's targets select, allowed those its
+	// project's clusterSelector allows of them.
+	targeted, allowed int
 }
 
 // prepare returns the fleet's releases sorted by name, so that assignment lists come out
@@ -285,9 +294,14 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 	var cvars map[string]string // computed on the first match
 	for i := range rels {
 		r := &rels[i]
-		if !matches(r.targets, c.Labels) || !r.clusters.Matches(c.Labels) {
+		if !matches(r.targets, c.Labels) {
 			continue
 		}
+		r.targeted++
+		if !r.clusters.Matches(c.Labels) {
+			continue
+		}
+		r.allowed++
 		if r.refused != "" {
 			keepQuietly(&out, r, previous) // reported once for every cluster by prepare
 			continue
