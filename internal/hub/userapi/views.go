@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -59,7 +60,7 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 		out.Fleet.RolloutNotice = rolloutNotice(view.FleetURL, view.RejectedCommit, out.Fleet.Revision, out.Sources)
 	}
 	for _, p := range view.Problems {
-		if !scope.Release(p.Release) || !scope.All() && p.Cluster != "" && !fd.clusters[p.Cluster] {
+		if !problemVisible(scope, p, fd.clusters) {
 			continue
 		}
 		if (f.Release == "" || p.Release == f.Release) && (f.Cluster == "" || p.Cluster == "" || p.Cluster == f.Cluster) {
@@ -68,6 +69,21 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 	}
 	out.Releases = fleetview.Summarize(out.Assignments)
 	return out, nil
+}
+
+// problemVisible reports whether scope shows p: a problem of a release in the scope (on a
+// cluster of the scope, if it names one), or of a project in the scope that concerns no
+// release (its tenant fleet repository was rejected). clusters are the scope's clusters.
+func problemVisible(scope access.Scope, p schedule.Problem, clusters map[string]bool) bool {
+	switch {
+	case scope.All():
+		return true
+	case p.Release != "":
+		return scope.Release(p.Release) && (p.Cluster == "" || clusters[p.Cluster])
+	case p.Project != "":
+		return scope.Project(p.Project)
+	}
+	return false
 }
 
 // fleetData is what the views are computed from: the assignments f selects, as status
