@@ -2,10 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
-	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,73 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zitadel/oidc/v3/example/server/storage"
-	"github.com/zitadel/oidc/v3/pkg/oidc"
-	"github.com/zitadel/oidc/v3/pkg/op"
-
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/oidctest"
 )
-
-// testIssuer is a real OpenID provider (zitadel's op package with its example in-memory
-// storage) serving the device flow on a loopback address. Its users are the example's:
-// "id1" and "id2"; groups says which groups the ID token's groups claim lists for each.
-type testIssuer struct {
-	URL     string
-	storage *storage.Storage
-}
-
-func startIssuer(t *testing.T, clientID string, groups map[string][]string) *testIssuer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := "http://" + ln.Addr().String()
-	st := storage.NewStorageWithClients(storage.NewUserStore(issuer), map[string]*storage.Client{clientID: storage.DeviceClient(clientID, "")})
-	provider, err := op.NewProvider(&op.Config{
-		CryptoKey:                sha256.Sum256([]byte("flotilla test issuer")),
-		DefaultLogoutRedirectURI: "/",
-		DeviceAuthorization: op.DeviceAuthorizationConfig{
-			Lifetime: 5 * time.Minute, PollInterval: time.Second, UserFormPath: "/device", UserCode: op.UserCodeBase20,
-		},
-	}, issuerStorage{Storage: st, groups: groups}, op.StaticIssuer(issuer), op.WithAllowInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(provider)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &testIssuer{URL: issuer, storage: st}
-}
-
-// issuerStorage puts the groups claim in ID tokens and makes the device client public (no
-// secret), as a CLI's is.
-type issuerStorage struct {
-	*storage.Storage
-	groups map[string][]string
-}
-
-func (s issuerStorage) SetUserinfoFromScopes(ctx context.Context, ui *oidc.UserInfo, userID, clientID string, scopes []string) error {
-	ui.AppendClaims("groups", s.groups[userID])
-	return nil
-}
-
-func (s issuerStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	c, err := s.Storage.GetClientByClientID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return publicClient{c}, nil
-}
-
-type publicClient struct{ op.Client }
-
-func (publicClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodNone }
 
 // TestLoginWithTheDeviceFlow signs in with `flotilla login` against a real OpenID provider
 // started here: the CLI prints a code, the user (this test, through the provider's storage)
@@ -87,7 +22,7 @@ func (publicClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodNone }
 // the OIDC subject and the role its group mapped to.
 func TestLoginWithTheDeviceFlow(t *testing.T) {
 	const clientID = "flotilla-cli"
-	iss := startIssuer(t, clientID, map[string][]string{"id1": {"platform-admins", "staff"}, "id2": {"team-a"}})
+	iss := oidctest.Start(t, clientID, map[string][]string{"id1": {"platform-admins", "staff"}, "id2": {"team-a"}})
 	f := hubtest.Start(t, hubtest.Options{Clusters: 3, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
 		Issuer: iss.URL, ClientID: clientID, GroupRoles: []string{"platform-admins=admin", "team-a=viewer:team-a"},
 	}}})
@@ -107,7 +42,7 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			if m := code.FindStringSubmatch(errOut.String()); m != nil {
-				if err := iss.storage.CompleteDeviceAuthorization(t.Context(), m[1], user); err != nil {
+				if err := iss.Approve(t.Context(), m[1], user); err != nil {
 					t.Fatalf("approve %s: %v", m[1], err)
 				}
 				break

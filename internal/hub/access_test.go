@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -8,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/oidctest"
 )
 
 // TestShortAdminTokenIsRefused: an empty admin.token used to switch authentication off (the
@@ -69,5 +72,58 @@ func TestNamedTokenOnARealHub(t *testing.T) {
 	}
 	if _, err := c.WhoAmI(t.Context()); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Errorf("a revoked token: %v, want 401", err)
+	}
+}
+
+// TestDashboardDeviceSignIn: the dashboard signs in through the hub, which runs the device
+// flow at a real OpenID provider for it (the page cannot call the issuer across origins).
+func TestDashboardDeviceSignIn(t *testing.T) {
+	iss := oidctest.Start(t, "flotilla", map[string][]string{"id1": {"sre"}, "id2": {"nobody"}})
+	th := startHub(t, "", func(o *Options) {
+		o.OIDC = access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", GroupRoles: []string{"sre=viewer"}}
+	})
+	hc := th.httpClient()
+	post := func(path, body string, out any) int {
+		t.Helper()
+		resp, err := hc.Post(th.APIURL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if out != nil {
+			_ = json.NewDecoder(resp.Body).Decode(out)
+		}
+		return resp.StatusCode
+	}
+	signIn := func(user string) (int, map[string]string) {
+		t.Helper()
+		var start access.DeviceStart
+		if code := post("/api/v1/login/device", "", &start); code != http.StatusOK || start.UserCode == "" || start.DeviceCode == "" || start.VerificationURI == "" {
+			t.Fatalf("start: %d %+v", code, start)
+		}
+		poll := `{"deviceCode":"` + start.DeviceCode + `"}`
+		if code := post("/api/v1/login/device/token", poll, nil); code != http.StatusAccepted {
+			t.Fatalf("poll before the sign-in: %d, want 202", code)
+		}
+		if err := iss.Approve(t.Context(), start.UserCode, user); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]string
+		return post("/api/v1/login/device/token", poll, &got), got
+	}
+
+	code, got := signIn("id1")
+	if code != http.StatusOK || got["actor"] != "oidc:id1" || got["role"] != "viewer" || got["token"] == "" {
+		t.Fatalf("poll after the sign-in: %d %v", code, got)
+	}
+	c, err := hubapi.NewClient(hubapi.Config{Hub: th.APIURL(), Token: got["token"], CAFile: th.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := c.WhoAmI(t.Context()); err != nil || who.Actor != "oidc:id1" {
+		t.Errorf("whoami with the ID token: %+v %v", who, err)
+	}
+	if code, got := signIn("id2"); code != http.StatusUnauthorized || !strings.Contains(got["error"], "none of its groups") {
+		t.Errorf("a subject in no mapped group: %d %v", code, got)
 	}
 }

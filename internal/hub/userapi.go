@@ -25,17 +25,18 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 		AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),
 		TokenTTL: o.TokenTTL, UnreachableAfter: o.UnreachableAfter,
 	}
+	var device userapi.DeviceFlow
 	if o.OIDC.Issuer != "" {
 		if auth.OIDC, err = access.NewOIDC(o.OIDC); err != nil {
 			return nil, err
 		}
-		uo.OIDCIssuer, uo.OIDCClientID = o.OIDC.Issuer, o.OIDC.ClientID
-		uo.OIDCScopes = []string{"openid", "profile", "email", auth.OIDC.GroupsClaim()}
+		uo.OIDCIssuer, uo.OIDCClientID, uo.OIDCScopes = o.OIDC.Issuer, o.OIDC.ClientID, auth.OIDC.Scopes()
+		device = auth.OIDC
 	}
 	return userapi.New(userapi.Deps{
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
-		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens,
+		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens, Device: device,
 	}, uo), nil
 }
 

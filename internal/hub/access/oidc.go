@@ -68,7 +68,8 @@ type OIDC struct {
 	rules []groupRule
 
 	mu       sync.Mutex
-	verifier *oidc.IDTokenVerifier // nil until the issuer's discovery document was read
+	provider *oidc.Provider        // nil until the issuer's discovery document was read
+	verifier *oidc.IDTokenVerifier // of provider
 }
 
 // NewOIDC checks o; the issuer is contacted at the first Verify, so that a hub starts while
@@ -118,17 +119,25 @@ func (c *OIDC) ClientID() string { return c.o.ClientID }
 func (c *OIDC) GroupsClaim() string { return c.o.GroupsClaim }
 
 func (c *OIDC) getVerifier(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	if _, err := c.getProvider(ctx); err != nil {
+		return nil, err
+	}
+	return c.verifier, nil
+}
+
+// getProvider reads the issuer's discovery document once it is reachable.
+func (c *OIDC) getProvider(ctx context.Context) (*oidc.Provider, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.verifier != nil {
-		return c.verifier, nil
+	if c.provider != nil {
+		return c.provider, nil
 	}
-	p, err := oidc.NewProvider(ctx, c.o.Issuer)
+	p, err := oidc.NewProvider(context.WithoutCancel(ctx), c.o.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
 	}
-	c.verifier = p.Verifier(&oidc.Config{ClientID: c.o.ClientID})
-	return c.verifier, nil
+	c.provider, c.verifier = p, p.Verifier(&oidc.Config{ClientID: c.o.ClientID})
+	return c.provider, nil
 }
 
 // Verify checks raw, an ID token (signature, issuer, audience, expiry), and returns its

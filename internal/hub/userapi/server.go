@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
@@ -91,6 +93,8 @@ type Deps struct {
 	Auth Authenticator
 	// Tokens are the named user tokens; nil: the token endpoints answer 503.
 	Tokens TokenStore
+	// Device runs the OIDC device flow for the dashboard; nil: no OIDC sign-in.
+	Device DeviceFlow
 }
 
 // Options are the user API's settings. The hub's Options hold their defaults.
@@ -114,10 +118,11 @@ type Options struct {
 
 // API is the user API.
 type API struct {
-	d    Deps
-	o    Options
-	auth Authenticator
-	dash *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
+	d           Deps
+	o           Options
+	auth        Authenticator
+	deviceLimit *rate.Limiter        // the unauthenticated sign-in calls
+	dash        *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
 }
 
 // New returns the user API.
@@ -141,7 +146,7 @@ func New(d Deps, o Options) *API {
 	if d.CertificatesRevoked == nil {
 		d.CertificatesRevoked = func(string) {}
 	}
-	api := &API{d: d, o: o, auth: d.Auth}
+	api := &API{d: d, o: o, auth: d.Auth, deviceLimit: newDeviceLimit()}
 	if api.auth == nil {
 		api.auth = &access.Authenticator{Bootstrap: o.AdminToken}
 	}
@@ -162,6 +167,8 @@ func (api *API) Handler() http.Handler {
 	root.Handle("/api/", api.authenticate(api.auditAPICalls(mux)))
 	// What `flotilla login` and the dashboard's sign-in need before they hold a token.
 	root.HandleFunc("GET /api/v1/login", api.loginInfo)
+	root.HandleFunc("POST /api/v1/login/device", api.startDeviceLogin)
+	root.HandleFunc("POST /api/v1/login/device/token", api.pollDeviceLogin)
 	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
 	root.Handle("/", api.dashboardPages())
 	return root
