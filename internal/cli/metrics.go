@@ -18,7 +18,7 @@ func serveMetrics(ctx context.Context, addr string, handler http.Handler) (*http
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", handler)
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = err // the agent keeps running without metrics

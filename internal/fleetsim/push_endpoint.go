@@ -58,6 +58,7 @@ func startPushEndpoints(dir string, clusters []*MemCluster) (*pushEndpoints, err
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.meter.requests.Add(1); mux.ServeHTTP(w, r) }),
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 	}
 	go func() { _ = e.srv.ServeTLS(countedListener{Listener: ln, m: &e.meter}, "", "") }()
 	return e, nil
