@@ -113,7 +113,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 			AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond,
 			AllowFileSources: []string{filepath.Dir(fleetDir)},
 			Replica:          hub.ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
-			Logger:  (&fleet{}).logger(id),
+			Logger:           (&fleet{}).logger(id),
 		}, wrap(pg))
 		if err != nil {
 			t.Fatal(err)
