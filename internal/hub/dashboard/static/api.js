@@ -1,4 +1,4 @@
-// The user API with the admin token. The token comes from the URL fragment (#token=...,
+// The user API with the token the dashboard signed in with. The token comes from the URL fragment (#token=...,
 // which browsers never send to the server) or the sign-in form, and is kept in this tab's
 // sessionStorage; it is sent as a bearer token and never put in a URL.
 
@@ -40,4 +40,22 @@ export async function get(path, etag) {
   if (resp.status === 401) throw new Unauthorized((body && body.error) || 'the hub refused the token');
   if (!resp.ok) throw new APIError(resp.status, (body && body.error) || `${resp.status} ${resp.statusText}`);
   return { data: body, etag: resp.headers.get('ETag') || '' };
+}
+
+// post sends body as JSON to an API path that needs no token (the sign-in) and resolves to
+// {status, data}.
+export async function post(path, body) {
+  const resp = await fetch(path, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    body: JSON.stringify(body || {}), cache: 'no-store', credentials: 'omit',
+  });
+  let data = null;
+  try { data = await resp.json(); } catch { data = null; }
+  return { status: resp.status, data };
+}
+
+// loginInfo says how the hub takes sign-ins (GET /api/v1/login, no token needed).
+export async function loginInfo() {
+  const resp = await fetch('/api/v1/login', { cache: 'no-store', credentials: 'omit' });
+  return resp.ok ? resp.json() : {};
 }

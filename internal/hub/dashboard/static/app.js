@@ -74,23 +74,92 @@ function stop() {
 // signOut forgets the token and every byte of fleet data, and asks for a token.
 function signOut(message) {
   stop();
+  stopSSO();
   api.clearToken();
   clearData();
   $('nav').hidden = true;
   $('signout').hidden = true;
+  $('whoami').hidden = true;
   $('live').textContent = '';
   showError(message || '', 'auth');
   $('login').hidden = false;
   $('token').value = '';
   $('token').focus();
+  api.loginInfo().then((info) => { $('sso').hidden = !(info && info.oidc); }).catch(() => {});
+}
+
+// The single sign-on: the hub runs the OIDC device flow at the issuer for the page (which
+// may not call the issuer itself); the page shows the code, the user signs in at the issuer
+// in another tab, and the page polls the hub until the ID token comes.
+const sso = { timer: 0, seq: 0 };
+
+function stopSSO() {
+  clearTimeout(sso.timer);
+  sso.timer = 0;
+  sso.seq++;
+  $('sso-code').hidden = true;
+  $('sso-start').disabled = false;
+}
+
+async function startSSO() {
+  stopSSO();
+  const seq = sso.seq;
+  $('sso-start').disabled = true;
+  const r = await api.post('/api/v1/login/device');
+  if (seq !== sso.seq) return;
+  if (r.status !== 200) {
+    $('sso-start').disabled = false;
+    showError(`Single sign-on failed: ${(r.data && r.data.error) || r.status}`, 'auth');
+    return;
+  }
+  const d = r.data;
+  const link = Object.assign(document.createElement('a'), {
+    href: d.verificationURIComplete || d.verificationURI, target: '_blank', rel: 'noopener noreferrer',
+    textContent: d.verificationURI,
+  });
+  const code = Object.assign(document.createElement('strong'), { textContent: d.userCode });
+  code.id = 'sso-user-code';
+  $('sso-code').replaceChildren('Open ', link, ' and enter the code ', code, '. Waiting for the sign-in…');
+  $('sso-code').hidden = false;
+  const pollSSO = async () => {
+    if (seq !== sso.seq) return;
+    const p = await api.post('/api/v1/login/device/token', { deviceCode: d.deviceCode });
+    if (seq !== sso.seq) return;
+    if (p.status === 202 || p.status === 429) {
+      sso.timer = setTimeout(pollSSO, Math.max(1, d.interval || 5) * 1000);
+      return;
+    }
+    stopSSO();
+    if (p.status !== 200) {
+      showError(`Single sign-on failed: ${(p.data && p.data.error) || p.status}`, 'auth');
+      return;
+    }
+    api.setToken(p.data.token);
+    start();
+  };
+  sso.timer = setTimeout(pollSSO, Math.max(1, d.interval || 5) * 1000);
+}
+
+// showWhoami names the principal the dashboard shows the fleet for, and its role.
+async function showWhoami() {
+  try {
+    const r = await api.get('/api/v1/whoami');
+    const roles = (r.data.grants || []).map((g) => (g.projects && g.projects.length ? `${g.role} of ${g.projects.join(', ')}` : g.role));
+    $('whoami').textContent = `${r.data.actor} (${roles.join('; ')})`;
+    $('whoami').hidden = false;
+  } catch {
+    $('whoami').hidden = true;
+  }
 }
 
 function start() {
   if (!api.token()) {
-    signOut('This dashboard shows fleet data only with the hub\'s admin token: sign in below.');
+    signOut('This dashboard shows fleet data only to a signed-in user: sign in below.');
     return;
   }
+  stopSSO();
   $('login').hidden = true;
+  showWhoami();
   $('nav').hidden = false;
   $('signout').hidden = false;
   showError('');
@@ -181,6 +250,7 @@ $('login').addEventListener('submit', (e) => {
   start();
 });
 $('signout').addEventListener('click', () => signOut('Signed out.'));
+$('sso-start').addEventListener('click', () => { startSSO().catch((e) => showError(`Single sign-on failed: ${e.message}`, 'auth')); });
 window.addEventListener('hashchange', () => {
   if (location.hash.startsWith('#token=')) {
     api.takeTokenFromFragment();
