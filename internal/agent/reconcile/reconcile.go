@@ -53,7 +53,8 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		}
 	}
 	if err := r.lookup(ctx, items); err != nil {
-		return err
+		// Often an RBAC denial of the project's ServiceAccount: say that it cost nothing.
+		return fmt.Errorf("%w; nothing applied", err)
 	}
 	undeferExistingNamespaces(items)
 
