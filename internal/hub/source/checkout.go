@@ -42,7 +42,7 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 	}
 	hash := plumbing.NewHash(strings.ToLower(commit))
 
-	m := p.mirror(mirrorKey(ep, g.URL), g.URL)
+	m := p.mirror(mirrorKey(ep, g), g.URL)
 	if err := m.lock(ctx); err != nil {
 		return g.errorf("wait for the mirror of %s: %w", redact(g.URL), err)
 	}

@@ -13,8 +13,9 @@
 // force-pushes and deleted tags. Resolves of one URL are serialized; one
 // that waited for a fetch begun after it was called uses that fetch instead
 // of starting another, and [Options].MaxAge lets every source of one URL
-// share a single fetch per poll. Sources sharing a URL share its mirror
-// whatever their credentials: give such sources the same credentials.
+// share a single fetch per poll. Sources sharing a URL and credentials share
+// its mirror; a source without credentials gets a mirror of its own, so it
+// never reads what another source fetched with them.
 //
 // Every call takes a context and returns when it ends, even if the
 // transport does not (go-git's ssh handshake ignores contexts: the fetch is

@@ -135,13 +135,23 @@ func endpoint(raw string) (*transport.Endpoint, error) {
 	return ep, nil
 }
 
-// mirrorKey is the URL the mirror is keyed on: a plain path and its file://
-// form share one mirror.
-func mirrorKey(ep *transport.Endpoint, raw string) string {
+// mirrorKey is what a mirror is keyed on: the URL (a plain path and its
+// file:// form share one mirror) and the credentials named for it, so that a
+// source without credentials never reads what another fetched with them.
+func mirrorKey(ep *transport.Endpoint, g Git) string {
+	key := g.URL
 	if ep.Protocol == "file" {
-		return "file://" + filepath.Clean(ep.Path)
+		key = "file://" + filepath.Clean(ep.Path)
 	}
-	return raw
+	switch {
+	case g.Credentials != "":
+		key += "\x00credentials=" + g.Credentials
+	case g.CredentialsFile != "":
+		key += "\x00credentialsFile=" + g.CredentialsFile
+	case !g.Auth.IsZero():
+		key += "\x00auth=" + g.Auth.String()
+	}
+	return key
 }
 
 // Redact hides the secret in a URL with embedded credentials, for messages, logs, the

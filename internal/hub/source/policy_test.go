@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // writePolicy writes a credentials config and its credentials files into a new directory and
@@ -186,5 +189,28 @@ func TestFetchErrorRedactsURL(t *testing.T) {
 	var re *redactedError
 	if errors.As(err, &re) && errors.Unwrap(re) == nil {
 		t.Errorf("redacted error lost its cause")
+	}
+}
+
+// A source without credentials on the URL of one with them gets its own mirror: it cannot
+// check out what the other fetched.
+func TestMirrorPerCredentials(t *testing.T) {
+	r := newRepo(t)
+	head := r.commit("first", map[string]string{"secret.txt": "private"})
+	srv := serveGit(t, filepath.Dir(r.dir), "deploy", "s3cret")
+	pol := writePolicy(t, "credentials:\n  local: {file: local.creds, hosts: [127.0.0.1]}\n", map[string]string{"local.creds": "username=deploy\npassword=s3cret\n"})
+	p := NewPollerWithOptions(t.TempDir(), Options{Policy: pol, MaxAge: time.Hour})
+	ctx := context.Background()
+	private := Git{Name: "platform", URL: srv.URL + "/repo", Insecure: true, Credentials: "local"}
+	if got, err := p.Resolve(ctx, private); err != nil || got.Commit != head {
+		t.Fatalf("Resolve with credentials = %+v, %v", got, err)
+	}
+	anonymous := Git{Name: "team", URL: srv.URL + "/repo", Insecure: true}
+	err := p.Checkout(ctx, anonymous, head, filepath.Join(t.TempDir(), "out"))
+	if !errors.Is(err, transport.ErrAuthenticationRequired) {
+		t.Fatalf("Checkout without credentials: %v; want authentication required, not the other source's mirror", err)
+	}
+	if _, err := p.Resolve(ctx, anonymous); !errors.Is(err, transport.ErrAuthenticationRequired) {
+		t.Fatalf("Resolve without credentials: %v; want authentication required", err)
 	}
 }

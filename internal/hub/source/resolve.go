@@ -30,7 +30,7 @@ func (p *Poller) Resolve(ctx context.Context, g Git) (Resolved, error) {
 		}
 	}
 
-	m := p.mirror(mirrorKey(ep, g.URL), g.URL)
+	m := p.mirror(mirrorKey(ep, g), g.URL)
 	seen := m.started.Load()
 	if err := m.lock(ctx); err != nil {
 		return Resolved{}, g.errorf("wait for the mirror of %s: %w", redact(g.URL), err)
