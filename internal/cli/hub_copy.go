@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/store/storecopy"
 )
 
 func newHubCopyStoreCommand(s streams) *cobra.Command {
@@ -51,7 +52,7 @@ database that already holds hub state.`,
 				return err
 			}
 			defer dst.Close()
-			stats, err := store.CopyToPostgres(ctx, src, dst)
+			stats, err := storecopy.ToPostgres(ctx, src, dst)
 			if err != nil {
 				return err
 			}

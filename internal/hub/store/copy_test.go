@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/store/storecopy"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
 
@@ -32,9 +33,9 @@ func TestCopyToPostgres(t *testing.T) {
 
 	dst := openPostgres(t, pgtest.NewDatabase(t))
 	defer dst.Close()
-	stats, err := store.CopyToPostgres(ctx, src, dst)
+	stats, err := storecopy.ToPostgres(ctx, src, dst)
 	must(t, err)
-	want := store.CopyStats{"clusters": 3, "join_tokens": 2, "certificates": 2, "desired_states": 2, "reports": 6,
+	want := storecopy.Stats{"clusters": 3, "join_tokens": 2, "certificates": 2, "desired_states": 2, "reports": 6,
 		"statuses": 2, "source_statuses": 1, "fleet_status": 1, "compactions": 1,
 		"audit_checkpoints": 1}
 	if diff := cmp.Diff(want, stats); diff != "" {
@@ -60,13 +61,13 @@ func TestCopyToPostgres(t *testing.T) {
 	}))
 	wantCarriesOn(t, ctx, dst, now)
 
-	if _, err := store.CopyToPostgres(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already holds") {
+	if _, err := storecopy.ToPostgres(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Errorf("a second copy into the same database: err = %v, want a refusal", err)
 	}
 }
 
 // TestCopyCoversEveryTable fails when a migration adds a table of hub state that
-// CopyToPostgres does not copy.
+// storecopy.ToPostgres does not copy.
 func TestCopyCoversEveryTable(t *testing.T) {
 	dst := openPostgres(t, pgtest.NewDatabase(t))
 	defer dst.Close()
@@ -86,8 +87,8 @@ func TestCopyCoversEveryTable(t *testing.T) {
 		tables = append(tables, name)
 	}
 	must(t, rows.Err())
-	copied := slices.Sorted(maps.Keys(store.CopiedTables()))
+	copied := slices.Sorted(maps.Keys(storecopy.Tables()))
 	if diff := cmp.Diff(tables, copied); diff != "" {
-		t.Errorf("tables of hub state (-in the schema +copied by CopyToPostgres):\n%s", diff)
+		t.Errorf("tables of hub state (-in the schema +copied by storecopy.ToPostgres):\n%s", diff)
 	}
 }

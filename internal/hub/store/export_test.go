@@ -32,18 +32,6 @@ func (s *SQLite) SetNow(now func() time.Time) { s.now = now }
 // Pools returns the writer and reader connection pools.
 func (s *SQLite) Pools() (w, r *sql.DB) { return s.db, s.ro }
 
-// DB returns the PostgreSQL store's connection pool.
-func (s *Postgres) DB() *sql.DB { return s.db }
-
-// CopiedTables are the tables CopyToPostgres copies.
-func CopiedTables() map[string]bool {
-	out := map[string]bool{}
-	for _, t := range copyTables {
-		out[t.name] = true
-	}
-	return out
-}
-
 // LeaseHolder returns who holds lease name and until when; "" if nobody does or it expired.
 func (s *Postgres) LeaseHolder(ctx context.Context, name string) (holder string, until time.Time, err error) {
 	err = s.db.QueryRowContext(ctx, `

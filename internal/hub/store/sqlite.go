@@ -112,10 +112,3 @@ func nullNanos(t time.Time) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: toNanos(t), Valid: true}
 }
-
-func fromNullNanos(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromNanos(n.Int64)
-}
