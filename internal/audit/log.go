@@ -18,7 +18,8 @@ type Event struct {
 	// Time is when it happened; Append stamps the current time when it is zero. Kept in UTC
 	// with nanosecond precision.
 	Time time.Time `json:"time"`
-	// Actor is "admin" (the user API), "agent:<cluster>" or "hub".
+	// Actor is who did it: "token:<name>" or "oidc:<subject>" (the user API; Detail["role"]
+	// holds the role used), "agent:<cluster>" or "hub".
 	Actor string `json:"actor"`
 	// Action is what happened: cluster.added, cluster.relabelled, cluster.removed,
 	// token.issued, token.used, fleet.revision, source.revision, apply, apply.verified,
