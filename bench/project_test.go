@@ -26,7 +26,7 @@ import (
 // when deployed: with its own ServiceAccount's token, bound to cluster-admin as
 // deploy/agent/platform-admin.yaml does. In one run against one fresh real API server, the
 // reconcile engine the agent runs applies 1,000 new ConfigMaps into a fresh namespace, for a
-// release without a project and for one with a project, five times each in alternating
+// release without a project and for one with a project, nine times each in alternating
 // order, and reports the median rate of each and the median of the rounds' ratios of the rate
 // with a project to the rate without (goal: with/without >= 0.9),
 // then the time of an unchanged re-reconcile each way. For reference it also reports the rate
@@ -34,7 +34,7 @@ import (
 //
 //	go test -run '^$' -bench ProjectApply -benchtime 1x ./bench
 func BenchmarkProjectApply(b *testing.B) {
-	const n, rounds = 1000, 5
+	const n, rounds = 1000, 9
 	b.ReportAllocs()
 	for b.Loop() {
 		c, err := localcluster.Start(b.Context(), localcluster.Options{Name: "bench-project"})
