@@ -4,7 +4,12 @@
 // One call to [Reconciler.Reconcile] does, in order:
 //
 //  1. Prepare: normalise the objects, give namespaced objects without a namespace the target
-//     namespace, refuse duplicates.
+//     namespace, refuse duplicates. Then bound them (checkBounds): nothing in the inventory
+//     namespace, for every assignment; with Options.Project, only its namespaces and the
+//     kinds it allows. One object out of bounds fails the set (BoundsError) before any
+//     request. From here on, a project's ServiceAccount is impersonated for every request
+//     about the objects (reads, dry-runs, applies, health, prunes), so the API server's RBAC
+//     judges them; inventories are always read and written as the caller's own identity.
 //  2. Look: read the assignment's inventory and every other assignment's (ConfigMaps in the
 //     flotilla-system namespace), and the live objects with one LIST per kind and namespace
 //     (a GET each where a group holds only a few objects).
