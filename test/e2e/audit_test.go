@@ -64,8 +64,9 @@ func TestAudit(t *testing.T) {
 		for _, r := range recs {
 			switch r.Action {
 			case "cluster.added", "token.issued":
-				if r.Actor != "admin" {
-					t.Errorf("record %d %s: actor %q, want admin", r.Seq, r.Action, r.Actor)
+				// The bootstrap token's calls, named and with the role used.
+				if r.Actor != "token:admin" || r.Detail["role"] != "admin" {
+					t.Errorf("record %d %s: actor %q role %v, want token:admin with role admin", r.Seq, r.Action, r.Actor, r.Detail["role"])
 				}
 			case "token.used", "apply":
 				if r.Actor != "agent:"+r.Cluster {
