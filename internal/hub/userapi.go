@@ -44,14 +44,17 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 // PostgreSQL share them; a store that offers no database (a test's wrapper) gets a SQLite
 // file of its own in the data dir.
 func (h *Hub) openTokens(ctx context.Context) (*access.Tokens, error) {
-	if st, ok := h.store.(interface{ DB() *sql.DB }); ok {
-		return access.OpenTokens(ctx, st.DB(), h.clock.Now)
+	if st, ok := h.store.(interface {
+		DB() *sql.DB
+		ReadDB() *sql.DB
+	}); ok {
+		return access.OpenTokens(ctx, st.DB(), st.ReadDB(), h.clock.Now)
 	}
 	db, err := sqlitedb.Open(ctx, filepath.Join(h.opts.DataDir, "tokens.db"), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	return access.OpenTokens(ctx, db.W, h.clock.Now)
+	return access.OpenTokens(ctx, db.W, db.R, h.clock.Now)
 }
 
 // forgetCluster drops what this replica keeps in memory of a cluster removed from the store

@@ -40,8 +40,8 @@ const TokenPrefix = "flt_"
 // Tokens is the store of named tokens: a table of its own (user_tokens) in a database of
 // either kind the hub's store uses.
 type Tokens struct {
-	db  *sql.DB
-	now func() time.Time
+	db, ro *sql.DB // writes; reads (every authenticated request reads, so not SQLite's one writer)
+	now    func() time.Time
 }
 
 // tokensTable is the same text for SQLite and PostgreSQL: times are unix nanoseconds (0:
@@ -56,9 +56,12 @@ CREATE TABLE IF NOT EXISTS user_tokens (
 	expires_at  BIGINT NOT NULL
 )`
 
-// OpenTokens creates the tokens table in db if it does not exist. now stamps creations
-// and is compared with expiries.
-func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens, error) {
+// OpenTokens creates the tokens table in db if it does not exist; reads go to ro (nil: db).
+// now stamps creations and is compared with expiries.
+func OpenTokens(ctx context.Context, db, ro *sql.DB, now func() time.Time) (*Tokens, error) {
+	if ro == nil {
+		ro = db
+	}
 	if _, err := db.ExecContext(ctx, tokensTable); err != nil {
 		// Two PostgreSQL replicas creating it at once: one fails, and finds it made.
 		var one int
@@ -66,7 +69,7 @@ func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens,
 			return nil, fmt.Errorf("user tokens table: %w", err)
 		}
 	}
-	return &Tokens{db: db, now: now}, nil
+	return &Tokens{db: db, ro: ro, now: now}, nil
 }
 
 // NewSecret returns a new token secret.
@@ -129,7 +132,7 @@ ON CONFLICT (name) DO NOTHING`, t.Name, hashSecret(secret), string(t.Grant.Role)
 
 // List returns every token, by name.
 func (ts *Tokens) List(ctx context.Context) ([]Token, error) {
-	rows, err := ts.db.QueryContext(ctx, `SELECT name, role, projects, created_at, expires_at FROM user_tokens ORDER BY name`)
+	rows, err := ts.ro.QueryContext(ctx, `SELECT name, role, projects, created_at, expires_at FROM user_tokens ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -180,7 +183,7 @@ func (ts *Tokens) Rotate(ctx context.Context, name string) (Token, string, error
 // ErrUnauthenticated if there is none or it expired. The secret is looked up by its
 // SHA-256, so no comparison of secrets takes place.
 func (ts *Tokens) Authenticate(ctx context.Context, secret string) (Principal, error) {
-	t, err := scanToken(ts.db.QueryRowContext(ctx, `SELECT name, role, projects, created_at, expires_at FROM user_tokens WHERE secret_hash = $1`, hashSecret(secret)))
+	t, err := scanToken(ts.ro.QueryRowContext(ctx, `SELECT name, role, projects, created_at, expires_at FROM user_tokens WHERE secret_hash = $1`, hashSecret(secret)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}
@@ -236,10 +239,10 @@ func nonNil(s []string) []string {
 // hashes as they are, and returns how many; for `flotilla hub copy-store`, which moves a hub
 // from SQLite to PostgreSQL. dst must hold no token yet.
 func CopyTokens(ctx context.Context, src, dst *sql.DB) (int64, error) {
-	if _, err := OpenTokens(ctx, src, time.Now); err != nil {
+	if _, err := OpenTokens(ctx, src, nil, time.Now); err != nil {
 		return 0, err
 	}
-	if _, err := OpenTokens(ctx, dst, time.Now); err != nil {
+	if _, err := OpenTokens(ctx, dst, nil, time.Now); err != nil {
 		return 0, err
 	}
 	var n int64

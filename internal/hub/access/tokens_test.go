@@ -19,36 +19,37 @@ import (
 
 // TestTokens runs the token store's contract on both databases the hub's store uses.
 func TestTokens(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) *sql.DB{
-		"sqlite": func(t *testing.T) *sql.DB {
+	for name, open := range map[string]func(t *testing.T) (w, r *sql.DB){
+		"sqlite": func(t *testing.T) (w, r *sql.DB) {
 			st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hub.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			return st.DB()
+			return st.DB(), st.ReadDB()
 		},
-		"postgres": func(t *testing.T) *sql.DB {
+		"postgres": func(t *testing.T) (w, r *sql.DB) {
 			st, err := store.OpenPostgres(t.Context(), pgtest.NewDatabase(t), store.PostgresOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			return st.DB()
+			return st.DB(), st.ReadDB()
 		},
 	} {
-		t.Run(name, func(t *testing.T) { testTokens(t, open(t)) })
+		t.Run(name, func(t *testing.T) { testTokens(t, open) })
 	}
 }
 
-func testTokens(t *testing.T, db *sql.DB) {
+func testTokens(t *testing.T, open func(t *testing.T) (w, r *sql.DB)) {
 	ctx := t.Context()
+	db, ro := open(t)
 	now := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
-	ts, err := access.OpenTokens(ctx, db, func() time.Time { return now })
+	ts, err := access.OpenTokens(ctx, db, ro, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := access.OpenTokens(ctx, db, time.Now); err != nil {
+	if _, err := access.OpenTokens(ctx, db, nil, time.Now); err != nil {
 		t.Fatalf("opening twice: %v", err)
 	}
 
@@ -165,7 +166,7 @@ func TestCopyTokens(t *testing.T) {
 	dst, err := store.OpenPostgres(ctx, pgtest.NewDatabase(t), store.PostgresOptions{})
 	must(t, err)
 	defer dst.Close()
-	ts, err := access.OpenTokens(ctx, src.DB(), time.Now)
+	ts, err := access.OpenTokens(ctx, src.DB(), src.ReadDB(), time.Now)
 	must(t, err)
 	_, secret, err := ts.Create(ctx, access.Token{Name: "ci", Grant: access.Grant{Role: access.Deployer, Projects: []string{"team-a"}}})
 	must(t, err)
@@ -173,7 +174,7 @@ func TestCopyTokens(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("copied %d: %v", n, err)
 	}
-	copied, err := access.OpenTokens(ctx, dst.DB(), time.Now)
+	copied, err := access.OpenTokens(ctx, dst.DB(), dst.ReadDB(), time.Now)
 	must(t, err)
 	if p, err := copied.Authenticate(ctx, secret); err != nil || p.Actor != "token:ci" || p.Grants[0].Projects[0] != "team-a" {
 		t.Errorf("the copied token: %+v %v", p, err)

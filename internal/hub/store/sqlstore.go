@@ -127,6 +127,9 @@ func notNil(b []byte) []byte {
 	return b
 }
 
-// DB is the database, for a package that keeps its own small tables beside the store's (the
-// user API's tokens, internal/hub/access): it must not touch the store's tables.
-func (s *sqlStore) DB() *sql.DB { return s.db }
+// DB and ReadDB are the database's pools for writes and for reads (SQLite: the one writer
+// and the query-only readers; PostgreSQL: one pool), for a package that keeps its own small
+// tables beside the store's (the user API's tokens, internal/hub/access) or copies the store
+// (storecopy): it must not write the store's tables.
+func (s *sqlStore) DB() *sql.DB     { return s.db }
+func (s *sqlStore) ReadDB() *sql.DB { return s.ro }

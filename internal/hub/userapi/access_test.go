@@ -94,7 +94,7 @@ func newAccessFleet(t *testing.T) *accessFleet {
 		Releases: []v1alpha1.Release{rel("base", ""), rel("a-web", "team-a"), rel("b-web", "team-b")},
 		Projects: []v1alpha1.Project{proj("team-a", "a"), proj("team-b", "b")},
 	}
-	tokens, err := access.OpenTokens(ctx, st.DB(), time.Now)
+	tokens, err := access.OpenTokens(ctx, st.DB(), st.ReadDB(), time.Now)
 	must(t, err)
 	f := &accessFleet{log: log, tokens: tokens, secrets: map[string]string{"admin": accessBootstrap, "bad": "flt_not-a-token"}}
 	for name, g := range map[string]access.Grant{
