@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -89,7 +90,12 @@ func subcommands(cmd *cobra.Command) string {
 // hint suggests the fix for a common mistake, or returns "".
 func hint(err error) string {
 	var unknownCA x509.UnknownAuthorityError
+	var se *hubapi.StatusError
 	switch {
+	case errors.As(err, &se) && se.Code == http.StatusUnauthorized:
+		return "use a token from `flotilla token create`, admin.token in the hub's data dir, or sign in with `flotilla login` (an ID token expires: sign in again)"
+	case errors.As(err, &se) && se.Code == http.StatusForbidden:
+		return "this token's role does not allow it: ask an admin for a token or group with the role (docs/access.md)"
 	case errors.Is(err, hubapi.ErrNoHub):
 		return "after `make demo`, `source out/demo/demo.env` sets FLOTILLA_HUB, FLOTILLA_TOKEN and FLOTILLA_CA (flotilla demo --data-dir D writes D/demo.env)"
 	case errors.As(err, &unknownCA):
