@@ -267,6 +267,28 @@ func TestRoleMatrix(t *testing.T) {
 		}
 	})
 
+	t.Run("a scoped dashboard document is a snapshot with an ETag", func(t *testing.T) {
+		get := func(etag string) (int, string) {
+			t.Helper()
+			req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/dashboard/fleet", nil)
+			req.Header.Set("Authorization", "Bearer "+f.secrets["viewer-a"])
+			if etag != "" {
+				req.Header.Set("If-None-Match", etag)
+			}
+			resp, err := f.srv.Client().Do(req)
+			must(t, err)
+			resp.Body.Close()
+			return resp.StatusCode, resp.Header.Get("ETag")
+		}
+		code, etag := get("")
+		if code != ok || etag == "" {
+			t.Fatalf("first GET: %d, ETag %q", code, etag)
+		}
+		if code, _ := get(etag); code != http.StatusNotModified {
+			t.Errorf("GET with its ETag: %d, want 304", code)
+		}
+	})
+
 	t.Run("the audit trail names the actor and its role", func(t *testing.T) {
 		recs, err := f.log.List(t.Context(), audit.Filter{})
 		must(t, err)

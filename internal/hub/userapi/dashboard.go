@@ -3,7 +3,9 @@ package userapi
 import (
 	"context"
 	"net/http"
+	"sync"
 
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -22,7 +24,7 @@ func (api *API) dashboardPages() http.Handler {
 	return pages
 }
 
-// The only API route the dashboard alone uses (behind the same admin token) is
+// The only API route the dashboard alone uses (behind the same tokens) is
 // GET /api/v1/dashboard/fleet: the compact fleet document (dashboard.Fleet) with an ETag,
 // computed on demand and shared by every open dashboard; computed again after a change
 // (DashboardChanged) or dashboard.DefaultMaxAge, at a pace bounded by its cost. Everything
@@ -30,23 +32,62 @@ func (api *API) dashboardPages() http.Handler {
 
 // DashboardChanged tells the dashboard that the fleet's status changed (a report ingested, a
 // desired state written), so open dashboards show it at their next poll. It costs an atomic
-// store.
-func (api *API) DashboardChanged() { api.dash.Changed() }
+// store per snapshot: the whole fleet's and one per scoped set of grants (at most 64).
+func (api *API) DashboardChanged() {
+	api.dash.Changed()
+	api.scoped.mu.Lock()
+	defer api.scoped.mu.Unlock()
+	for _, s := range api.scoped.docs {
+		s.Changed()
+	}
+}
 
 // dashboardFleetDoc serves the fleet document: the shared snapshot to a principal that sees
-// the whole fleet, a document computed for its scope to any other.
+// the whole fleet, and to any other the snapshot of its grants (shared by every principal
+// with the same grants: two viewers of team-a read one document, with its ETag).
 func (api *API) dashboardFleetDoc(w http.ResponseWriter, r *http.Request) {
 	if scopeOf(r.Context()).All() {
 		api.dash.ServeHTTP(w, r)
 		return
 	}
-	doc, err := api.dashboardFleet(r.Context())
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
+	p, _ := access.FromContext(r.Context())
+	api.scopedDash(p).ServeHTTP(w, r)
+}
+
+// maxScopedDocs bounds the snapshots kept for scoped principals, one per distinct set of
+// grants; past it, the oldest is dropped (and computed again when asked for).
+const maxScopedDocs = 64
+
+// scopedDocs are the fleet document snapshots of scoped principals, by their grants.
+type scopedDocs struct {
+	mu    sync.Mutex
+	docs  map[string]*dashboard.Snapshots
+	order []string // keys, oldest first
+}
+
+func (api *API) scopedDash(p access.Principal) *dashboard.Snapshots {
+	key := p.Role()
+	d := &api.scoped
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.docs[key]; ok {
+		return s
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, doc)
+	if d.docs == nil {
+		d.docs = map[string]*dashboard.Snapshots{}
+	}
+	if len(d.order) >= maxScopedDocs {
+		delete(d.docs, d.order[0])
+		d.order = d.order[1:]
+	}
+	grants := access.Principal{Grants: p.Grants}
+	s := dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
+		// The scope of the fleet in force when it is computed, not when first asked for.
+		return api.dashboardFleet(withScope(ctx, access.NewScope(grants, api.d.View().Fleet)))
+	}, dashboard.SnapshotOptions{Now: api.d.Clock.Now})
+	d.docs[key] = s
+	d.order = append(d.order, key)
+	return s
 }
 
 // dashboardFleet is the fleet document of ctx's scope.

@@ -123,6 +123,7 @@ type API struct {
 	auth        Authenticator
 	deviceLimit *rate.Limiter        // the unauthenticated sign-in calls
 	dash        *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
+	scoped      scopedDocs           // and of scoped principals
 }
 
 // New returns the user API.
