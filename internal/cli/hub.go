@@ -123,6 +123,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringVar(&opts.OIDC.Issuer, "oidc-issuer", "", "take ID tokens of this OpenID Connect issuer (https URL) as bearer tokens; `flotilla login` signs in there with the device flow (default: off)")
 	f.StringVar(&opts.OIDC.ClientID, "oidc-client-id", "", "the client ID ID tokens must be issued for (the audience), and that `flotilla login` uses")
 	f.StringVar(&opts.OIDC.GroupsClaim, "oidc-groups-claim", "groups", "the ID token claim that lists the subject's groups")
+	f.StringVar(&opts.OIDC.CAFile, "oidc-ca", "", "PEM file of CA certificates to trust for the issuer, besides the system's")
 	f.StringArrayVar(&opts.OIDC.GroupRoles, "oidc-group-role", nil, "map a group to a role: GROUP=ROLE (every project) or GROUP=ROLE:PROJECT[,PROJECT...], e.g. platform-admins=admin, team-a=deployer:team-a (repeatable)")
 	// Credentials and transport (docs/credentials.md), and the unauthenticated Join's limit.
 	f.StringVar(&opts.CredentialsConfig, "credentials-config", "", "YAML file naming the credentials sources may use (spec.git.credentials), the hosts each may be sent to, and allowCredentialsFiles: the directories a source's credentialsFile may name (default: none)")

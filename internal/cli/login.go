@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -16,6 +17,7 @@ func newLoginCommand(s streams) *cobra.Command {
 	var (
 		hf         hubFlags
 		printToken bool
+		oidcCA     string
 	)
 	cmd := &cobra.Command{
 		Use:   "login [--hub URL] [--ca FILE] [--token T]",
@@ -51,7 +53,13 @@ hour): sign in again then.`,
 				if info.OIDC == nil {
 					return errors.New("this hub has no OIDC sign-in (--oidc-issuer): sign in with --token, a token from `flotilla token create`")
 				}
-				cfg.Token, err = hubapi.DeviceLogin(ctx, *info.OIDC, nil, func(d hubapi.DeviceCode) {
+				var hc *http.Client
+				if oidcCA != "" {
+					if hc, err = hubapi.HTTPClientTrusting(oidcCA); err != nil {
+						return err
+					}
+				}
+				cfg.Token, err = hubapi.DeviceLogin(ctx, *info.OIDC, hc, func(d hubapi.DeviceCode) {
 					if d.URIComplete != "" {
 						fmt.Fprintf(s.errOut, "To sign in, open %s\n(or open %s and enter the code %s)\n", d.URIComplete, d.URI, d.UserCode)
 					} else {
@@ -98,6 +106,7 @@ hour): sign in again then.`,
 	cmd.Flags().StringVar(&hf.hub, "hub", "", "hub API URL https://HOST:PORT (env FLOTILLA_HUB, else the config file)")
 	cmd.Flags().StringVar(&hf.token, "token", "", "a token to check and save instead of signing in with OIDC")
 	cmd.Flags().StringVar(&hf.ca, "ca", "", "hub CA certificate file (env FLOTILLA_CA, else the config file)")
+	cmd.Flags().StringVar(&oidcCA, "oidc-ca", "", "PEM file of CA certificates to trust for the OIDC issuer, besides the system's")
 	cmd.Flags().BoolVar(&printToken, "print-token", false, "print the token to stdout instead of saving it in the config file")
 	return cmd
 }

@@ -24,7 +24,7 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 	const clientID = "flotilla-cli"
 	iss := oidctest.Start(t, clientID, map[string][]string{"id1": {"platform-admins", "staff"}, "id2": {"team-a"}})
 	f := hubtest.Start(t, hubtest.Options{Clusters: 3, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
-		Issuer: iss.URL, ClientID: clientID, GroupRoles: []string{"platform-admins=admin", "team-a=viewer:team-a"},
+		Issuer: iss.URL, ClientID: clientID, CAFile: iss.CAFile, GroupRoles: []string{"platform-admins=admin", "team-a=viewer:team-a"},
 	}}})
 	t.Setenv("FLOTILLA_CONFIG", filepath.Join(t.TempDir(), "config.yaml"))
 	t.Setenv("FLOTILLA_HUB", "")
@@ -36,7 +36,7 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 		var out, errOut syncBuffer
 		done := make(chan int, 1)
 		go func() {
-			done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath}, &out, &errOut)
+			done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath, "--oidc-ca", iss.CAFile}, &out, &errOut)
 		}()
 		code := regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
 		deadline := time.Now().Add(30 * time.Second)

@@ -80,7 +80,7 @@ func TestNamedTokenOnARealHub(t *testing.T) {
 func TestDashboardDeviceSignIn(t *testing.T) {
 	iss := oidctest.Start(t, "flotilla", map[string][]string{"id1": {"sre"}, "id2": {"nobody"}})
 	th := startHub(t, "", func(o *Options) {
-		o.OIDC = access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", GroupRoles: []string{"sre=viewer"}}
+		o.OIDC = access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer"}}
 	})
 	hc := th.httpClient()
 	post := func(path, body string, out any) int {

@@ -1,13 +1,17 @@
 // Package oidctest starts a real OpenID provider for tests, the way net/http/httptest starts a
 // server: zitadel's op package with its example in-memory storage, serving discovery, keys,
-// tokens and the device authorization grant on a loopback address, stopped by t.Cleanup.
+// tokens and the device authorization grant over TLS on a loopback address (its certificate
+// signed by a CA of its own, as a company's issuer often is), stopped by t.Cleanup.
 package oidctest
 
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/pem"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,8 +22,10 @@ import (
 
 // Issuer is a running provider. Its users are the example storage's, "id1" and "id2".
 type Issuer struct {
-	// URL is the issuer URL (http://127.0.0.1:PORT).
-	URL     string
+	// URL is the issuer URL (https://127.0.0.1:PORT).
+	URL string
+	// CAFile holds the PEM certificate that clients must trust for URL.
+	CAFile  string
 	storage *storage.Storage
 }
 
@@ -31,7 +37,7 @@ func Start(t testing.TB, clientID string, groups map[string][]string) *Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := "http://" + ln.Addr().String()
+	issuer := "https://" + ln.Addr().String()
 	st := storage.NewStorageWithClients(storage.NewUserStore(issuer), map[string]*storage.Client{clientID: storage.DeviceClient(clientID, "")})
 	provider, err := op.NewProvider(&op.Config{
 		CryptoKey:                sha256.Sum256([]byte("flotilla test issuer")),
@@ -39,16 +45,20 @@ func Start(t testing.TB, clientID string, groups map[string][]string) *Issuer {
 		DeviceAuthorization: op.DeviceAuthorizationConfig{
 			Lifetime: 5 * time.Minute, PollInterval: time.Second, UserFormPath: "/device", UserCode: op.UserCodeBase20,
 		},
-	}, issuerStorage{Storage: st, groups: groups}, op.StaticIssuer(issuer), op.WithAllowInsecure())
+	}, issuerStorage{Storage: st, groups: groups}, op.StaticIssuer(issuer))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(provider)
 	srv.Listener.Close()
 	srv.Listener = ln
-	srv.Start()
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return &Issuer{URL: issuer, storage: st}
+	caFile := filepath.Join(t.TempDir(), "issuer-ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &Issuer{URL: issuer, CAFile: caFile, storage: st}
 }
 
 // Approve signs user in for the device code userCode, as the user would in a browser.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 )
 
@@ -51,7 +52,7 @@ func (c *OIDC) StartDevice(ctx context.Context) (DeviceStart, error) {
 	if err != nil {
 		return DeviceStart{}, err
 	}
-	r, err := cfg.DeviceAuth(ctx)
+	r, err := cfg.DeviceAuth(oidc.ClientContext(ctx, c.client))
 	if err != nil {
 		return DeviceStart{}, fmt.Errorf("oidc issuer %s: device authorization: %w", c.o.Issuer, err)
 	}
@@ -78,7 +79,7 @@ func (c *OIDC) PollDevice(ctx context.Context, deviceCode string) (string, Princ
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return "", Principal{}, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
 	}

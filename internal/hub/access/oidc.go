@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // OIDCOptions configure sign-in with ID tokens of an OpenID Connect issuer. Issuer empty:
@@ -24,6 +27,9 @@ type OIDCOptions struct {
 	ClientID string
 	// GroupsClaim is the claim that lists the subject's groups. Default "groups".
 	GroupsClaim string
+	// CAFile, if set, holds PEM certificates trusted for the issuer besides the system's
+	// (an issuer whose certificate a private CA signed).
+	CAFile string
 	// GroupRoles map groups to grants: "GROUP=ROLE" (every project) or
 	// "GROUP=ROLE:PROJECT[,PROJECT...]". A subject gets the grants of each of its groups, and
 	// is refused when it is in none.
@@ -64,8 +70,9 @@ func ParseGroupRole(s string) (group string, g Grant, err error) {
 
 // OIDC verifies ID tokens and maps their subjects' groups to grants.
 type OIDC struct {
-	o     OIDCOptions
-	rules []groupRule
+	o      OIDCOptions
+	rules  []groupRule
+	client *http.Client // for the issuer
 
 	mu       sync.Mutex
 	provider *oidc.Provider        // nil until the issuer's discovery document was read
@@ -91,7 +98,12 @@ func NewOIDC(o OIDCOptions) (*OIDC, error) {
 	if len(o.GroupRoles) == 0 {
 		return nil, errors.New("--oidc-issuer needs at least one --oidc-group-role: without one, nobody could sign in")
 	}
-	c := &OIDC{o: o}
+	c := &OIDC{o: o, client: http.DefaultClient}
+	if o.CAFile != "" {
+		if c.client, err = hubapi.HTTPClientTrusting(o.CAFile); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range o.GroupRoles {
 		group, g, err := ParseGroupRole(s)
 		if err != nil {
@@ -132,7 +144,7 @@ func (c *OIDC) getProvider(ctx context.Context) (*oidc.Provider, error) {
 	if c.provider != nil {
 		return c.provider, nil
 	}
-	p, err := oidc.NewProvider(context.WithoutCancel(ctx), c.o.Issuer)
+	p, err := oidc.NewProvider(oidc.ClientContext(context.WithoutCancel(ctx), c.client), c.o.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
 	}

@@ -21,7 +21,7 @@ import (
 func TestSignIn(t *testing.T) {
 	iss := oidctest.Start(t, "flotilla", map[string][]string{"id1": {"sre"}})
 	f := hubtest.Start(t, hubtest.Options{Clusters: 4, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
-		Issuer: iss.URL, ClientID: "flotilla", GroupRoles: []string{"sre=viewer:platform"},
+		Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer:platform"},
 	}}})
 	admin, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
