@@ -89,10 +89,13 @@ func (api *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p, err := api.auth.Authenticate(r.Context(), strings.TrimSpace(bearer))
+		if err != nil && !errors.Is(err, access.ErrUnauthenticated) {
+			// The token could not be checked (the store is down): not the caller's fault.
+			api.d.Logger.Warn("authentication failed", "error", err)
+			writeError(w, http.StatusServiceUnavailable, fmt.Errorf("the hub cannot check tokens now: %w", err))
+			return
+		}
 		if err != nil {
-			if !errors.Is(err, access.ErrUnauthenticated) {
-				api.d.Logger.Warn("authentication failed", "error", err)
-			}
 			msg := "a valid bearer token is required (see admin.token in the hub's data dir, `flotilla token create` and `flotilla login`)"
 			if err != access.ErrUnauthenticated { //nolint:errorlint // only the bare error says nothing more
 				msg += ": " + strings.ReplaceAll(err.Error(), "\n", ": ")
