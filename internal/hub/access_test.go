@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/oidctest"
+	"github.com/flotilla/flotilla/internal/pgtest"
 )
 
 // TestShortAdminTokenIsRefused: an empty admin.token used to switch authentication off (the
@@ -125,5 +126,36 @@ func TestDashboardDeviceSignIn(t *testing.T) {
 	}
 	if code, got := signIn("id2"); code != http.StatusUnauthorized || !strings.Contains(got["error"], "none of its groups") {
 		t.Errorf("a subject in no mapped group: %d %v", code, got)
+	}
+}
+
+// TestTokensAcrossReplicas: replicas sharing a PostgreSQL store share the named tokens: one
+// created through one replica works on the other at once, and so does its revocation.
+func TestTokensAcrossReplicas(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	fleet := t.TempDir()
+	a := startReplica(t, dsn, fleet, "replica-a")
+	b := startReplica(t, dsn, fleet, "replica-b")
+	tok, err := a.api.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "shared", Role: "viewer", Projects: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB, err := hubapi.NewClient(hubapi.Config{Hub: b.APIURL(), Token: tok.Token, CAFile: b.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := onB.WhoAmI(t.Context()); err != nil || who.Actor != "token:shared" {
+		t.Fatalf("the token on the other replica: %+v %v", who, err)
+	}
+	if err := b.api.RevokeUserToken(t.Context(), "shared"); err != nil {
+		t.Fatal(err)
+	}
+	onA, err := hubapi.NewClient(hubapi.Config{Hub: a.APIURL(), Token: tok.Token, CAFile: a.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se *hubapi.StatusError
+	if _, err := onA.WhoAmI(t.Context()); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Errorf("revoked on the other replica: %v, want 401", err)
 	}
 }
