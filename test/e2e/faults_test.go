@@ -14,12 +14,14 @@ import (
 // faultFleet is a fleet repository with one release "web" on every cluster: n ConfigMaps and a
 // Deployment, self-healing, checked for drift every interval.
 func faultFleet(repoURL string, n int, interval string) map[string]string {
+	// The test's Git server speaks plain HTTP, which a source must accept explicitly.
+	insecure := strings.HasPrefix(repoURL, "http://")
 	files := map[string]string{
 		"fleet/fleet.yaml": fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
 kind: Source
 metadata: {name: apps}
 spec:
-  git: {url: %s, branch: main}
+  git: {url: %s, branch: main, insecure: %t}
   interval: 2s
 ---
 apiVersion: flotilla.dev/v1alpha1
@@ -34,7 +36,7 @@ spec:
   prune: true
   selfHeal: true
   interval: %s
-`, repoURL, interval),
+`, repoURL, insecure, interval),
 		"apps/web/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
