@@ -254,6 +254,8 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 				st.Pruned++
 			}
 			continue
+		case reconcile.Rejected:
+			continue // not applied: its error is in the object details
 		case reconcile.Created:
 			st.Created++
 		case reconcile.Configured:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -274,3 +275,23 @@ func jsonPath(object, path string) func(t *testing.T, ns string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An object deleted by hand with self-heal off stays deleted; a health wait does not sit out
+// its timeout for it but reports it NotFound at once.
+func TestDeletedWithoutSelfHealIsNotWaitedFor(t *testing.T) {
+	r := newTestReconciler(t)
+	ns := uniqueName("deleted")
+	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Wait: true, Timeout: time.Hour}
+	set := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: production}\n"
+	mustReconcile(t, r, parse(t, ns, set), opts)
+	kubectl("delete", "configmap/settings")(t, ns)
+
+	res, err := r.Reconcile(t.Context(), parse(t, ns, set), opts)
+	if err == nil || res.Ready == nil || *res.Ready {
+		t.Fatalf("reconcile: err %v, ready %v; want not ready at once\n%s", err, res.Ready, res)
+	}
+	got := res.Find("ConfigMap", ns, "settings")
+	if got == nil || got.Action != Drifted || got.Health == nil || got.Health.Status != "NotFound" {
+		t.Errorf("settings: %+v, want drifted and NotFound", got)
+	}
+}

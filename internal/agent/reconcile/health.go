@@ -15,8 +15,16 @@ import (
 // records every object's health and reports whether all are Current.
 func (r *Reconciler) waitHealthy(ctx context.Context, items []*item, opts Options) (bool, error) {
 	var watched []*item
+	deletedKept := false
 	for _, it := range items {
-		if it.result.Action != Conflict {
+		switch {
+		case it.result.Action == Conflict:
+		case it.result.Action == Drifted && it.live == nil:
+			// Deleted by hand and, with self-heal off, not re-created: it cannot become
+			// ready, so waiting for it would only run into the timeout.
+			it.result.Health = &Health{Status: "NotFound", Message: "deleted by hand; not re-created because self-heal is off"}
+			deletedKept = true
+		default:
 			watched = append(watched, it)
 		}
 	}
@@ -38,7 +46,7 @@ func (r *Reconciler) waitHealthy(ctx context.Context, items []*item, opts Option
 			}
 		}
 		if settled {
-			return allCurrent, nil
+			return allCurrent && !deletedKept, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -28,6 +28,9 @@ func TestBadInputNeverTouchesAnotherRelease(t *testing.T) {
 	if !IsInvalid(err) || !strings.Contains(err.Error(), "Monitor_Agent") {
 		t.Fatalf("invalid name: err = %v, want the API server's refusal naming Monitor_Agent\n%s", err, res)
 	}
+	if got := res.Find("ConfigMap", monitoring, "Monitor_Agent"); got == nil || got.Action != Rejected || !strings.Contains(got.Error, "Monitor_Agent") {
+		t.Errorf("the refused object's own result: %+v, want rejected with the server's reason", got)
+	}
 	if cm := inventoryData(t, monitoring); strings.Contains(cm, "Monitor_Agent") {
 		t.Errorf("the refused object entered the inventory:\n%s", cm)
 	}

@@ -86,6 +86,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		check = append(check, it)
 	}
 	if err := r.validate(ctx, check, opts, own); err != nil {
+		res.Objects = rejectedResults(check)
 		return err
 	}
 	defer func() { res.Objects = append(resultsOf(items), res.Objects...) }()
@@ -156,7 +157,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		if errors.As(err, &invalid) {
 			invalid.AfterStageZero = true
 		}
-		return err
+		return err // the deferred results carry the rejected objects with the rest
 	}
 	if err := recordPending(later); err != nil {
 		return err
@@ -219,9 +220,10 @@ func (r *Reconciler) validate(ctx context.Context, items []*item, opts Options, 
 		return err
 	}
 	var rejected []string
-	for _, p := range problems {
+	for i, p := range problems {
 		if p != "" {
 			rejected = append(rejected, p)
+			items[i].result.Action, items[i].result.Error = Rejected, p
 		}
 	}
 	if len(rejected) > 0 {
@@ -269,6 +271,18 @@ func resultsOf(items []*item) []ObjectResult {
 	out := make([]ObjectResult, 0, len(items))
 	for _, it := range items {
 		out = append(out, it.result)
+	}
+	return out
+}
+
+// rejectedResults are the results of the items the dry-run refused: what a user needs to see
+// per object when nothing was applied.
+func rejectedResults(items []*item) []ObjectResult {
+	var out []ObjectResult
+	for _, it := range items {
+		if it.result.Action == Rejected {
+			out = append(out, it.result)
+		}
 	}
 	return out
 }

@@ -19,6 +19,8 @@ const (
 	Drifted Action = "drifted"
 	// Conflict: another manager or assignment owns what this object declares; left alone.
 	Conflict Action = "conflict"
+	// Rejected: the API server's dry-run refused the object; nothing of the set was applied.
+	Rejected Action = "rejected"
 	Pruned   Action = "pruned"
 	// PruneSkipped: the object left the set but is annotated flotilla.dev/prune: disabled.
 	PruneSkipped Action = "prune skipped"
