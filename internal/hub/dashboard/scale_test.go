@@ -175,7 +175,7 @@ func TestMatrixAtScale(t *testing.T) {
 		cluster, release, sel, want string
 	}{
 		{f.Clusters[7], "release-00", "#assignment-error", "admission webhook denied the request"},
-		{f.Clusters[11], "release-00", "#assignment-conflicts", "field .data.level is managed by kubectl-edit"},
+		{f.Clusters[11], "release-00", "#assignment-conflicts", `.data.level owned by field manager "kubectl-edit"`},
 		{f.Clusters[5], "release-01", `#view-assignment tr[data-object="configmap/settings-release-01"]`, ".data.level"},
 	} {
 		run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/assignment/%s/%s'`, tc.cluster, tc.release)))

@@ -194,8 +194,9 @@ func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.Ass
 		report.Drift = []*agentv1.DriftedObject{{Object: "configmap/settings-" + a.Release, Namespace: "apps", Paths: []string{".data.level"}, Healed: j%2 == 0}}
 	case i%25 == 11 && j == 0:
 		// As the agent does: a conflict fails the assignment.
-		s.Phase, s.Conflicts, s.Error = string(hubapi.PhaseFailed), 1, "1 conflict(s)"
-		report.Conflicts = []string{fmt.Sprintf("configmap/apps/settings-%s: field .data.level is managed by kubectl-edit", a.Release)}
+		conflict := fmt.Sprintf(`configmap/settings-%s in namespace "apps": .data.level owned by field manager "kubectl-edit"`, a.Release)
+		s.Phase, s.Conflicts, s.Error = string(hubapi.PhaseFailed), 1, "conflict: "+conflict
+		report.Conflicts = []string{conflict}
 	}
 	report.Revision, report.Digest, report.Phase, report.Health, report.Drifted, report.Error = s.Revision, s.Digest, s.Phase, s.Health, s.Drifted, s.Error
 	// Detail is what the hub stores for a real report: the agent's AssignmentStatus as JSON.
