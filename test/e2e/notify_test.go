@@ -131,8 +131,10 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 	// A Service the API server rejects: web fails, with the server's reason.
 	rp.commit("a bad port", map[string]string{"apps/web/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: broken}\nspec: {ports: [{port: 99999}]}\n"})
 	events := waitEvents("web fails", []string{"failed web/edge"})
-	if e := events[0]; e["phase"] != "Failed" || !strings.Contains(fmt.Sprint(e["error"]), "service/broken") || !strings.Contains(fmt.Sprint(e["appliedRevision"]), "main@") {
-		t.Errorf("failed event %v; want phase Failed, the agent's error naming service/broken, the revision", e)
+	// Nothing of the bad commit was applied: the event says so with an empty appliedRevision.
+	if e := events[0]; e["phase"] != "Failed" || !strings.Contains(fmt.Sprint(e["error"]), "service/broken") ||
+		!strings.Contains(fmt.Sprint(e["desiredRevision"]), "main@") || e["appliedRevision"] != "" {
+		t.Errorf("failed event %v; want phase Failed, the agent's error naming service/broken, the desired revision and nothing applied", e)
 	}
 
 	// An edit by hand of a release that does not heal: settings drifts.

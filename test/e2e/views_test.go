@@ -77,7 +77,7 @@ spec:
 			t.Errorf("selfHeal: false took the change back: level = %q", got)
 		}
 		st := flotilla("status", "watched")
-		if !strings.Contains(words(st), "views-a") || !strings.Contains(words(st), "Ready drifted 0") {
+		if !strings.Contains(words(st), "views-a") || !strings.Contains(words(st), "Ready - drifted 0") {
 			t.Errorf("status watched does not show the drift:\n%s", st)
 		}
 		show := words(flotilla("cluster", "show", "views-a"))

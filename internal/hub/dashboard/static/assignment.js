@@ -47,6 +47,10 @@ function objectsSummary(d, objects) {
     if (!a.objects) return a.error ? 'No object was applied: the error above stopped the reconcile before any object.' : 'The release has no objects.';
     return `Every object (${a.objects}) is Ready and unchanged.`;
   }
+  const rejected = objects.filter((o) => o.action === 'rejected').length;
+  if (!a.objects && rejected) {
+    return `No object was applied: the API server refused ${rejected} object(s), listed below with its reason.`;
+  }
   return `${objects.length} object(s) listed of ${a.objects}: the agent reports only objects that are not Current, drifted, in conflict or failed; the others are Ready and unchanged.${d.objectsOmitted ? ` ${d.objectsOmitted} more needed a look but were left out of the report by its bounds.` : ''}`;
 }
 
