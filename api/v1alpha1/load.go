@@ -82,18 +82,7 @@ func walkFleet(dir string, fn func(path string) error) error {
 // as found under dir ("fleet/releases.yaml" for dir "fleet"). Symbolic links to directories are
 // not followed, so a fleet repository cannot pull in files from outside itself that way.
 func LoadDir(dir string) (*Fleet, error) {
-	files := make(map[string][]byte)
-	err := walkFleet(dir, func(p string) error {
-		if !isConfigFile(filepath.Base(p)) {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(p)] = data
-		return nil
-	})
+	files, err := readFleetFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -341,4 +330,21 @@ func isBlank(chunk []byte) bool {
 
 func isEndMarker(l []byte) bool {
 	return bytes.HasPrefix(l, []byte("...")) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '#')
+}
+
+// readFleetFiles reads every configuration file under dir, by slash path.
+func readFleetFiles(dir string) (map[string][]byte, error) {
+	files := make(map[string][]byte)
+	err := walkFleet(dir, func(p string) error {
+		if !isConfigFile(filepath.Base(p)) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(p)] = data
+		return nil
+	})
+	return files, err
 }

@@ -2,8 +2,6 @@ package v1alpha1
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // Tenant is what a tenant's fleet repository is checked against: the Project it belongs to,
@@ -71,18 +69,7 @@ func ParseTenant(files map[string][]byte, t Tenant) (*Fleet, error) {
 
 // LoadTenantDir is [LoadDir] for a tenant's fleet repository: see [ParseTenant].
 func LoadTenantDir(dir string, t Tenant) (*Fleet, error) {
-	files := make(map[string][]byte)
-	err := walkFleet(dir, func(p string) error {
-		if !isConfigFile(filepath.Base(p)) {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(p)] = data
-		return nil
-	})
+	files, err := readFleetFiles(dir)
 	if err != nil {
 		return nil, err
 	}
