@@ -5,10 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/clock"
 )
@@ -22,15 +18,8 @@ const maxJoinAddrs = 1 << 16
 // address counts by its /64, which one client usually holds whole). It stands in front of
 // the store: a refused Join reads nothing.
 type joinLimiter struct {
-	clock     clock.Clock
-	qps       rate.Limit
-	burst     int
-	idleAfter time.Duration
-
-	mu        sync.Mutex
-	addrs     map[netip.Prefix]*agentBucket
-	overflow  *rate.Limiter
-	nextSweep time.Time
+	clock clock.Clock
+	addrs *buckets[netip.Prefix]
 }
 
 func newJoinLimiter(o Options, c clock.Clock) *joinLimiter {
@@ -41,12 +30,7 @@ func newJoinLimiter(o Options, c clock.Clock) *joinLimiter {
 	if burst <= 0 {
 		burst = 20
 	}
-	return &joinLimiter{
-		clock: c, qps: rate.Limit(qps), burst: burst,
-		idleAfter: time.Duration(float64(burst) / qps * float64(time.Second)),
-		addrs:     map[netip.Prefix]*agentBucket{},
-		overflow:  rate.NewLimiter(rate.Limit(qps), burst),
-	}
+	return &joinLimiter{clock: c, addrs: newBuckets[netip.Prefix](c, qps, burst, maxJoinAddrs)}
 }
 
 // joinAddr is the key of a request's client address.
@@ -67,35 +51,11 @@ func joinAddr(remote string) netip.Prefix {
 	return p
 }
 
-func (j *joinLimiter) bucket(addr netip.Prefix) *rate.Limiter {
-	now := j.clock.Now()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if !now.Before(j.nextSweep) {
-		for a, b := range j.addrs {
-			if now.Sub(b.last) >= j.idleAfter {
-				delete(j.addrs, a)
-			}
-		}
-		j.nextSweep = now.Add(max(j.idleAfter, 10*time.Second))
-	}
-	b := j.addrs[addr]
-	if b == nil {
-		if len(j.addrs) >= maxJoinAddrs {
-			return j.overflow
-		}
-		b = &agentBucket{lim: rate.NewLimiter(j.qps, j.burst)}
-		j.addrs[addr] = b
-	}
-	b.last = now
-	return b.lim
-}
-
 // limitJoin applies the client address's bucket to Join.
 func (l *limiter) limitJoin(j *joinLimiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := joinAddr(r.RemoteAddr)
-		if wait := take(j.bucket(addr), j.clock.Now()); wait > 0 {
+		if wait := take(j.addrs.get(addr), j.clock.Now()); wait > 0 {
 			l.refuse(w, r, fmt.Sprintf("join from %s: too many attempts from this address", addr.Addr()), wait)
 			return
 		}

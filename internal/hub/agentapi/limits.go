@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,15 +40,7 @@ type limiter struct {
 	clock  clock.Clock
 	global *rate.Limiter
 
-	agentQPS   rate.Limit
-	agentBurst int
-	// idleAfter: a bucket untouched for this long has refilled to its burst, the state of a
-	// new bucket, so evicting it changes nothing for its agent.
-	idleAfter time.Duration
-
-	mu        sync.Mutex
-	agents    map[string]*agentBucket
-	nextSweep time.Time
+	agents *buckets[string] // by cluster
 
 	artifacts, reports *gate
 	errs               *connect.ErrorWriter
@@ -62,23 +53,15 @@ type limiter struct {
 // shedWarnEvery spaces the warnings that say the hub is shedding load.
 const shedWarnEvery = 10 * time.Second
 
-type agentBucket struct {
-	lim  *rate.Limiter
-	last time.Time // last request, under limiter.mu
-}
-
 func newLimiter(o Options, c clock.Clock, log *slog.Logger) *limiter {
 	return &limiter{
-		clock:      c,
-		global:     rate.NewLimiter(rate.Limit(o.GlobalQPS), o.GlobalBurst),
-		agentQPS:   rate.Limit(o.AgentQPS),
-		agentBurst: o.AgentBurst,
-		idleAfter:  time.Duration(float64(o.AgentBurst) / o.AgentQPS * float64(time.Second)),
-		agents:     map[string]*agentBucket{},
-		artifacts:  newGate(o.MaxArtifactDownloads, 0, c),
-		reports:    newGate(o.MaxInflightReports, reportQueueWait, c),
-		errs:       connect.NewErrorWriter(),
-		log:        log,
+		clock:     c,
+		global:    rate.NewLimiter(rate.Limit(o.GlobalQPS), o.GlobalBurst),
+		agents:    newBuckets[string](c, o.AgentQPS, o.AgentBurst, 0),
+		artifacts: newGate(o.MaxArtifactDownloads, 0, c),
+		reports:   newGate(o.MaxInflightReports, reportQueueWait, c),
+		errs:      connect.NewErrorWriter(),
+		log:       log,
 	}
 }
 
@@ -97,7 +80,7 @@ func (l *limiter) limitGlobal(next http.Handler) http.Handler {
 func (l *limiter) limitAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cluster := clusterFrom(r.Context())
-		if wait := take(l.bucket(cluster), l.clock.Now()); wait > 0 {
+		if wait := take(l.agents.get(cluster), l.clock.Now()); wait > 0 {
 			l.refuse(w, r, fmt.Sprintf("cluster %q: too many requests", cluster), wait)
 			return
 		}
@@ -144,29 +127,6 @@ func take(lim *rate.Limiter, now time.Time) time.Duration {
 		res.CancelAt(now)
 	}
 	return wait
-}
-
-// bucket returns the cluster's bucket, creating it on first use and evicting idle ones now
-// and then: about 150 bytes per recently active agent.
-func (l *limiter) bucket(cluster string) *rate.Limiter {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !now.Before(l.nextSweep) {
-		for name, b := range l.agents {
-			if now.Sub(b.last) >= l.idleAfter {
-				delete(l.agents, name)
-			}
-		}
-		l.nextSweep = now.Add(max(l.idleAfter, 10*time.Second))
-	}
-	b := l.agents[cluster]
-	if b == nil {
-		b = &agentBucket{lim: rate.NewLimiter(l.agentQPS, l.agentBurst)}
-		l.agents[cluster] = b
-	}
-	b.last = now
-	return b.lim
 }
 
 // refuse answers resource_exhausted in the protocol the request speaks (Connect unary: HTTP

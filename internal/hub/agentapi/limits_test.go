@@ -14,23 +14,23 @@ func TestLimiterEvictsIdleBuckets(t *testing.T) {
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := newLimiter(Options{AgentQPS: 20, AgentBurst: 40, GlobalQPS: 2000, GlobalBurst: 4000, MaxArtifactDownloads: 16, MaxInflightReports: 64}, c, slog.New(slog.DiscardHandler))
 	for i := range 10_000 {
-		l.bucket(fmt.Sprintf("cluster-%05d", i))
+		l.agents.get(fmt.Sprintf("cluster-%05d", i))
 	}
 	// Drain one bucket: it must not come back full while it is not yet refilled.
-	drained := l.bucket("cluster-00000")
+	drained := l.agents.get("cluster-00000")
 	for take(drained, c.Now()) == 0 {
 	}
-	if got := len(l.agents); got != 10_000 {
+	if got := l.agents.len(); got != 10_000 {
 		t.Fatalf("%d buckets; want 10000", got)
 	}
-	c.Advance(l.idleAfter / 2)
-	if l.bucket("cluster-00000") != drained {
+	c.Advance(l.agents.idleAfter / 2)
+	if l.agents.get("cluster-00000") != drained {
 		t.Fatal("a bucket in use was replaced")
 	}
-	c.Advance(max(l.idleAfter, 10*time.Second))
-	l.bucket("cluster-00001")
-	if got := len(l.agents); got != 1 {
-		t.Errorf("%d buckets after every other cluster was idle past %v; want 1", got, l.idleAfter)
+	c.Advance(max(l.agents.idleAfter, 10*time.Second))
+	l.agents.get("cluster-00001")
+	if got := l.agents.len(); got != 1 {
+		t.Errorf("%d buckets after every other cluster was idle past %v; want 1", got, l.agents.idleAfter)
 	}
 }
 
