@@ -67,12 +67,15 @@ verify: ## fail when gofmt or go mod tidy would change the tree
 vet: ## go vet on the main module
 	$(GO) vet ./...
 
-fuzz: ## run each fuzz target for 5s (its committed seeds first); a failing input lands in testdata/fuzz
-	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/artifact
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/agent/render
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 5s -fuzzminimizetime 1s ./api/v1alpha1
-	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
-	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 5s -fuzzminimizetime 1s ./internal/hub
+# Budgets are counts of executions (about 5 s each here), not durations: a duration races Go's
+# fuzzing coordinator at its deadline and can fail with a bare "context deadline exceeded"
+# and no input on a loaded machine.
+fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds first); a failing input lands in testdata/fuzz
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 20000x -fuzzminimizetime 200x ./internal/artifact
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x -fuzzminimizetime 200x ./internal/agent/render
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 4000x -fuzzminimizetime 200x ./api/v1alpha1
+	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub
+	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub
 
 bench: kube-binaries chromium ## benchmarks with real API servers (figures for issue notes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
