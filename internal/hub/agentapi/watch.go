@@ -13,6 +13,9 @@ import (
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
+// watchRetry is how soon an open watch reads the desired state again after a failed read.
+const watchRetry = time.Second
+
 // Watch sends the cluster's desired state whenever its generation differs from the last one
 // the agent has, starting with known_generation: a reconnecting agent that is up to date
 // receives nothing until something changes.
@@ -22,13 +25,19 @@ func (a *agentServer) Watch(ctx context.Context, req *connect.Request[agentv1.Wa
 	defer cancel()
 	s.d.Seen.Touch(cluster, req.Msg.GetAgentVersion())
 	known := req.Msg.GetKnownGeneration()
-	for {
+	for first := true; ; first = false {
+		var retry <-chan time.Time
 		ds, err := s.d.Store.GetDesiredState(ctx, cluster)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			// Not scheduled yet: the controller will notify.
-		case err != nil:
+		case err != nil && first:
 			return connect.NewError(connect.CodeUnavailable, err)
+		case err != nil:
+			// The store is away for a moment (a cut connection, a fail-over): keep the agent's
+			// stream and read again shortly, rather than have every agent reconnect at once.
+			s.d.Logger.Warn("desired state not read for an open watch; retrying", "cluster", cluster, "error", err)
+			retry = s.d.Clock.After(watchRetry)
 		case ds.Generation != known:
 			msg, err := DesiredToProto(ds)
 			if err != nil {
@@ -42,6 +51,7 @@ func (a *agentServer) Watch(ctx context.Context, req *connect.Request[agentv1.Wa
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retry:
 		case _, open := <-changes:
 			if !open {
 				return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("cluster %q was removed", cluster))
