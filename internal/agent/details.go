@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/textcut"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -92,10 +92,10 @@ func objectDetails(objects []reconcile.ObjectResult) (details []*agentv1.ObjectD
 func objectDetail(o reconcile.ObjectResult) *agentv1.ObjectDetail {
 	d := &agentv1.ObjectDetail{
 		Group: o.Group, Version: o.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
-		Action: string(o.Action), Error: cut(o.Error, maxDetailMessage),
+		Action: string(o.Action), Error: textcut.Cut(o.Error, maxDetailMessage),
 	}
 	if o.Health != nil {
-		d.Health, d.HealthMessage = o.Health.Status, cut(o.Health.Message, maxDetailMessage)
+		d.Health, d.HealthMessage = o.Health.Status, textcut.Cut(o.Health.Message, maxDetailMessage)
 	}
 	drift := o.Drift
 	if len(drift) == 0 {
@@ -109,7 +109,7 @@ func objectDetail(o reconcile.ObjectResult) *agentv1.ObjectDetail {
 			d.FieldsOmitted++
 			continue
 		}
-		d.Drift = append(d.Drift, &agentv1.FieldDrift{Path: cut(f.Path, maxDetailValue), Desired: cut(f.Desired, maxDetailValue), Live: cut(f.Live, maxDetailValue)})
+		d.Drift = append(d.Drift, &agentv1.FieldDrift{Path: textcut.Cut(f.Path, maxDetailValue), Desired: textcut.Cut(f.Desired, maxDetailValue), Live: textcut.Cut(f.Live, maxDetailValue)})
 	}
 	conflicts := o.Conflicts
 	if len(conflicts) == 0 && o.Action == reconcile.Conflict {
@@ -122,7 +122,7 @@ func objectDetail(o reconcile.ObjectResult) *agentv1.ObjectDetail {
 			d.FieldsOmitted++
 			continue
 		}
-		d.Conflicts = append(d.Conflicts, &agentv1.FieldConflict{Field: cut(c.Field, maxDetailValue), Owner: cut(c.Owner, maxDetailValue)})
+		d.Conflicts = append(d.Conflicts, &agentv1.FieldConflict{Field: textcut.Cut(c.Field, maxDetailValue), Owner: textcut.Cut(c.Owner, maxDetailValue)})
 	}
 	return d
 }
@@ -139,22 +139,4 @@ func conflictError(conflicts []string) string {
 		msg += fmt.Sprintf("; and %d more", n)
 	}
 	return msg
-}
-
-// cut shortens s to at most n bytes, on a rune boundary, marking the cut with "…". Invalid
-// UTF-8 (which protobuf refuses to encode) becomes U+FFFD.
-func cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	s = s[:n-len(mark)]
-	for len(s) > 0 {
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
-			break
-		}
-		s = s[:len(s)-1] // part of a rune the cut split
-	}
-	return s + mark
 }

@@ -146,20 +146,3 @@ func TestObjectDetailsAreBounded(t *testing.T) {
 		t.Errorf("the bounded status does not encode: %v", err)
 	}
 }
-
-func TestCutKeepsValidUTF8(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"abcdefghij", 6, "abc…"},
-		{"aéééé", 6, "aé…"}, // the cut would split the second é
-		{"bad\xffbyte", 20, "bad\uFFFDbyte"},
-	} {
-		if got := cut(tc.in, tc.n); got != tc.want {
-			t.Errorf("cut(%q, %d) = %q; want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/project"
+	"github.com/flotilla/flotilla/internal/textcut"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -263,7 +264,7 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 		case reconcile.Conflict:
 			// Who holds what: `configmap/settings in namespace "ns": .data.logEndpoint owned
 			// by field manager "team-x"`, as status, the dashboard and notifications show it.
-			st.Conflicts = append(st.Conflicts, cut(o.ConflictText(), maxDetailMessage))
+			st.Conflicts = append(st.Conflicts, textcut.Cut(o.ConflictText(), maxDetailMessage))
 		}
 		st.Objects++
 		if len(o.DriftPaths) > 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla/flotilla/internal/textcut"
 )
 
 // ownsByApply reports whether flotilla's field manager holds fields of live through
@@ -169,10 +171,7 @@ func shortJSON(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	if len(data) > maxDriftValue {
-		return strings.ToValidUTF8(string(data[:maxDriftValue]), "") + "…"
-	}
-	return string(data)
+	return textcut.Cut(string(data), maxDriftValue)
 }
 
 // pathSegment is ".key", or ["key"] for keys that are not plain identifiers:
