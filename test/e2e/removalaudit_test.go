@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +48,7 @@ func TestRemovalIsAudited(t *testing.T) {
 		}
 	}
 	// The relabel was made with the hub's bootstrap admin token.
-	if !strings.Contains(removed.Actor, "admin") || removed.Detail["reason"] != "not-selected" || removed.Detail["fleetRevision"] == "" {
+	if removed.Actor != "token:admin" || removed.Detail["reason"] != "not-selected" || removed.Detail["fleetRevision"] == "" {
 		t.Errorf("assignment.removed = %+v: want the admin token as actor, reason not-selected and the fleet revision", removed)
 	}
 	objects, _ := pruned.Detail["prunedObjects"].([]any)
