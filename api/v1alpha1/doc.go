@@ -9,7 +9,7 @@
 // files already in memory, so the hub can read a fleet repository straight out of an artifact. A
 // file may hold several YAML documents separated by "---"; empty documents (nothing but comments)
 // are skipped. Every object must have apiVersion flotilla.dev/v1alpha1 and kind Source, Release,
-// Notification or Project; any other object is an error, not silently ignored, so a stray
+// Notification, Project or Window; any other object is an error, not silently ignored, so a stray
 // ConfigMap in the fleet repository is noticed.
 //
 // Decoding is strict, as kubectl's is: an unknown field (a typo such as "selecter", or "Source"

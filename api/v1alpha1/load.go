@@ -22,15 +22,16 @@ const (
 	KindSource       = "Source"
 	KindRelease      = "Release"
 	KindNotification = "Notification"
+	KindWindow       = "Window"
 )
 
 // isKind reports whether kind is a fleet object kind.
 func isKind(kind string) bool {
-	return kind == KindSource || kind == KindRelease || kind == KindNotification || kind == KindProject
+	return kind == KindSource || kind == KindRelease || kind == KindNotification || kind == KindProject || kind == KindWindow
 }
 
 // kindList names the fleet object kinds for messages.
-const kindList = KindSource + ", " + KindRelease + ", " + KindNotification + " or " + KindProject
+const kindList = KindSource + ", " + KindRelease + ", " + KindNotification + ", " + KindProject + " or " + KindWindow
 
 // DirRevision identifies the content of a fleet directory, so that an unchanged directory is
 // not parsed again: a hash of every file that walkFleet visits (LoadDir reads some of them),
@@ -194,6 +195,8 @@ func (l *loader) parseDocument(file string, doc document) {
 		target = &Notification{}
 	case kind == KindProject:
 		target = &Project{}
+	case kind == KindWindow:
+		target = &Window{}
 	default:
 		fail(docName, "kind", fmt.Sprintf("%s is not a fleet object kind: want %s", describeKind(kind), kindList))
 		return
@@ -229,6 +232,9 @@ func (l *loader) parseDocument(file string, doc document) {
 	case *Project:
 		l.fleet.Projects = append(l.fleet.Projects, *t)
 		l.origins.projects = append(l.origins.projects, o)
+	case *Window:
+		l.fleet.Windows = append(l.fleet.Windows, *t)
+		l.origins.windows = append(l.origins.windows, o)
 	}
 }
 

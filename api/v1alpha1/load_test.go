@@ -148,7 +148,7 @@ func TestLoadDirInvalid(t *testing.T) {
 		{rel, "Release/baseline", "spec.variables[1bad]", `variable name "1bad" must match ^[_a-zA-Z][_a-zA-Z0-9]*$`, 0},
 		{rel, "Release/baseline", "spec.variables[cluster_name]", "cluster_name is set from the cluster and cannot be overridden", 0},
 		{src, "Source/apps", "spec.intervall", `unknown field "intervall", did you mean "interval"?`, 0},
-		{src, "document 3", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification or Project`, 0},
+		{src, "document 3", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification, Project or Window`, 0},
 		{src, "Source/platform", "spec.interval", "must be at least 2s, not 1s", 0},
 		{src, "Source/platform", "spec.git", "set at most one of branch, tag, semver and commit, not branch and tag", 0},
 	}

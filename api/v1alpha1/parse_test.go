@@ -57,7 +57,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name:  "other kind",
 			files: map[string]string{f: "apiVersion: flotilla.dev/v1alpha1\nkind: Kustomization\nmetadata: {name: x}\n"},
-			want:  []Problem{{f, "document 1", "kind", `kind "Kustomization" is not a fleet object kind: want Source, Release, Notification or Project`, 0}},
+			want:  []Problem{{f, "document 1", "kind", `kind "Kustomization" is not a fleet object kind: want Source, Release, Notification, Project or Window`, 0}},
 		},
 		{
 			name:  "other apiVersion of a fleet kind",
@@ -67,12 +67,12 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name:  "Kubernetes object in the second document",
 			files: map[string]string{f: release("a", validSpec) + "---\napiVersion: v1\nkind: ConfigMap\n"},
-			want:  []Problem{{f, "document 2", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification or Project`, 0}},
+			want:  []Problem{{f, "document 2", "", `apiVersion "v1", kind "ConfigMap" is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification, Project or Window`, 0}},
 		},
 		{
 			name:  "no apiVersion or kind",
 			files: map[string]string{f: "metadata: {name: x}\n"},
-			want:  []Problem{{f, "document 1", "", "apiVersion not set, kind not set is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification or Project", 0}},
+			want:  []Problem{{f, "document 1", "", "apiVersion not set, kind not set is not a fleet object: want apiVersion flotilla.dev/v1alpha1 with kind Source, Release, Notification, Project or Window", 0}},
 		},
 		{
 			name:  "not an object",
@@ -318,7 +318,7 @@ spec: {source: platform, path: x, targets: [{selector: {}}], colour: red}
 		got = append(got, p.String())
 	}
 	want := []string{
-		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: createNamespace, interval, namespace, path, project, prune, selfHeal, source, targets, timeout, variables, wait)`,
+		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: createNamespace, dependsOn, ignore, interval, namespace, path, project, prune, respectManagers, rollout, selfHeal, source, suspend, targets, timeout, variables, wait)`,
 		`fleet/releases.yaml line 9: Release/baseline: spec.source: source "platfrom" is not defined`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

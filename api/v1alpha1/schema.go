@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -15,7 +16,10 @@ type fieldProblem struct {
 	field, message string
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType     = reflect.TypeFor[Duration]()
+	intOrPercentType = reflect.TypeFor[IntOrPercent]()
+)
 
 // checkSchema compares a document, as generic JSON (the output of json.Unmarshal into any),
 // with the Go type it will be decoded into, and reports every unknown field and every value of
@@ -34,6 +38,14 @@ func checkSchema(path string, v any, t reflect.Type) []fieldProblem {
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			return []fieldProblem{{path, fmt.Sprintf("%q is not a duration: want Go duration syntax such as \"90s\", \"1m\" or \"1h30m\"", s)}}
+		}
+		return nil
+	}
+	if t == intOrPercentType {
+		var p IntOrPercent
+		data, _ := json.Marshal(v)
+		if err := p.UnmarshalJSON(data); err != nil {
+			return []fieldProblem{{path, err.Error()}}
 		}
 		return nil
 	}

@@ -82,6 +82,21 @@ type ReleaseSpec struct {
 	Variables map[string]string `json:"variables,omitempty"`
 	// Project the release belongs to; default ProjectPlatform.
 	Project string `json:"project,omitempty"`
+	// Rollout moves new revisions through the release's clusters in waves; nil: every
+	// cluster gets a new revision at once.
+	Rollout *Rollout `json:"rollout,omitempty"`
+	// Suspend stops new revisions of the release everywhere (what runs stays, and drift is
+	// still corrected).
+	Suspend bool `json:"suspend,omitempty"`
+	// Ignore names fields set at creation and never taken back.
+	Ignore []IgnoreRule `json:"ignore,omitempty"`
+	// RespectManagers names field managers (globs, "*-operator") whose fields Flotilla leaves
+	// alone once they have written them. Fields written through the scale subresource are
+	// always respected.
+	RespectManagers []string `json:"respectManagers,omitempty"`
+	// DependsOn names releases that must be Ready on a cluster before this one is applied
+	// there.
+	DependsOn []string `json:"dependsOn,omitempty"`
 }
 
 // ProjectPlatform is the built-in project of releases that name none: it allows everything
@@ -176,4 +191,5 @@ type Fleet struct {
 	Releases      []Release      `json:"releases"`
 	Notifications []Notification `json:"notifications,omitempty"`
 	Projects      []Project      `json:"projects,omitempty"`
+	Windows       []Window       `json:"windows,omitempty"`
 }

@@ -30,7 +30,7 @@ func (f *Fleet) Validate() error {
 
 // origins says where each object of a parsed fleet came from.
 type origins struct {
-	sources, releases, notifications, projects []origin
+	sources, releases, notifications, projects, windows []origin
 	// broken names the sources whose documents failed to decode; brokenProjects the
 	// projects.
 	broken, brokenProjects map[string]bool
@@ -54,6 +54,8 @@ func (o *origins) of(kind string, i int) (origin, bool) {
 		list = o.notifications
 	case KindProject:
 		list = o.projects
+	case KindWindow:
+		list = o.windows
 	}
 	if i >= len(list) {
 		return origin{}, false
@@ -137,6 +139,7 @@ func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 		checkDuplicate(notifications, KindNotification, n.Metadata.Name, file, add)
 		validateNotificationSpec(n.Spec, releases, add)
 	}
+	v.rollouts(f, releases)
 	if t != nil {
 		v.tenant(f, t)
 	}

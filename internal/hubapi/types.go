@@ -99,6 +99,10 @@ type AssignmentView struct {
 	ReportedDigest   string `json:"reportedDigest,omitempty"`
 	// ReportedAt is when the agent produced its last report of this assignment.
 	ReportedAt *time.Time `json:"reportedAt,omitempty"`
+	// Waiting says what holds the release back (phase Waiting), and Rollout where its
+	// rollout stands on this cluster; "" when nothing does.
+	Waiting string `json:"waiting,omitempty"`
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // Phase is where an assignment stands. Agents report Pending, Applying, Ready or Failed; the
@@ -115,6 +119,9 @@ const (
 	PhaseReady       Phase = "Ready"
 	PhaseFailed      Phase = "Failed"
 	PhaseUnreachable Phase = "Unreachable"
+	// PhaseWaiting: something holds the release back on the cluster (a window, a freeze, a
+	// suspension, a release it depends on); AssignmentView.Waiting says what.
+	PhaseWaiting Phase = "Waiting"
 	// PhaseRemoved is never an assignment's phase: an agent reports it once, after removing
 	// a release that left its cluster, for the audit trail.
 	PhaseRemoved Phase = "Removed"

@@ -83,7 +83,23 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 		if a.Project != nil {
 			pa.Project = a.Project.Proto() // unset: the platform project, no bounds
 		}
+		for _, r := range a.Ignore {
+			pa.Ignore = append(pa.Ignore, &agentv1.IgnoreRule{
+				Group: r.Target.Group, Kind: r.Target.Kind, Name: r.Target.Name, Namespace: r.Target.Namespace, Paths: r.Paths,
+			})
+		}
+		pa.RespectManagers, pa.DependsOn, pa.Rollout = a.RespectManagers, a.DependsOn, a.Rollout
 		out.Assignments = append(out.Assignments, pa)
+	}
+	for _, g := range doc.Gates {
+		out.Gates = append(out.Gates, &agentv1.Gate{
+			Name: g.Name, Kind: g.Kind, Type: g.Type, Schedule: g.Schedule,
+			DurationSeconds: int64(g.Duration / time.Second), TimeZone: g.TimeZone,
+			Releases: g.Releases, Blocks: g.Blocks, Reason: g.Reason, Actor: g.Actor,
+		})
+	}
+	for _, r := range doc.Syncs {
+		out.Syncs = append(out.Syncs, &agentv1.SyncRequest{Id: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
 	}
 	return out, nil
 }

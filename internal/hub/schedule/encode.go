@@ -33,7 +33,7 @@ func Encode(doc Document) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(Document{Assignments: sorted, Removed: doc.Removed}); err != nil {
+	if err := enc.Encode(Document{Assignments: sorted, Removed: doc.Removed, Gates: doc.Gates, Syncs: doc.Syncs}); err != nil {
 		return nil, fmt.Errorf("desired state: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
@@ -62,6 +62,8 @@ func DecodeDocument(data []byte) (Document, error) {
 		var raw struct {
 			Assignments *[]Assignment `json:"assignments"`
 			Removed     []Tombstone   `json:"removed"`
+			Gates       []Gate        `json:"gates"`
+			Syncs       []SyncRequest `json:"syncs"`
 		}
 		if err := json.Unmarshal(trimmed, &raw); err != nil {
 			return Document{}, fmt.Errorf("desired state: %w", err)
@@ -69,7 +71,7 @@ func DecodeDocument(data []byte) (Document, error) {
 		if raw.Assignments == nil {
 			return Document{}, errors.New(`desired state: no "assignments" field`)
 		}
-		doc.Assignments, doc.Removed = *raw.Assignments, raw.Removed
+		doc.Assignments, doc.Removed, doc.Gates, doc.Syncs = *raw.Assignments, raw.Removed, raw.Gates, raw.Syncs
 	}
 	if doc.Assignments == nil {
 		doc.Assignments = []Assignment{}

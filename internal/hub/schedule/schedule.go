@@ -53,6 +53,13 @@ type Assignment struct {
 	// project when the fleet does not define one (everything allowed, the agent's own
 	// identity). Documents stored before projects have none.
 	Project *project.Rules `json:"project,omitempty"`
+	// Ignore, RespectManagers and DependsOn are the release's, as written.
+	Ignore          []v1alpha1.IgnoreRule `json:"ignore,omitempty"`
+	RespectManagers []string              `json:"respectManagers,omitempty"`
+	DependsOn       []string              `json:"dependsOn,omitempty"`
+	// Rollout is set while the release's rollout holds this cluster at an earlier revision
+	// than the newest: a line for status ("wave eu waits for canary").
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // Problem is a release that could not be scheduled as written, for one cluster or (Cluster
@@ -262,6 +269,9 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 				Wait:            r.Spec.Wait,
 				Timeout:         r.Spec.TimeoutOrDefault(),
 				Interval:        r.Spec.IntervalOrDefault(),
+				Ignore:          r.Spec.Ignore,
+				RespectManagers: r.Spec.RespectManagers,
+				DependsOn:       r.Spec.DependsOn,
 			},
 		}
 		if strings.Contains(r.Spec.Path, "{{") {

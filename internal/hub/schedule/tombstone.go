@@ -3,6 +3,7 @@ package schedule
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // Reasons a release leaves a cluster: the only two the hub can name.
@@ -40,6 +41,40 @@ type Document struct {
 	Assignments []Assignment `json:"assignments"`
 	// Removed holds tombstones oldest first; never a release that Assignments holds.
 	Removed []Tombstone `json:"removed,omitempty"`
+	// Gates are the windows, freezes and suspensions that apply to the cluster.
+	Gates []Gate `json:"gates,omitempty"`
+	// Syncs are the pending requests to reconcile now.
+	Syncs []SyncRequest `json:"syncs,omitempty"`
+}
+
+// Gate holds back some changes of some releases on a cluster while it is closed; see the
+// Gate message of the agent protocol.
+type Gate struct {
+	Name     string        `json:"name"`
+	Kind     string        `json:"kind"` // GateWindow, GateFreeze, GateSuspend
+	Type     string        `json:"type"` // v1alpha1.WindowAllow or WindowDeny
+	Schedule string        `json:"schedule,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	TimeZone string        `json:"timeZone,omitempty"`
+	Releases []string      `json:"releases,omitempty"`
+	Blocks   []string      `json:"blocks,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Actor    string        `json:"actor,omitempty"`
+}
+
+// Kinds of gates.
+const (
+	GateWindow  = "window"
+	GateFreeze  = "freeze"
+	GateSuspend = "suspend"
+)
+
+// SyncRequest asks the agent to reconcile now; see the SyncRequest message.
+type SyncRequest struct {
+	ID       string `json:"id"`
+	Release  string `json:"release,omitempty"`
+	Override bool   `json:"override,omitempty"`
+	Actor    string `json:"actor,omitempty"`
 }
 
 // removals returns the tombstones of the cluster's next document: those of prev still not

@@ -30,6 +30,8 @@ func TestCopyToPostgres(t *testing.T) {
 		FirstVerified: now.Add(time.Minute), LastVerified: now.Add(2 * time.Minute), Count: 2}
 	keep := func(audit.Checkpoint, bool) (audit.Checkpoint, bool, error) { return checkpoint, true, nil }
 	must(t, src.UpdateAuditCheckpoint(ctx, "a", "web", keep))
+	_, err := src.PutRecord(ctx, store.Record{Kind: "rollout", Key: "web", Data: []byte(`{"wave":1}`)}, 0)
+	must(t, err)
 
 	dst := openPostgres(t, pgtest.NewDatabase(t))
 	defer dst.Close()
@@ -37,9 +39,14 @@ func TestCopyToPostgres(t *testing.T) {
 	must(t, err)
 	want := storecopy.Stats{"clusters": 3, "join_tokens": 2, "certificates": 2, "desired_states": 2, "reports": 6,
 		"statuses": 2, "source_statuses": 1, "fleet_status": 1, "compactions": 1,
-		"audit_checkpoints": 1}
+		"audit_checkpoints": 1, "records": 1}
 	if diff := cmp.Diff(want, stats); diff != "" {
 		t.Errorf("rows copied (-want +got):\n%s", diff)
+	}
+	for _, s := range []store.Store{src, dst} {
+		if r, err := s.GetRecord(ctx, "rollout", "web"); err != nil || string(r.Data) != `{"wave":1}` || r.Version != 1 || !r.UpdatedAt.Equal(now) {
+			t.Errorf("record after the copy: %+v, %v", r, err)
+		}
 	}
 	if diff := cmp.Diff(takeSnapshot(t, ctx, src), takeSnapshot(t, ctx, dst)); diff != "" {
 		t.Errorf("PostgreSQL after the copy (-sqlite +postgres):\n%s", diff)

@@ -128,6 +128,7 @@ CREATE TABLE compactions (
 	// its CA in its data dir, so the tables replicas share exist only in PostgreSQL.
 	{name: "replicated hubs", postgres: postgresReplication, sql: `SELECT 1;`},
 	{name: "audit checkpoints", postgres: postgresAuditCheckpoints, sql: sqliteAuditCheckpoints},
+	{name: "records", postgres: postgresRecords, sql: sqliteRecords},
 }
 
 // The SQLite texts of the steps after the third are files under schema/, as the PostgreSQL
@@ -135,6 +136,9 @@ CREATE TABLE compactions (
 //
 //go:embed schema/4_audit_checkpoints.sqlite.sql
 var sqliteAuditCheckpoints string
+
+//go:embed schema/5_records.sqlite.sql
+var sqliteRecords string
 
 // migrate brings the schema of db up to migs, all steps in one transaction: a step that fails
 // leaves the database as it was. It refuses a database that records versions beyond migs,

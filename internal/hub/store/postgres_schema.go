@@ -17,4 +17,6 @@ var (
 	postgresReplication string
 	//go:embed schema/4_audit_checkpoints.postgres.sql
 	postgresAuditCheckpoints string
+	//go:embed schema/5_records.postgres.sql
+	postgresRecords string
 )

@@ -18,6 +18,8 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
+	// ErrConflict: a record changed since it was read (PutRecord, DeleteRecord).
+	ErrConflict = errors.New("changed since it was read")
 	// ErrTokenInvalid: unknown, expired, already used, or issued for another cluster.
 	ErrTokenInvalid = errors.New("join token invalid")
 )
@@ -102,6 +104,18 @@ type FleetStatus struct {
 	UpdatedAt time.Time
 }
 
+// Record is a small document the hub's parts share by kind and key (a rollout's state, a
+// freeze); Version rises by one at each write.
+type Record struct {
+	Kind, Key string
+	Data      []byte
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// AnyVersion, as the expected version of PutRecord or DeleteRecord, writes whatever is stored.
+const AnyVersion int64 = -1
+
 // Touch is one agent sighting for TouchClusters.
 type Touch struct {
 	Cluster      string
@@ -183,6 +197,18 @@ type Store interface {
 	PutSourceStatus(ctx context.Context, s SourceStatus) error
 	// ListSourceStatuses returns every source status, ordered by name.
 	ListSourceStatuses(ctx context.Context) ([]SourceStatus, error)
+
+	// GetRecord returns the record (kind, key), or ErrNotFound.
+	GetRecord(ctx context.Context, kind, key string) (Record, error)
+	// ListRecords returns every record of kind, ordered by key.
+	ListRecords(ctx context.Context, kind string) ([]Record, error)
+	// PutRecord stores r.Data under (r.Kind, r.Key) if the stored version is expect (0: no
+	// record yet; AnyVersion: whatever is stored) and returns the new version; ErrConflict
+	// (wrapped) when the stored version is another.
+	PutRecord(ctx context.Context, r Record, expect int64) (version int64, err error)
+	// DeleteRecord deletes (kind, key) if its version is expect (AnyVersion: any);
+	// ErrNotFound if absent, ErrConflict if its version is another.
+	DeleteRecord(ctx context.Context, kind, key string, expect int64) error
 
 	// PutFleetStatus replaces the fleet status; GetFleetStatus returns it (zero value if never set).
 	PutFleetStatus(ctx context.Context, s FleetStatus) error

@@ -188,6 +188,7 @@ var copyTables = []copyTable{
 		{"cluster", colText}, {"release", colText}, {"revision", colText}, {"digest", colText}, {"phase", colText}, {"health", colText},
 		{"since", colTimeOrNull}, {"chained_at", colTimeOrNull}, {"first_verified", colTimeOrNull}, {"last_verified", colTimeOrNull}, {"checks", colInt},
 	}},
+	{"records", []copyColumn{{"kind", colText}, {"key", colText}, {"data", colBlob}, {"version", colInt}, {"updated_at", colTimeNotNull}}},
 }
 
 // The store's conventions (store/sqlite.go, store/postgres.go), for the values copied.

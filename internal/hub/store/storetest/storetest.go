@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("sources and fleet", o.testSourcesAndFleet)
 	t.Run("times", o.testTimes)
 	t.Run("audit checkpoints", o.testAuditCheckpoints)
+	t.Run("records", o.testRecords)
 }
 
 type opener func(t *testing.T) store.Store

@@ -356,8 +356,13 @@ type DesiredState struct {
 	// Set by every hub that sends tombstones. A document without it comes from an older hub: the
 	// agent refuses any removal it would imply and says to upgrade the hub.
 	ExplicitRemovals bool `protobuf:"varint,5,opt,name=explicit_removals,json=explicitRemovals,proto3" json:"explicit_removals,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Gates that apply to this cluster: windows, freezes and suspensions. The agent checks them
+	// against its own clock, so they hold while the hub is unreachable.
+	Gates []*Gate `protobuf:"bytes,6,rep,name=gates,proto3" json:"gates,omitempty"`
+	// Requests to reconcile now (flotilla sync). The agent acts on each id once.
+	Syncs         []*SyncRequest `protobuf:"bytes,7,rep,name=syncs,proto3" json:"syncs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredState) Reset() {
@@ -425,6 +430,218 @@ func (x *DesiredState) GetExplicitRemovals() bool {
 	return false
 }
 
+func (x *DesiredState) GetGates() []*Gate {
+	if x != nil {
+		return x.Gates
+	}
+	return nil
+}
+
+func (x *DesiredState) GetSyncs() []*SyncRequest {
+	if x != nil {
+		return x.Syncs
+	}
+	return nil
+}
+
+// Gate holds back some changes of some releases while it is closed: a Window (deny while open;
+// allow: only while open), a freeze, or a suspension (always closed).
+type Gate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Window's name, or the freeze's or suspension's id.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "window", "freeze" or "suspend".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// "allow" or "deny" for a window; freezes and suspensions are "deny" and have no schedule.
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// Five-field cron expression of when the window opens, its duration and time zone (IANA).
+	Schedule        string `protobuf:"bytes,4,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	DurationSeconds int64  `protobuf:"varint,5,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
+	TimeZone        string `protobuf:"bytes,6,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// Release names or globs it covers; empty: every release.
+	Releases []string `protobuf:"bytes,7,rep,name=releases,proto3" json:"releases,omitempty"`
+	// What it holds back: "revisions", "prune", "selfHeal".
+	Blocks []string `protobuf:"bytes,8,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	// Why (a freeze's reason), and who set it.
+	Reason        string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	Actor         string `protobuf:"bytes,10,opt,name=actor,proto3" json:"actor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Gate) Reset() {
+	*x = Gate{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Gate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Gate) ProtoMessage() {}
+
+func (x *Gate) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Gate.ProtoReflect.Descriptor instead.
+func (*Gate) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Gate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Gate) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Gate) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Gate) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *Gate) GetDurationSeconds() int64 {
+	if x != nil {
+		return x.DurationSeconds
+	}
+	return 0
+}
+
+func (x *Gate) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Gate) GetReleases() []string {
+	if x != nil {
+		return x.Releases
+	}
+	return nil
+}
+
+func (x *Gate) GetBlocks() []string {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+func (x *Gate) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Gate) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+// SyncRequest asks the agent to reconcile now.
+type SyncRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique; the agent acts on each once.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The release to reconcile; empty: every release.
+	Release string `protobuf:"bytes,2,opt,name=release,proto3" json:"release,omitempty"`
+	// Override lets this one sync pass the windows and freezes that hold the release back
+	// (an explicit, audited action).
+	Override      bool   `protobuf:"varint,3,opt,name=override,proto3" json:"override,omitempty"`
+	Actor         string `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncRequest) Reset() {
+	*x = SyncRequest{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncRequest) ProtoMessage() {}
+
+func (x *SyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
+func (*SyncRequest) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SyncRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SyncRequest) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
+func (x *SyncRequest) GetOverride() bool {
+	if x != nil {
+		return x.Override
+	}
+	return false
+}
+
+func (x *SyncRequest) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
 // Tombstone records that a release left this cluster, why, and in which fleet revision.
 type Tombstone struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -446,7 +663,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +675,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[7]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +688,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Tombstone) GetRelease() string {
@@ -538,14 +755,23 @@ type Assignment struct {
 	// The rules of the release's project, checked by the agent against every rendered object
 	// before anything is applied, so that they hold while the hub is unreachable. Unset: the
 	// built-in platform project (everything allowed, the agent's own identity).
-	Project       *ProjectRules `protobuf:"bytes,15,opt,name=project,proto3" json:"project,omitempty"`
+	Project *ProjectRules `protobuf:"bytes,15,opt,name=project,proto3" json:"project,omitempty"`
+	// Fields set at creation and never taken back (Release.spec.ignore).
+	Ignore []*IgnoreRule `protobuf:"bytes,16,rep,name=ignore,proto3" json:"ignore,omitempty"`
+	// Field managers (globs) whose fields are left alone once written (respectManagers).
+	RespectManagers []string `protobuf:"bytes,17,rep,name=respect_managers,json=respectManagers,proto3" json:"respect_managers,omitempty"`
+	// Releases that must be Ready on this cluster before this one is applied.
+	DependsOn []string `protobuf:"bytes,18,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	// Set while the release's rollout holds this cluster at an earlier revision than the
+	// newest: for status only.
+	Rollout       string `protobuf:"bytes,19,opt,name=rollout,proto3" json:"rollout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +783,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[8]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +796,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Assignment) GetRelease() string {
@@ -678,6 +904,112 @@ func (x *Assignment) GetProject() *ProjectRules {
 	return nil
 }
 
+func (x *Assignment) GetIgnore() []*IgnoreRule {
+	if x != nil {
+		return x.Ignore
+	}
+	return nil
+}
+
+func (x *Assignment) GetRespectManagers() []string {
+	if x != nil {
+		return x.RespectManagers
+	}
+	return nil
+}
+
+func (x *Assignment) GetDependsOn() []string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *Assignment) GetRollout() string {
+	if x != nil {
+		return x.Rollout
+	}
+	return ""
+}
+
+// IgnoreRule: paths (JSON pointers) of the objects it targets; an empty target field matches
+// any value.
+type IgnoreRule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Namespace     string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Paths         []string               `protobuf:"bytes,5,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IgnoreRule) Reset() {
+	*x = IgnoreRule{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IgnoreRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IgnoreRule) ProtoMessage() {}
+
+func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IgnoreRule.ProtoReflect.Descriptor instead.
+func (*IgnoreRule) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *IgnoreRule) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *IgnoreRule) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IgnoreRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IgnoreRule) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *IgnoreRule) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
 // ProjectRules are what a project allows its releases' objects, as the agent enforces them.
 type ProjectRules struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -695,7 +1027,7 @@ type ProjectRules struct {
 
 func (x *ProjectRules) Reset() {
 	*x = ProjectRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +1039,7 @@ func (x *ProjectRules) String() string {
 func (*ProjectRules) ProtoMessage() {}
 
 func (x *ProjectRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[9]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +1052,7 @@ func (x *ProjectRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectRules.ProtoReflect.Descriptor instead.
 func (*ProjectRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProjectRules) GetName() string {
@@ -775,7 +1107,7 @@ type GroupKind struct {
 
 func (x *GroupKind) Reset() {
 	*x = GroupKind{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +1119,7 @@ func (x *GroupKind) String() string {
 func (*GroupKind) ProtoMessage() {}
 
 func (x *GroupKind) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[10]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +1132,7 @@ func (x *GroupKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKind.ProtoReflect.Descriptor instead.
 func (*GroupKind) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GroupKind) GetGroup() string {
@@ -826,7 +1158,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1170,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1183,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -875,7 +1207,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1219,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1232,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -958,14 +1290,23 @@ type AssignmentStatus struct {
 	ObjectDetailsOmitted int32 `protobuf:"varint,17,opt,name=object_details_omitted,json=objectDetailsOmitted,proto3" json:"object_details_omitted,omitempty"`
 	// Set, with phase "Removed", when the agent removed a release that left the cluster: what
 	// its tombstone said and what was pruned. The hub audits it and keeps no status for it.
-	Removal       *Removal `protobuf:"bytes,18,opt,name=removal,proto3" json:"removal,omitempty"`
+	Removal *Removal `protobuf:"bytes,18,opt,name=removal,proto3" json:"removal,omitempty"`
+	// Set with phase Waiting: what holds the release back, for example
+	// `window "business-hours" opens 22:00 Europe/Berlin` or `release "db" is not Ready`.
+	// Revision and digest are then those still in force.
+	Waiting string `protobuf:"bytes,19,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// The revision and digest waiting to be applied, when a gate holds back a new one.
+	PendingRevision string `protobuf:"bytes,20,opt,name=pending_revision,json=pendingRevision,proto3" json:"pending_revision,omitempty"`
+	PendingDigest   string `protobuf:"bytes,21,opt,name=pending_digest,json=pendingDigest,proto3" json:"pending_digest,omitempty"`
+	// The sync request this reconcile answered, if any.
+	SyncId        string `protobuf:"bytes,22,opt,name=sync_id,json=syncId,proto3" json:"sync_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1318,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1331,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -1119,6 +1460,34 @@ func (x *AssignmentStatus) GetRemoval() *Removal {
 	return nil
 }
 
+func (x *AssignmentStatus) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+func (x *AssignmentStatus) GetPendingRevision() string {
+	if x != nil {
+		return x.PendingRevision
+	}
+	return ""
+}
+
+func (x *AssignmentStatus) GetPendingDigest() string {
+	if x != nil {
+		return x.PendingDigest
+	}
+	return ""
+}
+
+func (x *AssignmentStatus) GetSyncId() string {
+	if x != nil {
+		return x.SyncId
+	}
+	return ""
+}
+
 // Removal is the outcome of removing a tombstoned release from a cluster.
 type Removal struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1137,7 +1506,7 @@ type Removal struct {
 
 func (x *Removal) Reset() {
 	*x = Removal{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1518,7 @@ func (x *Removal) String() string {
 func (*Removal) ProtoMessage() {}
 
 func (x *Removal) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1531,7 @@ func (x *Removal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removal.ProtoReflect.Descriptor instead.
 func (*Removal) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Removal) GetReason() string {
@@ -1228,7 +1597,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1609,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1622,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -1343,17 +1712,19 @@ func (x *ObjectDetail) GetFieldsOmitted() int32 {
 // FieldDrift is one drifted field. Values are JSON, cut to a few hundred bytes; empty when
 // the field is absent on that side. Values of Secrets are "(redacted)".
 type FieldDrift struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Desired       string                 `protobuf:"bytes,2,opt,name=desired,proto3" json:"desired,omitempty"`
-	Live          string                 `protobuf:"bytes,3,opt,name=live,proto3" json:"live,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Path    string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Desired string                 `protobuf:"bytes,2,opt,name=desired,proto3" json:"desired,omitempty"`
+	Live    string                 `protobuf:"bytes,3,opt,name=live,proto3" json:"live,omitempty"`
+	// The field manager that wrote the live value, when the object's managedFields say.
+	Manager       string `protobuf:"bytes,4,opt,name=manager,proto3" json:"manager,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1736,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1749,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -1402,6 +1773,13 @@ func (x *FieldDrift) GetLive() string {
 	return ""
 }
 
+func (x *FieldDrift) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
 // FieldConflict is one field and the owner that holds it: `field manager "team-x"`,
 // `assignment "other"`. An empty field means the whole object.
 type FieldConflict struct {
@@ -1414,7 +1792,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1804,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1817,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -1469,7 +1847,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1859,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1872,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1534,7 +1912,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1924,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1937,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -1585,7 +1963,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1975,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1988,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -1656,7 +2034,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +2046,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +2059,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1706,7 +2084,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x10known_generation\x18\x01 \x01(\x03R\x0fknownGeneration\x12#\n" +
 	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\"J\n" +
 	"\rWatchResponse\x129\n" +
-	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\"\xee\x01\n" +
+	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\"\xd3\x02\n" +
 	"\fDesiredState\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1e\n" +
 	"\n" +
@@ -1714,14 +2092,33 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"generation\x12?\n" +
 	"\vassignments\x18\x03 \x03(\v2\x1d.flotilla.agent.v1.AssignmentR\vassignments\x126\n" +
 	"\aremoved\x18\x04 \x03(\v2\x1c.flotilla.agent.v1.TombstoneR\aremoved\x12+\n" +
-	"\x11explicit_removals\x18\x05 \x01(\bR\x10explicitRemovals\"\xae\x01\n" +
+	"\x11explicit_removals\x18\x05 \x01(\bR\x10explicitRemovals\x12-\n" +
+	"\x05gates\x18\x06 \x03(\v2\x17.flotilla.agent.v1.GateR\x05gates\x124\n" +
+	"\x05syncs\x18\a \x03(\v2\x1e.flotilla.agent.v1.SyncRequestR\x05syncs\"\x88\x02\n" +
+	"\x04Gate\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x1a\n" +
+	"\bschedule\x18\x04 \x01(\tR\bschedule\x12)\n" +
+	"\x10duration_seconds\x18\x05 \x01(\x03R\x0fdurationSeconds\x12\x1b\n" +
+	"\ttime_zone\x18\x06 \x01(\tR\btimeZone\x12\x1a\n" +
+	"\breleases\x18\a \x03(\tR\breleases\x12\x16\n" +
+	"\x06blocks\x18\b \x03(\tR\x06blocks\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12\x14\n" +
+	"\x05actor\x18\n" +
+	" \x01(\tR\x05actor\"i\n" +
+	"\vSyncRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\arelease\x18\x02 \x01(\tR\arelease\x12\x1a\n" +
+	"\boverride\x18\x03 \x01(\bR\boverride\x12\x14\n" +
+	"\x05actor\x18\x04 \x01(\tR\x05actor\"\xae\x01\n" +
 	"\tTombstone\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12%\n" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xad\x04\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xc8\x05\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -1739,10 +2136,22 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\f \x01(\x03R\x0etimeoutSeconds\x12)\n" +
 	"\x10interval_seconds\x18\r \x01(\x03R\x0fintervalSeconds\x12;\n" +
 	"\x04vars\x18\x0e \x03(\v2'.flotilla.agent.v1.Assignment.VarsEntryR\x04vars\x129\n" +
-	"\aproject\x18\x0f \x01(\v2\x1f.flotilla.agent.v1.ProjectRulesR\aproject\x1a7\n" +
+	"\aproject\x18\x0f \x01(\v2\x1f.flotilla.agent.v1.ProjectRulesR\aproject\x125\n" +
+	"\x06ignore\x18\x10 \x03(\v2\x1d.flotilla.agent.v1.IgnoreRuleR\x06ignore\x12)\n" +
+	"\x10respect_managers\x18\x11 \x03(\tR\x0frespectManagers\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\x12 \x03(\tR\tdependsOn\x12\x18\n" +
+	"\arollout\x18\x13 \x01(\tR\arollout\x1a7\n" +
 	"\tVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
+	"\n" +
+	"IgnoreRule\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x12\x14\n" +
+	"\x05paths\x18\x05 \x03(\tR\x05paths\"\xac\x02\n" +
 	"\fProjectRules\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -1764,7 +2173,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\vproduced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"producedAt\x12?\n" +
 	"\bstatuses\x18\x03 \x03(\v2#.flotilla.agent.v1.AssignmentStatusR\bstatuses\x12\x1c\n" +
-	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\xff\x04\n" +
+	"\tcompacted\x18\x04 \x01(\x04R\tcompacted\"\x84\x06\n" +
 	"\x10AssignmentStatus\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x1e\n" +
 	"\n" +
@@ -1788,7 +2197,11 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x10duration_seconds\x18\x0f \x01(\x01R\x0fdurationSeconds\x12F\n" +
 	"\x0eobject_details\x18\x10 \x03(\v2\x1f.flotilla.agent.v1.ObjectDetailR\robjectDetails\x124\n" +
 	"\x16object_details_omitted\x18\x11 \x01(\x05R\x14objectDetailsOmitted\x124\n" +
-	"\aremoval\x18\x12 \x01(\v2\x1a.flotilla.agent.v1.RemovalR\aremoval\"\xa8\x01\n" +
+	"\aremoval\x18\x12 \x01(\v2\x1a.flotilla.agent.v1.RemovalR\aremoval\x12\x18\n" +
+	"\awaiting\x18\x13 \x01(\tR\awaiting\x12)\n" +
+	"\x10pending_revision\x18\x14 \x01(\tR\x0fpendingRevision\x12%\n" +
+	"\x0epending_digest\x18\x15 \x01(\tR\rpendingDigest\x12\x17\n" +
+	"\async_id\x18\x16 \x01(\tR\x06syncId\"\xa8\x01\n" +
 	"\aRemoval\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12%\n" +
 	"\x0efleet_revision\x18\x02 \x01(\tR\rfleetRevision\x12\x14\n" +
@@ -1808,12 +2221,13 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\tconflicts\x18\n" +
 	" \x03(\v2 .flotilla.agent.v1.FieldConflictR\tconflicts\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12%\n" +
-	"\x0efields_omitted\x18\f \x01(\x05R\rfieldsOmitted\"N\n" +
+	"\x0efields_omitted\x18\f \x01(\x05R\rfieldsOmitted\"h\n" +
 	"\n" +
 	"FieldDrift\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\adesired\x18\x02 \x01(\tR\adesired\x12\x12\n" +
-	"\x04live\x18\x03 \x01(\tR\x04live\";\n" +
+	"\x04live\x18\x03 \x01(\tR\x04live\x12\x18\n" +
+	"\amanager\x18\x04 \x01(\tR\amanager\";\n" +
 	"\rFieldConflict\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\"s\n" +
@@ -1853,7 +2267,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -1862,55 +2276,61 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 4: flotilla.agent.v1.WatchRequest
 	(*WatchResponse)(nil),         // 5: flotilla.agent.v1.WatchResponse
 	(*DesiredState)(nil),          // 6: flotilla.agent.v1.DesiredState
-	(*Tombstone)(nil),             // 7: flotilla.agent.v1.Tombstone
-	(*Assignment)(nil),            // 8: flotilla.agent.v1.Assignment
-	(*ProjectRules)(nil),          // 9: flotilla.agent.v1.ProjectRules
-	(*GroupKind)(nil),             // 10: flotilla.agent.v1.GroupKind
-	(*ReportRequest)(nil),         // 11: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 12: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 13: flotilla.agent.v1.AssignmentStatus
-	(*Removal)(nil),               // 14: flotilla.agent.v1.Removal
-	(*ObjectDetail)(nil),          // 15: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 16: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 17: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 18: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 19: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 20: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 21: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 22: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Gate)(nil),                  // 7: flotilla.agent.v1.Gate
+	(*SyncRequest)(nil),           // 8: flotilla.agent.v1.SyncRequest
+	(*Tombstone)(nil),             // 9: flotilla.agent.v1.Tombstone
+	(*Assignment)(nil),            // 10: flotilla.agent.v1.Assignment
+	(*IgnoreRule)(nil),            // 11: flotilla.agent.v1.IgnoreRule
+	(*ProjectRules)(nil),          // 12: flotilla.agent.v1.ProjectRules
+	(*GroupKind)(nil),             // 13: flotilla.agent.v1.GroupKind
+	(*ReportRequest)(nil),         // 14: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 15: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 16: flotilla.agent.v1.AssignmentStatus
+	(*Removal)(nil),               // 17: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 18: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 19: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 20: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 21: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 22: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 23: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 24: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 25: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
-	8,  // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
-	7,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
-	22, // 3: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	9,  // 4: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
-	10, // 5: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
-	10, // 6: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
-	12, // 7: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	23, // 8: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	13, // 9: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	18, // 10: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	15, // 11: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	14, // 12: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	16, // 13: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	17, // 14: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 15: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 16: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 17: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	11, // 18: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	20, // 19: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 20: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 21: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 22: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	19, // 23: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	21, // 24: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	20, // [20:25] is the sub-list for method output_type
-	15, // [15:20] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
+	9,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
+	7,  // 3: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
+	8,  // 4: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
+	25, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	12, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	11, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
+	13, // 8: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	13, // 9: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	15, // 10: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	26, // 11: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	16, // 12: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	21, // 13: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	18, // 14: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	17, // 15: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	19, // 16: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	20, // 17: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 18: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 19: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 20: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	14, // 21: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	23, // 22: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 23: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 24: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 25: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	22, // 26: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	24, // 27: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	23, // [23:28] is the sub-list for method output_type
+	18, // [18:23] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -1924,7 +2344,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
