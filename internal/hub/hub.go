@@ -59,6 +59,9 @@ type Options struct {
 	// unauthenticated Join. Default 1 and 20.
 	JoinQPS   float64
 	JoinBurst int
+	// WebhookSecrets are the secrets of the Git providers' webhooks (/hooks/github,
+	// /hooks/gitlab, /hooks/generic) by provider; a provider without one is not served.
+	WebhookSecrets map[string]string
 	// CredentialsConfig is the operator's credentials configuration (source.LoadPolicy):
 	// the credentials sources may name, the hosts each may be sent to, and where a source's
 	// credentialsFile may lie. Empty: sources name no credentials.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/sqlitedb"
 )
@@ -33,7 +34,12 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 		uo.OIDCIssuer, uo.OIDCClientID, uo.OIDCScopes = o.OIDC.Issuer, o.OIDC.ClientID, auth.OIDC.Scopes()
 		device = auth.OIDC
 	}
+	ops := opsapi.New(opsapi.Deps{
+		Store: h.store, View: h.ctrl.View, Record: h.record, Wake: h.kickController,
+		PollNow: h.ctrl.PollNow, Clock: h.clock, Logger: h.log,
+	}, opsapi.Options{WebhookSecrets: o.WebhookSecrets})
 	return userapi.New(userapi.Deps{
+		Extra: ops.Routes(), Public: ops.Public(),
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
 		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens, Device: device,

@@ -27,6 +27,13 @@ type Store interface {
 	PutDesiredState(ctx context.Context, cluster string, doc []byte) (generation int64, changed bool, err error)
 	PutSourceStatus(ctx context.Context, s store.SourceStatus) error
 	PutFleetStatus(ctx context.Context, s store.FleetStatus) error
+	// ListStatuses returns every assignment status (rollouts read their clusters' health).
+	ListStatuses(ctx context.Context) ([]store.AssignmentStatus, error)
+	// Records hold rollout states, freezes, suspensions and sync requests (store.Record).
+	GetRecord(ctx context.Context, kind, key string) (store.Record, error)
+	ListRecords(ctx context.Context, kind string) ([]store.Record, error)
+	PutRecord(ctx context.Context, r store.Record, expect int64) (int64, error)
+	DeleteRecord(ctx context.Context, kind, key string, expect int64) error
 }
 
 // Poller resolves and checks out Git sources (source.Poller).

@@ -29,6 +29,8 @@ type fakeStore struct {
 	docs     map[string]store.DesiredState
 	fail     map[string]int
 	puts     int
+	records  map[string]store.Record
+	statuses []store.AssignmentStatus
 }
 
 var errInjected = errors.New("injected: database is locked (SQLITE_BUSY)")

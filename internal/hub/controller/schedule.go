@@ -108,6 +108,9 @@ func (c *Controller) reschedule(ctx context.Context) {
 
 	plan := schedule.Schedule(fleet, in, arts, previous, fleetRev)
 	c.keepUnloaded(&plan, previous)
+	c.applyGates(ctx, fleet, in, &plan)
+	c.applySyncs(ctx, in, &plan)
+	c.applyRollouts(ctx, fleet, in, &plan, previous)
 	failed := 0
 	actors := c.relabels.take()
 	for _, cl := range in {

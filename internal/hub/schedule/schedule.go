@@ -104,11 +104,16 @@ type Plan struct {
 	// Problems sorted by release, then cluster. An assignment they concern is either left out
 	// or, when the cluster had one, kept from previous.
 	Problems []Problem
+	// Gates and Syncs by cluster name: the windows, freezes and suspensions, and the pending
+	// sync requests, of each cluster's next document. Schedule leaves them nil; the
+	// controller fills them.
+	Gates map[string][]Gate
+	Syncs map[string][]SyncRequest
 }
 
 // Document returns cluster's next desired-state document.
 func (p Plan) Document(cluster string) Document {
-	return Document{Assignments: p.Assignments[cluster], Removed: p.Removed[cluster]}
+	return Document{Assignments: p.Assignments[cluster], Removed: p.Removed[cluster], Gates: p.Gates[cluster], Syncs: p.Syncs[cluster]}
 }
 
 // Schedule assigns every release of fleet to the clusters it matches.

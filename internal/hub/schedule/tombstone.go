@@ -1,9 +1,9 @@
 package schedule
 
 import (
+	"github.com/flotilla/flotilla/internal/window"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Reasons a release leaves a cluster: the only two the hub can name.
@@ -49,24 +49,13 @@ type Document struct {
 
 // Gate holds back some changes of some releases on a cluster while it is closed; see the
 // Gate message of the agent protocol.
-type Gate struct {
-	Name     string        `json:"name"`
-	Kind     string        `json:"kind"` // GateWindow, GateFreeze, GateSuspend
-	Type     string        `json:"type"` // v1alpha1.WindowAllow or WindowDeny
-	Schedule string        `json:"schedule,omitempty"`
-	Duration time.Duration `json:"duration,omitempty"`
-	TimeZone string        `json:"timeZone,omitempty"`
-	Releases []string      `json:"releases,omitempty"`
-	Blocks   []string      `json:"blocks,omitempty"`
-	Reason   string        `json:"reason,omitempty"`
-	Actor    string        `json:"actor,omitempty"`
-}
+type Gate = window.Gate
 
 // Kinds of gates.
 const (
-	GateWindow  = "window"
-	GateFreeze  = "freeze"
-	GateSuspend = "suspend"
+	GateWindow  = window.KindWindow
+	GateFreeze  = window.KindFreeze
+	GateSuspend = window.KindSuspend
 )
 
 // SyncRequest asks the agent to reconcile now; see the SyncRequest message.

@@ -48,7 +48,7 @@ type route struct {
 // routes are every /api/ route but the unauthenticated login information.
 func (api *API) routes() []route {
 	f := func(h http.HandlerFunc) http.Handler { return h }
-	return []route{
+	return append(api.extraRoutes(), []route{
 		{"GET /api/v1/whoami", ruleSignedIn, f(api.whoami)},
 		{"POST /api/v1/clusters", ruleAdmin, f(api.addCluster)},
 		{"GET /api/v1/clusters", ruleView, f(api.listClusters)},
@@ -70,7 +70,7 @@ func (api *API) routes() []route {
 		{"POST /api/v1/tokens", ruleAdmin, f(api.createUserToken)},
 		{"DELETE /api/v1/tokens/{name}", ruleAdmin, f(api.revokeUserToken)},
 		{"POST /api/v1/tokens/{name}/rotate", ruleAdmin, f(api.rotateUserToken)},
-	}
+	}...)
 }
 
 // Routes are the patterns of every authenticated route with the rule it asks of the
@@ -79,6 +79,9 @@ func (api *API) Routes() map[string]string {
 	out := map[string]string{}
 	for _, rt := range api.routes() {
 		out[rt.pattern] = rt.rule.String()
+	}
+	for _, rt := range api.d.Extra {
+		out[rt.Pattern] = rt.Rule.String()
 	}
 	return out
 }

@@ -95,6 +95,11 @@ type Deps struct {
 	Tokens TokenStore
 	// Device runs the OIDC device flow for the dashboard; nil: no OIDC sign-in.
 	Device DeviceFlow
+	// Extra are authenticated routes other packages serve (rollouts, freezes, sync).
+	Extra []Route
+	// Public are routes served without a bearer token, each checking its caller itself
+	// (webhooks check the provider's signature), by pattern.
+	Public map[string]http.Handler
 }
 
 // Options are the user API's settings. The hub's Options hold their defaults.
@@ -165,6 +170,9 @@ func (api *API) Handler() http.Handler {
 		mux.Handle(rt.pattern, guard(rt))
 	}
 	root := http.NewServeMux()
+	for pattern, h := range api.d.Public {
+		root.Handle(pattern, h)
+	}
 	root.Handle("/api/", api.authenticate(api.auditAPICalls(mux)))
 	// What `flotilla login` and the dashboard's sign-in need before they hold a token.
 	root.HandleFunc("GET /api/v1/login", api.loginInfo)

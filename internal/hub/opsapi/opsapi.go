@@ -1,0 +1,89 @@
+// Package opsapi serves the user API's operations on a fleet in motion: rollouts (status,
+// pause, resume, approve, abort, rollback), freezes and cluster suspensions, sync requests,
+// and the Git providers' webhooks. Its authenticated routes are mounted by the user API
+// (userapi.Deps.Extra) behind its rules; the webhooks (Public) check their own signatures.
+// Every action is audited with the actor and wakes the controller, whose next reschedule
+// carries it to the agents.
+package opsapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+)
+
+// Store is the part of the hub's store operations use.
+type Store interface {
+	GetCluster(ctx context.Context, name string) (store.Cluster, error)
+	ListClusters(ctx context.Context) ([]store.Cluster, error)
+	ListStatuses(ctx context.Context) ([]store.AssignmentStatus, error)
+	GetRecord(ctx context.Context, kind, key string) (store.Record, error)
+	ListRecords(ctx context.Context, kind string) ([]store.Record, error)
+	PutRecord(ctx context.Context, r store.Record, expect int64) (int64, error)
+	DeleteRecord(ctx context.Context, kind, key string, expect int64) error
+}
+
+// Deps are what the operations need; Logger and Clock may be nil.
+type Deps struct {
+	Store Store
+	// View is the controller's view: the fleet configuration in force.
+	View func() controller.View
+	// Record writes an audit record; it never fails the caller.
+	Record func(ctx context.Context, e audit.Event)
+	// Wake asks the controller to reschedule now.
+	Wake func()
+	// PollNow polls at once the sources whose URL and branch match, and returns their names
+	// (webhooks).
+	PollNow func(url, branch string) []string
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Options are the operations' settings.
+type Options struct {
+	// WebhookSecrets are the secrets of the webhook endpoints by provider ("github",
+	// "gitlab", "generic"); a provider without one answers 404.
+	WebhookSecrets map[string]string
+}
+
+// API serves the operations.
+type API struct {
+	d Deps
+	o Options
+}
+
+// New returns the operations API.
+func New(d Deps, o Options) *API {
+	d.Clock = clock.Or(d.Clock)
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Record == nil {
+		d.Record = func(context.Context, audit.Event) {}
+	}
+	if d.Wake == nil {
+		d.Wake = func() {}
+	}
+	if d.PollNow == nil {
+		d.PollNow = func(string, string) []string { return nil }
+	}
+	return &API{d: d, o: o}
+}
+
+// Routes are the authenticated routes, for userapi.Deps.Extra.
+func (a *API) Routes() []userapi.Route {
+	return slices.Concat(a.rolloutRoutes(), a.gateRoutes(), a.syncRoutes())
+}
+
+// Public are the routes that check their callers themselves, for userapi.Deps.Public.
+func (a *API) Public() map[string]http.Handler { return a.hookRoutes() }
+
+// record audits e as done by ctx's principal.
+func (a *API) record(ctx context.Context, e audit.Event) { a.d.Record(ctx, userapi.WithRole(ctx, e)) }
