@@ -230,8 +230,19 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.R
 		SelfHeal:        as.SelfHeal,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
-		Project: project.FromProto(as.Project),
+		Project:         project.FromProto(as.Project),
+		Ignore:          ignoreRules(as.Ignore),
+		RespectManagers: as.RespectManagers,
 	})
+}
+
+// ignoreRules are the assignment's ignore rules as the reconciler takes them.
+func ignoreRules(in []*agentv1.IgnoreRule) []reconcile.IgnoreRule {
+	out := make([]reconcile.IgnoreRule, 0, len(in))
+	for _, r := range in {
+		out = append(out, reconcile.IgnoreRule{Group: r.Group, Kind: r.Kind, Name: r.Name, Namespace: r.Namespace, Paths: r.Paths})
+	}
+	return out
 }
 
 // fillStatus turns a reconcile result into the status the hub stores: counts, conflicts that

@@ -45,6 +45,20 @@ type Options struct {
 	// server's RBAC judges them too; inventories are always the agent's own. Nil: the
 	// built-in platform project, no bounds but the inventory namespace, the agent's identity.
 	Project *project.Rules
+	// Ignore names fields that are set when an object is created and never taken back
+	// afterwards (Release.spec.ignore).
+	Ignore []IgnoreRule
+	// RespectManagers are field managers (globs: "*-operator") whose fields are left alone
+	// once they have written them. Fields written through the scale subresource are always
+	// respected.
+	RespectManagers []string
+}
+
+// IgnoreRule is one Release.spec.ignore entry: JSON pointer paths of the objects whose group,
+// kind, name and namespace match (an empty one matches any).
+type IgnoreRule struct {
+	Group, Kind, Name, Namespace string
+	Paths                        []string
 }
 
 func (o Options) withDefaults() Options {
