@@ -12,6 +12,8 @@ type Desired struct {
 	Release  string
 	Revision string
 	Digest   string
+	// Rollout is where the release's rollout holds this cluster (schedule.Assignment.Rollout).
+	Rollout string
 }
 
 // Observed is what the hub knows of the cluster: when its agent was last seen (zero: never)
@@ -26,7 +28,7 @@ type Observed struct {
 func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o Observed) hubapi.AssignmentView {
 	v := hubapi.AssignmentView{
 		Release: d.Release, Cluster: cluster, DesiredRevision: d.Revision, DesiredDigest: d.Digest,
-		Phase: hubapi.PhasePending,
+		Phase: hubapi.PhasePending, Rollout: d.Rollout,
 	}
 	if !o.LastSeen.IsZero() {
 		t := o.LastSeen
@@ -49,7 +51,15 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 		case hubapi.PhaseApplying, "":
 			v.Phase = hubapi.PhaseProgressing
 		}
-		if s.Digest != d.Digest || s.Revision != d.Revision {
+		onDesired := s.Digest == d.Digest && s.Revision == d.Revision
+		if v.ReportedPhase == hubapi.PhaseWaiting {
+			// A waiting agent reports the revision still in force and the one held back
+			// as pending: it is waiting on the desired one when that is what is pending.
+			h := heldBy(s)
+			v.Waiting = h.message
+			onDesired = onDesired || h.digest == d.Digest && h.pendingRevision == d.Revision
+		}
+		if !onDesired {
 			// The agent has not acted on the desired revision yet.
 			v.Phase = hubapi.PhaseProgressing
 		}

@@ -166,7 +166,7 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 				continue
 			}
 			s := reported[[2]string{c.Name, a.Release}]
-			out.assignments = append(out.assignments, fleetview.Assignment(c.Name, fleetview.Desired{Release: a.Release, Revision: a.Revision, Digest: a.Digest}, s, obs))
+			out.assignments = append(out.assignments, fleetview.Assignment(c.Name, fleetview.Desired{Release: a.Release, Revision: a.Revision, Digest: a.Digest, Rollout: a.Rollout}, s, obs))
 			if s != nil {
 				out.statuses = append(out.statuses, *s)
 			}
