@@ -43,7 +43,7 @@ func (t *Tenant) sourceURL(own []Source, name string) string {
 // ParseTenant is [Parse] for a tenant's fleet repository, which holds that team's Sources and
 // Releases and nothing else. On top of what Parse checks, every object must keep within the
 // tenant's Project:
-//   - no Project or Notification objects;
+//   - no Project, Notification or Window objects;
 //   - no Source or Release name that t.Taken holds;
 //   - every Release belongs to the project (spec.project unset means the project, and is set
 //     so in the returned fleet);
@@ -88,6 +88,10 @@ func (v *validator) tenant(f *Fleet, t *Tenant) {
 	for i := range f.Notifications {
 		_, add := v.object(KindNotification, i, f.Notifications[i].Metadata.Name)
 		add("", only+"; Notifications are defined in the main fleet")
+	}
+	for i := range f.Windows {
+		_, add := v.object(KindWindow, i, f.Windows[i].Metadata.Name)
+		add("", only+"; Windows are defined in the main fleet (a team holds back its own releases with spec.suspend)")
 	}
 	for i := range f.Sources {
 		s := &f.Sources[i]
