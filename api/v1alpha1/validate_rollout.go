@@ -251,6 +251,15 @@ func (v *validator) reportCycle(f *Fleet, index map[string]int, cycle []string, 
 // month, day of week. Descriptors ("@daily") are refused: the agents read the same syntax.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
+// Bounds of a window that agents check again (internal/window.Check): a window the hub
+// accepts must not be one an agent refuses.
+const (
+	maxWindowDuration = 366 * 24 * time.Hour
+	maxWindowReleases = 256
+	maxScheduleLen    = 256
+	maxTimeZoneLen    = 64
+)
+
 // windowBlocks are what a window may block, in the order messages list them.
 var windowBlocks = []string{BlockRevisions, BlockPrune, BlockSelfHeal}
 
@@ -270,9 +279,14 @@ func validateWindowSpec(s WindowSpec, add func(field, msg string)) {
 		add("spec.duration", `must be set: how long the window stays open each time it opens, such as "8h"`)
 	case d < 0:
 		add("spec.duration", fmt.Sprintf("must be positive, not %v", d))
+	case d > maxWindowDuration:
+		add("spec.duration", fmt.Sprintf("must be at most %v (366 days), not %v", maxWindowDuration, d))
 	}
 	if msg := checkTimeZone(s.TimeZone); msg != "" {
 		add("spec.timeZone", msg)
+	}
+	if len(s.Releases) > maxWindowReleases {
+		add("spec.releases", fmt.Sprintf("lists %d releases, more than %d: use patterns such as \"team-a-*\"", len(s.Releases), maxWindowReleases))
 	}
 	for i, r := range s.Releases {
 		if msg := checkNamePattern(r); msg != "" {
@@ -294,13 +308,23 @@ func validateWindowSpec(s WindowSpec, add func(field, msg string)) {
 }
 
 // checkSchedule checks a window's cron expression, and that it ever opens.
-func checkSchedule(s string) string {
+func checkSchedule(s string) (msg string) {
 	if strings.TrimSpace(s) == "" {
 		return `must be set: a five-field cron expression (minute hour day-of-month month day-of-week), such as "0 22 * * *"`
 	}
-	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+	if len(s) > maxScheduleLen {
+		return fmt.Sprintf("is %d bytes long, more than %d", len(s), maxScheduleLen)
+	}
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "TZ=") || strings.HasPrefix(t, "CRON_TZ=") {
 		return fmt.Sprintf("%q: set the time zone in spec.timeZone, not in the schedule", s)
 	}
+	// The cron library panics on some inputs (a TZ= prefix without a space, refused above);
+	// a fleet file must never stop the hub.
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprintf("%q is not a five-field cron expression (minute hour day-of-month month day-of-week): %v", s, r)
+		}
+	}()
 	sched, err := cronParser.Parse(s)
 	if err != nil {
 		return fmt.Sprintf("%q is not a five-field cron expression (minute hour day-of-month month day-of-week): %v", s, err)
@@ -318,6 +342,8 @@ func checkTimeZone(tz string) string {
 	switch {
 	case tz == "":
 		return ""
+	case len(tz) > maxTimeZoneLen:
+		return fmt.Sprintf("is %d bytes long: an IANA time zone name has at most %d", len(tz), maxTimeZoneLen)
 	case tz == "Local":
 		return `"Local" is whatever zone each machine is set to: name the zone, such as "Europe/Berlin" or "UTC"`
 	case strings.HasPrefix(tz, "/") || strings.Contains(tz, ".."):

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,5 +337,43 @@ func TestParseTenantWindow(t *testing.T) {
 	docs = release("web", validSpec+"  suspend: true\n  rollout: {waves: [{name: all}]}\n  dependsOn: [db]\n  ignore: [{paths: [/spec/replicas]}]\n") + "---\n" + release("db", validSpec)
 	if _, err := ParseTenant(map[string][]byte{f: []byte(docs)}, Tenant{Project: team, Sources: main}); err != nil {
 		t.Errorf("a tenant's release with a rollout, dependsOn and ignore rules: %v", err)
+	}
+}
+
+// Windows an agent would refuse (internal/window.Check bounds them) are refused here first.
+func TestParseWindowBounds(t *testing.T) {
+	const f = "fleet/windows.yaml"
+	p := func(field, msg string) Problem { return Problem{f, "Window/quiet", field, msg, 0} }
+	many := "  releases: ["
+	for i := range 257 {
+		if i > 0 {
+			many += ", "
+		}
+		many += fmt.Sprintf("r%d", i)
+	}
+	many += "]\n"
+	tests := []struct {
+		name string
+		spec string
+		want []Problem
+	}{
+		{name: "a year and a day", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 8785h\n",
+			want: []Problem{p("spec.duration", "must be at most 8784h0m0s (366 days), not 8785h0m0s")}},
+		{name: "366 days", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 8784h\n"},
+		{name: "a long schedule", spec: "  type: deny\n  schedule: '0 9 * * " + strings.Repeat("1,", 130) + "1'\n  duration: 1h\n",
+			want: []Problem{p("spec.schedule", "is 269 bytes long, more than 256")}},
+		{name: "a long time zone", spec: validWindow + "  timeZone: " + strings.Repeat("a", 65) + "\n",
+			want: []Problem{p("spec.timeZone", "is 65 bytes long: an IANA time zone name has at most 64")}},
+		{name: "257 releases", spec: validWindow + many,
+			want: []Problem{p("spec.releases", `lists 257 releases, more than 256: use patterns such as "team-a-*"`)}},
+		{name: "a time zone prefix without a space", spec: "  type: deny\n  schedule: 'TZ=x'\n  duration: 1h\n",
+			want: []Problem{p("spec.schedule", `"TZ=x": set the time zone in spec.timeZone, not in the schedule`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseProblems(t, f, window("quiet", tt.spec)), ignoreLine); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
