@@ -130,6 +130,8 @@ type Controller struct {
 	// collection must not take them in between.
 	fresh        map[string]bool
 	freshPending int // PutDir calls under way: GC waits for the next round
+	// urgent are sources a webhook named: the next round polls them whatever their interval.
+	urgent map[string]bool
 
 	relabels relabels
 

@@ -21,10 +21,14 @@ import (
 // failed. It reports whether any source's artifact changed.
 func (c *Controller) pollSources(ctx context.Context) bool {
 	fleet := c.scheduled()
+	urgent := c.takeUrgent() // a webhook's: polled now, or after the poll in flight
 	if fleet != nil {
 		for _, s := range fleet.Sources {
 			name := s.Metadata.Name
-			if s.Spec.Git == nil || c.inflight[name] || clock.Since(c.clock, c.polled[name]) < s.Spec.IntervalOrDefault() {
+			if s.Spec.Git != nil && c.inflight[name] && urgent[name] {
+				c.markUrgent(name)
+			}
+			if s.Spec.Git == nil || c.inflight[name] || (!urgent[name] && clock.Since(c.clock, c.polled[name]) < s.Spec.IntervalOrDefault()) {
 				continue
 			}
 			c.polled[name] = c.clock.Now()
