@@ -92,6 +92,7 @@ the hub or the network is gone, and reports back.`,
 		newDriftCommand(s),
 		newAuditCommand(s),
 		newTokenCommand(s),
+		newRolloutCommand(s),
 		newLoginCommand(s),
 		newBenchCommand(s),
 	)
