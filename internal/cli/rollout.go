@@ -62,8 +62,8 @@ from the same wave.`,
 	},
 	{
 		name: "resume", done: "resumed",
-		short: "Resume a paused rollout from where it stopped",
-		long: `Resume a paused rollout: the wave in progress carries on, with the same pinned revision.`,
+		short:   "Resume a paused rollout from where it stopped",
+		long:    `Resume a paused rollout: the wave in progress carries on, with the same pinned revision.`,
 		example: `  flotilla rollout resume web`,
 	},
 	{
