@@ -1,13 +1,202 @@
 package controller
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
+// Kinds of the store records that hold freezes and suspended clusters.
+const (
+	// RecordFreeze: one record per freeze, keyed by its ID; data a Freeze.
+	RecordFreeze = "freeze"
+	// RecordSuspend: one record per suspended cluster, keyed by the cluster's name; data a
+	// Suspension.
+	RecordSuspend = "suspend"
+)
+
+// Freeze stops new revisions of a release, or of every release, on the clusters its
+// selector matches (every cluster when it has none), until it is lifted.
+type Freeze struct {
+	ID string `json:"id"`
+	// Release is the release frozen; "" freezes every release.
+	Release string `json:"release,omitempty"`
+	// Selector are the labels of the clusters frozen; empty: every cluster.
+	Selector map[string]string `json:"selector,omitempty"`
+	Reason   string            `json:"reason"`
+	Actor    string            `json:"actor"`
+	Created  time.Time         `json:"created"`
+}
+
+// Suspension stops new revisions of every release on one cluster.
+type Suspension struct {
+	Cluster string    `json:"cluster"`
+	Reason  string    `json:"reason,omitempty"`
+	Actor   string    `json:"actor"`
+	Since   time.Time `json:"since"`
+}
+
 // applyGates puts into each cluster's document the gates that apply to it: the fleet's
 // Windows whose clusterSelector matches it, freezes, its suspension, and suspended releases.
+//
+// Gates are sorted (kind, name, releases) so that an unchanged set encodes to the same bytes
+// and raises no generation. Freezes and suspensions are read from the store; when a read
+// fails, each cluster keeps the freezes (or its suspension) of its previous document, and a
+// record that does not decode holds everything it could cover: a gate is never opened
+// because the hub could not read it.
 func (c *Controller) applyGates(ctx context.Context, fleet *v1alpha1.Fleet, clusters []schedule.Cluster, plan *schedule.Plan) {
+	freezes, freezeErr := c.freezes(ctx)
+	suspended, suspendErr := c.suspensions(ctx)
+	if freezeErr != nil || suspendErr != nil {
+		c.log.Error("freezes or suspended clusters not read; every cluster keeps those of its last desired state",
+			"error", cmp.Or(freezeErr, suspendErr))
+		c.retryGates(ctx)
+	}
+	var suspendedReleases []string
+	for _, r := range fleet.Releases {
+		if r.Spec.Suspend {
+			suspendedReleases = append(suspendedReleases, r.Metadata.Name)
+		}
+	}
+	if plan.Gates == nil {
+		plan.Gates = make(map[string][]schedule.Gate, len(clusters))
+	}
+	for _, cl := range clusters {
+		var gates []schedule.Gate
+		for _, w := range fleet.Windows {
+			if w.Spec.ClusterSelector.Matches(cl.Labels) {
+				gates = append(gates, windowGate(w))
+			}
+		}
+		prev := c.plan[cl.Name].Gates
+		if freezeErr != nil {
+			gates = append(gates, kept(prev, isFreeze)...)
+		} else {
+			for _, f := range freezes {
+				if (v1alpha1.LabelSelector{MatchLabels: f.Selector}).Matches(cl.Labels) {
+					gates = append(gates, freezeGate(f))
+				}
+			}
+		}
+		if suspendErr != nil {
+			gates = append(gates, kept(prev, isClusterSuspension)...)
+		} else if s, ok := suspended[cl.Name]; ok {
+			gates = append(gates, schedule.Gate{Name: cl.Name, Kind: schedule.GateSuspend, Type: v1alpha1.WindowDeny, Reason: s.Reason, Actor: s.Actor})
+		}
+		for _, r := range suspendedReleases {
+			if slices.ContainsFunc(plan.Assignments[cl.Name], func(a schedule.Assignment) bool { return a.Release == r }) {
+				gates = append(gates, schedule.Gate{Name: r, Kind: schedule.GateSuspend, Type: v1alpha1.WindowDeny, Releases: []string{r}})
+			}
+		}
+		sortGates(gates)
+		plan.Gates[cl.Name] = gates
+	}
+}
+
+// freezes reads every freeze. A record that does not decode becomes a freeze of every
+// release on every cluster, named by its key.
+func (c *Controller) freezes(ctx context.Context) ([]Freeze, error) {
+	records, err := c.d.Store.ListRecords(ctx, RecordFreeze)
+	if err != nil {
+		return nil, fmt.Errorf("list freezes: %w", err)
+	}
+	out := make([]Freeze, 0, len(records))
+	for _, r := range records {
+		var f Freeze
+		if err := json.Unmarshal(r.Data, &f); err != nil {
+			c.log.Error("freeze record does not decode; it freezes every release on every cluster until it is lifted", "freeze", r.Key, "error", err)
+			f = Freeze{Reason: fmt.Sprintf("freeze record %q does not decode: %v", r.Key, err)}
+		}
+		f.ID = r.Key
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// suspensions reads the suspended clusters by name. A record that does not decode
+// suspends its cluster all the same.
+func (c *Controller) suspensions(ctx context.Context) (map[string]Suspension, error) {
+	records, err := c.d.Store.ListRecords(ctx, RecordSuspend)
+	if err != nil {
+		return nil, fmt.Errorf("list suspended clusters: %w", err)
+	}
+	out := make(map[string]Suspension, len(records))
+	for _, r := range records {
+		var s Suspension
+		if err := json.Unmarshal(r.Data, &s); err != nil {
+			c.log.Error("suspension record does not decode; the cluster stays suspended", "cluster", r.Key, "error", err)
+			s = Suspension{Reason: fmt.Sprintf("suspension record does not decode: %v", err)}
+		}
+		s.Cluster = r.Key
+		out[r.Key] = s
+	}
+	return out, nil
+}
+
+// retryGates wakes the controller once more after retryAfterFailure, so that freezes and
+// suspensions the store could not return are read again soon (the reschedule itself
+// succeeded, so it sets no retry). Wakes coalesce: a failing store costs about one
+// reschedule per interval, never a busy loop.
+func (c *Controller) retryGates(ctx context.Context) {
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-c.clock.After(retryAfterFailure):
+			c.Wake()
+		}
+	}()
+}
+
+// windowGate is the gate of a fleet Window.
+func windowGate(w v1alpha1.Window) schedule.Gate {
+	return schedule.Gate{
+		Name: w.Metadata.Name, Kind: schedule.GateWindow, Type: w.Spec.Type,
+		Schedule: w.Spec.Schedule, Duration: w.Spec.Duration.Duration, TimeZone: w.Spec.TimeZone,
+		Releases: slices.Clone(w.Spec.Releases), Blocks: slices.Clone(w.Spec.Blocks),
+	}
+}
+
+// freezeGate is the gate of a freeze on a cluster it covers.
+func freezeGate(f Freeze) schedule.Gate {
+	g := schedule.Gate{Name: f.ID, Kind: schedule.GateFreeze, Type: v1alpha1.WindowDeny, Reason: f.Reason, Actor: f.Actor}
+	if f.Release != "" {
+		g.Releases = []string{f.Release}
+	}
+	return g
+}
+
+func isFreeze(g schedule.Gate) bool { return g.Kind == schedule.GateFreeze }
+
+// isClusterSuspension: a suspension that names no release is its cluster's.
+func isClusterSuspension(g schedule.Gate) bool {
+	return g.Kind == schedule.GateSuspend && len(g.Releases) == 0
+}
+
+// kept returns the gates of prev that keep.
+func kept(prev []schedule.Gate, keep func(schedule.Gate) bool) []schedule.Gate {
+	var out []schedule.Gate
+	for _, g := range prev {
+		if keep(g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// sortGates orders gates by kind, name and releases: the document is compared byte for byte.
+func sortGates(gates []schedule.Gate) {
+	slices.SortStableFunc(gates, func(a, b schedule.Gate) int {
+		return cmp.Or(
+			cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(strings.Join(a.Releases, "\x00"), strings.Join(b.Releases, "\x00")),
+		)
+	})
 }
