@@ -1,6 +1,173 @@
 package opsapi
 
-import "net/http"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hub/webhook"
+)
+
+// Each remote address may deliver hookQPS webhooks a second, hookBurst at once: GitHub and
+// GitLab send from a few addresses, one delivery per push, and a burst of pushes (a merge
+// train) fits; a caller guessing secrets does not get far.
+const (
+	hookQPS     = 5
+	hookBurst   = 20
+	hookMaxKeys = 10000
+)
+
+// HookResponse is the answer to a webhook delivery.
+type HookResponse struct {
+	Provider string `json:"provider"`
+	Event    string `json:"event"`
+	// Ref is the ref the push moved ("refs/heads/main", "refs/tags/v1.2.0"), "" for none.
+	Ref string `json:"ref,omitempty"`
+	// Polled are the sources polled at once; Message says why none, or why the event was
+	// not acted on.
+	Polled  []string `json:"polled"`
+	Message string   `json:"message,omitempty"`
+}
 
 // hookRoutes: POST /hooks/github, /hooks/gitlab, /hooks/generic.
-func (a *API) hookRoutes() map[string]http.Handler { return nil }
+func (a *API) hookRoutes() map[string]http.Handler {
+	limits := newAddrLimits(hookQPS, hookBurst, hookMaxKeys)
+	out := make(map[string]http.Handler, len(webhook.Providers))
+	for _, p := range webhook.Providers {
+		out["POST /hooks/"+string(p)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.hook(w, r, p, limits) })
+	}
+	return out
+}
+
+// hook serves one provider's deliveries: 404 without a configured secret, 429 past the
+// address's rate, 413 for a body over webhook.MaxBody, 401 for a bad signature or token
+// (logged without the body), 400 for a payload that is not a push, 200 for a ping or an
+// event the hub does not act on, 202 with the sources polled for a push.
+func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, limits *addrLimits) {
+	secret := a.o.WebhookSecrets[string(p)]
+	if secret == "" {
+		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("no %s webhook: the hub has no secret for it (flotilla hub --webhook-secret-file %s=FILE)", p, p))
+		return
+	}
+	addr := remoteHost(r.RemoteAddr)
+	if !limits.allow(addr, a.d.Clock.Now()) {
+		w.Header().Set("Retry-After", strconv.Itoa(1))
+		userapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("%s webhook: too many deliveries from %s: at most %d a second", p, addr, hookQPS))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%s webhook: body over %d bytes", p, webhook.MaxBody))
+			return
+		}
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s webhook: read body: %w", p, err))
+		return
+	}
+	if err := webhook.Verify(p, r.Header, body, secret); err != nil {
+		// The body is not logged: it is whatever an unauthenticated caller sent.
+		a.d.Logger.Warn("webhook refused", "provider", p, "remote", addr, "bytes", len(body), "error", err)
+		userapi.WriteError(w, http.StatusUnauthorized, err)
+		return
+	}
+	ev, err := webhook.Parse(p, r.Header, body)
+	if err != nil {
+		a.d.Logger.Warn("webhook payload refused", "provider", p, "remote", addr, "error", err)
+		userapi.WriteError(w, http.StatusBadRequest, err)
+		return
+	}
+	resp := HookResponse{Provider: string(p), Event: ev.Name, Ref: ev.Ref(), Polled: []string{}}
+	switch ev.Kind {
+	case webhook.KindPing:
+		resp.Message = "pong: the secret matches"
+		userapi.WriteJSON(w, http.StatusOK, resp)
+		return
+	case webhook.KindIgnored:
+		resp.Message = fmt.Sprintf("event %q ignored: only pushes poll sources", ev.Name)
+		userapi.WriteJSON(w, http.StatusOK, resp)
+		return
+	}
+	for _, u := range ev.URLs {
+		for _, name := range a.d.PollNow(u, ev.Ref()) {
+			if !slices.Contains(resp.Polled, name) {
+				resp.Polled = append(resp.Polled, name)
+			}
+		}
+	}
+	slices.Sort(resp.Polled)
+	if len(resp.Polled) == 0 {
+		resp.Message = "no source follows this repository and ref"
+	}
+	a.d.Logger.Info("webhook push", "provider", p, "remote", addr, "ref", resp.Ref, "urls", ev.URLs, "polled", resp.Polled)
+	userapi.WriteJSON(w, http.StatusAccepted, resp)
+}
+
+// remoteHost is the address part of a RemoteAddr.
+func remoteHost(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}
+
+// addrLimits is a token bucket per remote address, evicted once idle (a bucket idle for
+// burst/qps seconds is full again, as a new one would be); past maxKeys, the addresses
+// without a bucket share one, so that many addresses cost bounded memory and are still
+// limited.
+type addrLimits struct {
+	qps      rate.Limit
+	burst    int
+	max      int
+	idle     time.Duration
+	overflow *rate.Limiter
+
+	mu        sync.Mutex
+	byAddr    map[string]*addrBucket
+	nextSweep time.Time
+}
+
+type addrBucket struct {
+	lim  *rate.Limiter
+	last time.Time
+}
+
+func newAddrLimits(qps float64, burst, maxKeys int) *addrLimits {
+	return &addrLimits{
+		qps: rate.Limit(qps), burst: burst, max: maxKeys,
+		idle:     time.Duration(float64(burst) / qps * float64(time.Second)),
+		overflow: rate.NewLimiter(rate.Limit(qps), burst), byAddr: map[string]*addrBucket{},
+	}
+}
+
+func (l *addrLimits) allow(addr string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !now.Before(l.nextSweep) {
+		for k, b := range l.byAddr {
+			if now.Sub(b.last) >= l.idle {
+				delete(l.byAddr, k)
+			}
+		}
+		l.nextSweep = now.Add(max(l.idle, 10*time.Second))
+	}
+	b := l.byAddr[addr]
+	if b == nil {
+		if len(l.byAddr) >= l.max {
+			return l.overflow.AllowN(now, 1)
+		}
+		b = &addrBucket{lim: rate.NewLimiter(l.qps, l.burst)}
+		l.byAddr[addr] = b
+	}
+	b.last = now
+	return b.lim.AllowN(now, 1)
+}

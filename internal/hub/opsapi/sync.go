@@ -1,6 +1,157 @@
 package opsapi
 
-import "github.com/flotilla/flotilla/internal/hub/userapi"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
 
-// syncRoutes: POST /api/v1/sync.
-func (a *API) syncRoutes() []userapi.Route { return nil }
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Audit actions of sync requests.
+const (
+	ActionSyncRequested = "sync.requested"
+	// ActionSyncOverride is a sync that passes windows and freezes: recorded distinctly, so
+	// that an audit query for overrides finds every one.
+	ActionSyncOverride = "sync.override"
+)
+
+// maxSyncBody bounds a sync request's body; maxReason its reason.
+const (
+	maxSyncBody = 64 << 10
+	maxReason   = 1024
+)
+
+// syncRoutes: POST /api/v1/releases/{release}/sync (a deployer of the release's project) and
+// POST /api/v1/sync (every release: a deployer of every project).
+func (a *API) syncRoutes() []userapi.Route {
+	return []userapi.Route{
+		{Pattern: "POST /api/v1/releases/{release}/sync", Rule: userapi.RuleDeployRelease, Handler: http.HandlerFunc(a.sync)},
+		{Pattern: "POST /api/v1/sync", Rule: userapi.RuleDeployFleet, Handler: http.HandlerFunc(a.sync)},
+	}
+}
+
+// sync stores a sync request (a "sync" record the controller puts into the affected
+// clusters' documents), audits it with the actor, and wakes the controller.
+func (a *API) sync(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	release := r.PathValue("release")
+	req, err := readSyncRequest(w, r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("sync request: body over %d bytes", maxSyncBody))
+			return
+		}
+		userapi.WriteError(w, http.StatusBadRequest, err)
+		return
+	}
+	view := a.d.View()
+	if view.Fleet == nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("sync: the hub has not loaded a fleet configuration yet"))
+		return
+	}
+	if release != "" && !slices.ContainsFunc(view.Fleet.Releases, func(rel v1alpha1.Release) bool { return rel.Metadata.Name == release }) {
+		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", release))
+		return
+	}
+	if req.Cluster != "" {
+		if _, err := a.d.Store.GetCluster(ctx, req.Cluster); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", req.Cluster))
+				return
+			}
+			userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("cluster %q: %w", req.Cluster, err))
+			return
+		}
+	}
+	id, err := newSyncID()
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	rec := controller.SyncRecord{
+		ID: id, Release: release, Cluster: req.Cluster, Override: req.Override, Reason: req.Reason,
+		Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC(),
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.KindSync, Key: id, Data: data}, 0); err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store sync request %s: %w", id, err))
+		return
+	}
+	action := ActionSyncRequested
+	if rec.Override {
+		action = ActionSyncOverride
+	}
+	detail := map[string]any{"id": id, "override": rec.Override}
+	if release == "" {
+		detail["releases"] = "all"
+	}
+	if rec.Cluster == "" {
+		detail["clusters"] = "all"
+	}
+	if rec.Reason != "" {
+		detail["reason"] = rec.Reason
+	}
+	a.record(ctx, audit.Event{Action: action, Release: release, Cluster: rec.Cluster, Detail: detail})
+	a.d.Logger.Info("sync requested", "id", id, "release", release, "cluster", rec.Cluster, "override", rec.Override, "actor", rec.Actor)
+	a.d.Wake()
+	userapi.WriteJSON(w, http.StatusAccepted, syncView(rec))
+}
+
+func syncView(r controller.SyncRecord) hubapi.SyncView {
+	return hubapi.SyncView{ID: r.ID, Release: r.Release, Cluster: r.Cluster, Override: r.Override, Reason: r.Reason,
+		Actor: r.Actor, Created: r.Created, Expires: r.Created.Add(controller.SyncTTL)}
+}
+
+// readSyncRequest reads and checks the body; an empty body is a sync of every cluster.
+func readSyncRequest(w http.ResponseWriter, r *http.Request) (hubapi.SyncRequest, error) {
+	var req hubapi.SyncRequest
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSyncBody))
+	if err != nil {
+		return req, err
+	}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return req, fmt.Errorf(`sync request: want {"cluster": ..., "override": ..., "reason": ...}: %w`, err)
+		}
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	switch {
+	case req.Override && req.Reason == "":
+		return req, errors.New("sync request: an override needs a reason (it is recorded in the audit trail)")
+	case len(req.Reason) > maxReason:
+		return req, fmt.Errorf("sync request: reason of %d bytes: at most %d", len(req.Reason), maxReason)
+	case strings.ContainsFunc(req.Reason, func(r rune) bool { return r < 0x20 && r != '\t' }):
+		return req, errors.New("sync request: the reason has a control character")
+	case len(req.Cluster) > 253:
+		return req, fmt.Errorf("sync request: cluster name of %d bytes: at most 253", len(req.Cluster))
+	}
+	return req, nil
+}
+
+// newSyncID returns a unique, unguessable id: "sync-" and 16 hex digits.
+func newSyncID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("sync request id: %w", err)
+	}
+	return "sync-" + hex.EncodeToString(b), nil
+}
