@@ -69,8 +69,9 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 			it.result.Conflicts = conflicts
 			return ""
 		}
-		// Only Update managers (kubectl edit, scale, patch, client-side apply): hand-made
-		// changes, which applying takes back.
+		// Only Update managers (kubectl edit, patch, client-side apply): hand-made changes,
+		// which applying takes back. Respected managers' fields and the scale subresource's
+		// were left out of the desired state before (leaveAlone), so they never get here.
 		it.force = true
 		result = it.desired.DeepCopy()
 		err = r.serverApply(ctx, result, true, true)
@@ -93,6 +94,7 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		return ""
 	}
 	fields := changedFields(it.live, result)
+	nameManagers(fields, it.live)
 	if len(fields) == 0 {
 		it.result.Action = Unchanged
 		// Values agree but flotilla does not own them yet: apply once to take ownership, so

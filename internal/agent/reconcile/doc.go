@@ -12,7 +12,10 @@
 //     judges them; inventories are always read and written as the caller's own identity.
 //  2. Look: read the assignment's inventory and every other assignment's (ConfigMaps in the
 //     flotilla-system namespace), and the live objects with one LIST per kind and namespace
-//     (a GET each where a group holds only a few objects).
+//     (a GET each where a group holds only a few objects). Fields flotilla leaves alone take
+//     their live values in the desired state of existing objects: the paths of matching
+//     Options.Ignore rules, and the values written by Options.RespectManagers or through the
+//     scale subresource (an HPA). They are set at creation and never taken back (ignore.go).
 //  3. Decide, without a request, which objects are unchanged: those whose desired content is the
 //     one recorded in the inventory at the last apply, whose fields flotilla owns by
 //     server-side apply, and whose live values still equal the desired ones. Everything else is

@@ -43,14 +43,18 @@ func TestDriftByHand(t *testing.T) {
 		live      func(t *testing.T, ns string) string
 		desired   string
 		wantDrift []FieldDrift // when set, the values reported beside the paths
+		manager   string       // the field manager each drifted field names
 	}{
 		{
-			name:      "kubectl scale",
-			drift:     kubectl("scale", "deployment/web", "--replicas=5"),
+			// kubectl scale writes through the scale subresource, whose fields are left
+			// alone (TestKubectlScaleIsLeftAlone); a patch of replicas is drift.
+			name:      "kubectl patch replicas",
+			drift:     kubectl("patch", "deployment/web", "--type=merge", `-p={"spec":{"replicas":5}}`),
 			object:    "deployment.apps/web",
 			wantPaths: []string{".spec.replicas"},
 			live:      jsonPath("deployment/web", "{.spec.replicas}"),
 			desired:   "2",
+			manager:   "kubectl-patch",
 		},
 		{
 			name:      "kubectl label --overwrite",
@@ -59,6 +63,7 @@ func TestDriftByHand(t *testing.T) {
 			wantPaths: []string{".metadata.labels.tier"},
 			live:      jsonPath("deployment/web", "{.metadata.labels.tier}"),
 			desired:   "frontend",
+			manager:   "kubectl-label",
 		},
 		{
 			name:      "kubectl patch",
@@ -67,7 +72,8 @@ func TestDriftByHand(t *testing.T) {
 			wantPaths: []string{".data.mode"},
 			live:      jsonPath("configmap/settings", "{.data.mode}"),
 			desired:   "production",
-			wantDrift: []FieldDrift{{Path: ".data.mode", Desired: `"production"`, Live: `"debug"`}},
+			wantDrift: []FieldDrift{{Path: ".data.mode", Desired: `"production"`, Live: `"debug"`, Manager: "kubectl-patch"}},
+			manager:   "kubectl-patch",
 		},
 		{
 			name:      "kubectl delete",
@@ -101,6 +107,7 @@ func TestDriftByHand(t *testing.T) {
 			wantPaths: []string{".data.mode"},
 			live:      jsonPath("configmap/settings", "{.data.mode}"),
 			desired:   "production",
+			manager:   "kubectl-client-side-apply",
 		},
 		{
 			name: "edit (get, change, update)",
@@ -120,6 +127,7 @@ func TestDriftByHand(t *testing.T) {
 			wantPaths: []string{".data.mode"},
 			live:      jsonPath("configmap/settings", "{.data.mode}"),
 			desired:   "production",
+			manager:   "kubectl-edit",
 		},
 	}
 	r := newTestReconciler(t)
@@ -156,6 +164,11 @@ func TestDriftByHand(t *testing.T) {
 				}
 				if d := cmp.Diff(tc.wantDrift, got.Drift); tc.wantDrift != nil && d != "" {
 					t.Errorf("drift values (-want +got):\n%s", d)
+				}
+				for _, f := range got.Drift {
+					if f.Manager != tc.manager {
+						t.Errorf("drift of %s names manager %q, want %q", f.Path, f.Manager, tc.manager)
+					}
 				}
 				if v := tc.live(t, ns); v != wantLive {
 					t.Errorf("live value after reconcile = %q, want %q", v, wantLive)

@@ -13,6 +13,13 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if opts.Name == "" {
 		return errors.New("an assignment name is required: it names the inventory")
 	}
+	rules, err := parseIgnoreRules(opts.Ignore)
+	if err == nil {
+		err = checkRespectManagers(opts.RespectManagers)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; nothing applied", err)
+	}
 	objects, nsRef := withTargetNamespace(objects, opts)
 	items, err := r.prepare(objects, opts)
 	if err != nil {
@@ -57,6 +64,8 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return fmt.Errorf("%w; nothing applied", err)
 	}
 	undeferExistingNamespaces(items)
+	// Fields flotilla leaves alone take their live values before anything is compared.
+	leaveAlone(items, rules, opts.RespectManagers)
 
 	// Decide what is unchanged without a request; validate everything else with a dry-run
 	// before anything is written.
@@ -152,6 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err := r.lookup(ctx, later); err != nil {
 		return err
 	}
+	leaveAlone(later, rules, opts.RespectManagers)
 	if err := r.validate(ctx, later, opts, own); err != nil {
 		var invalid *InvalidError
 		if errors.As(err, &invalid) {

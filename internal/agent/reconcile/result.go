@@ -90,6 +90,10 @@ type FieldDrift struct {
 	Path    string `json:"path"`
 	Desired string `json:"desired,omitempty"`
 	Live    string `json:"live,omitempty"`
+	// Manager is the field manager that wrote the live value, from the object's
+	// managedFields ("kubectl-edit", "kube-controller-manager"); "" when the field is gone
+	// live or no entry names it.
+	Manager string `json:"manager,omitempty"`
 }
 
 // ConflictText says who holds what, for people:
