@@ -109,7 +109,8 @@ func objectDetail(o reconcile.ObjectResult) *agentv1.ObjectDetail {
 			d.FieldsOmitted++
 			continue
 		}
-		d.Drift = append(d.Drift, &agentv1.FieldDrift{Path: textcut.Cut(f.Path, maxDetailValue), Desired: textcut.Cut(f.Desired, maxDetailValue), Live: textcut.Cut(f.Live, maxDetailValue)})
+		d.Drift = append(d.Drift, &agentv1.FieldDrift{Path: textcut.Cut(f.Path, maxDetailValue), Desired: textcut.Cut(f.Desired, maxDetailValue), Live: textcut.Cut(f.Live, maxDetailValue),
+			Manager: textcut.Cut(f.Manager, maxDetailValue)})
 	}
 	conflicts := o.Conflicts
 	if len(conflicts) == 0 && o.Action == reconcile.Conflict {

@@ -45,13 +45,13 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 			res: &reconcile.Result{Objects: []reconcile.ObjectResult{
 				{ObjectRef: cm("fine"), Action: reconcile.Unchanged},
 				{ObjectRef: cm("healed"), Action: reconcile.Healed, DriftPaths: []string{".data.level"},
-					Drift: []reconcile.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`}}},
+					Drift: []reconcile.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`, Manager: "kubectl-edit"}}},
 				{ObjectRef: cm("deleted"), Action: reconcile.Drifted, DriftPaths: []string{reconcile.DeletedPath},
 					Drift: []reconcile.FieldDrift{{Path: reconcile.DeletedPath}}},
 			}},
 			want: []*agentv1.ObjectDetail{
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "deleted", Action: "drifted", Drift: []*agentv1.FieldDrift{{Path: "(deleted)"}}},
-				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "healed", Action: "healed", Drift: []*agentv1.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`}}},
+				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "healed", Action: "healed", Drift: []*agentv1.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`, Manager: "kubectl-edit"}}},
 			},
 			wantPhase: hubapi.PhaseReady,
 		},
@@ -117,7 +117,7 @@ func TestObjectDetailsAreBounded(t *testing.T) {
 	for i := range 3000 {
 		o := reconcile.ObjectResult{ObjectRef: cm(fmt.Sprintf("cm-%04d", i)), Action: reconcile.Drifted, Error: big}
 		for j := range 100 {
-			o.Drift = append(o.Drift, reconcile.FieldDrift{Path: fmt.Sprintf(".data.k%d", j), Desired: big, Live: big})
+			o.Drift = append(o.Drift, reconcile.FieldDrift{Path: fmt.Sprintf(".data.k%d", j), Desired: big, Live: big, Manager: big})
 		}
 		objects = append(objects, o)
 	}
@@ -134,7 +134,7 @@ func TestObjectDetailsAreBounded(t *testing.T) {
 	if len(d.Drift) != maxDetailFields || d.FieldsOmitted != 100-maxDetailFields {
 		t.Errorf("%d drift fields, %d omitted; want %d and the rest counted", len(d.Drift), d.FieldsOmitted, maxDetailFields)
 	}
-	for _, s := range []string{d.Error, d.Drift[0].Desired, d.Drift[0].Live} {
+	for _, s := range []string{d.Error, d.Drift[0].Desired, d.Drift[0].Live, d.Drift[0].Manager} {
 		if !utf8.ValidString(s) || !strings.HasSuffix(s, "…") || len(s) > maxDetailMessage {
 			t.Errorf("a long value was not cut on a rune boundary with a mark: %d bytes, ends %q", len(s), s[max(0, len(s)-8):])
 		}
