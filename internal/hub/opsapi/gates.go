@@ -1,6 +1,383 @@
 package opsapi
 
-import "github.com/flotilla/flotilla/internal/hub/userapi"
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Audit actions of freezes and suspensions.
+const (
+	ActionFreezeCreated   = "freeze.created"
+	ActionFreezeLifted    = "freeze.lifted"
+	ActionClusterSuspend  = "cluster.suspended"
+	ActionClusterResumed  = "cluster.resumed"
+	maxGateBody           = 16 << 10
+	maxGateReason         = 1024 // internal/window.Check refuses a longer reason
+	maxFreezeSelectorKeys = 32
+	// maxFreezes bounds the freezes in force: every one travels in the documents of the
+	// clusters it covers.
+	maxFreezes = 100
+)
 
 // gateRoutes: freezes and cluster suspensions.
-func (a *API) gateRoutes() []userapi.Route { return nil }
+//
+// A freeze of one release is the business of its project's deployers, so it lives under
+// the release's path (RuleDeployRelease reads {release}); freezing every release, and
+// suspending a cluster, which holds every project's releases, need a deployer of every
+// project.
+func (a *API) gateRoutes() []userapi.Route {
+	h := func(f http.HandlerFunc) http.Handler { return f }
+	return []userapi.Route{
+		{Pattern: "GET /api/v1/freezes", Rule: userapi.RuleView, Handler: h(a.listFreezes)},
+		{Pattern: "POST /api/v1/freezes", Rule: userapi.RuleDeployFleet, Handler: h(a.freeze)},
+		{Pattern: "POST /api/v1/releases/{release}/freeze", Rule: userapi.RuleDeployRelease, Handler: h(a.freeze)},
+		{Pattern: "DELETE /api/v1/freezes/{id}", Rule: userapi.RuleDeployFleet, Handler: h(a.unfreeze)},
+		{Pattern: "DELETE /api/v1/releases/{release}/freezes/{id}", Rule: userapi.RuleDeployRelease, Handler: h(a.unfreeze)},
+		{Pattern: "POST /api/v1/clusters/{name}/suspend", Rule: userapi.RuleDeployFleet, Handler: h(a.suspendCluster)},
+		{Pattern: "POST /api/v1/clusters/{name}/resume", Rule: userapi.RuleDeployFleet, Handler: h(a.resumeCluster)},
+	}
+}
+
+// freeze stores a freeze record (the controller puts it into the documents of the clusters
+// it covers), audits it with the actor and reason, and wakes the controller.
+func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	release := r.PathValue("release")
+	var req hubapi.FreezeRequest
+	if !readGateBody(w, r, &req, `{"selector": {"key": "value"}, "reason": "..."}`) {
+		return
+	}
+	reason, err := checkReason(req.Reason, true)
+	if err == nil {
+		err = checkSelector(req.Selector)
+	}
+	if err != nil {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: %w", err))
+		return
+	}
+	if release != "" {
+		fleet := a.d.View().Fleet
+		if fleet == nil {
+			userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("freeze: the hub has not loaded a fleet configuration yet"))
+			return
+		}
+		if !slices.ContainsFunc(fleet.Releases, func(rel v1alpha1.Release) bool { return rel.Metadata.Name == release }) {
+			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: release %q is not in the fleet configuration", release))
+			return
+		}
+	}
+	existing, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze: read the freezes in force: %w", err))
+		return
+	}
+	if len(existing) >= maxFreezes {
+		userapi.WriteError(w, http.StatusConflict, fmt.Errorf("freeze: %d freezes are in force already, the most the hub keeps; lift some with flotilla unfreeze, or freeze with a wider selector", len(existing)))
+		return
+	}
+	id, err := newGateID("frz-")
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	f := controller.Freeze{ID: id, Release: release, Selector: req.Selector, Reason: reason, Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC()}
+	data, err := json.Marshal(f)
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordFreeze, Key: id, Data: data}, 0); err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store freeze %s: %w", id, err))
+		return
+	}
+	a.record(ctx, audit.Event{Action: ActionFreezeCreated, Release: release, Detail: freezeDetail(f)})
+	a.d.Logger.Info("freeze", "id", id, "release", release, "selector", f.Selector, "actor", f.Actor, "reason", reason)
+	a.d.Wake()
+	userapi.WriteJSON(w, http.StatusCreated, a.freezeView(ctx, f, nil))
+}
+
+// listFreezes answers the freezes in force, oldest first.
+func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	records, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the freezes: %w", err))
+		return
+	}
+	clusters, err := a.d.Store.ListClusters(ctx)
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the clusters: %w", err))
+		return
+	}
+	out := make([]hubapi.FreezeView, 0, len(records))
+	for _, rec := range records {
+		out = append(out, a.freezeView(ctx, decodeFreeze(rec), clusters))
+	}
+	slices.SortFunc(out, func(x, y hubapi.FreezeView) int {
+		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))
+	})
+	userapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// unfreeze lifts a freeze. Through a release's path, only a freeze of that release.
+func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, release := r.PathValue("id"), r.PathValue("release")
+	rec, err := a.d.Store.GetRecord(ctx, controller.RecordFreeze, id)
+	if errors.Is(err, store.ErrNotFound) {
+		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q not found: see flotilla freeze list", id))
+		return
+	}
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze %q: %w", id, err))
+		return
+	}
+	f := decodeFreeze(rec)
+	if release != "" && f.Release != release {
+		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q is not a freeze of release %q", id, release))
+		return
+	}
+	if err := a.d.Store.DeleteRecord(ctx, controller.RecordFreeze, id, rec.Version); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			status = http.StatusConflict
+		}
+		userapi.WriteError(w, status, fmt.Errorf("lift freeze %q: %w", id, err))
+		return
+	}
+	detail := freezeDetail(f)
+	detail["frozenBy"] = f.Actor
+	a.record(ctx, audit.Event{Action: ActionFreezeLifted, Release: f.Release, Detail: detail})
+	a.d.Logger.Info("freeze lifted", "id", id, "release", f.Release, "actor", userapi.Actor(ctx))
+	a.d.Wake()
+	userapi.WriteJSON(w, http.StatusOK, a.freezeView(ctx, f, nil))
+}
+
+// suspendCluster suspends a cluster; a cluster already suspended stays as it was.
+func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	var req hubapi.SuspendRequest
+	if !readGateBody(w, r, &req, `{"reason": "..."}`) {
+		return
+	}
+	reason, err := checkReason(req.Reason, false)
+	if err != nil {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("suspend: %w", err))
+		return
+	}
+	if !a.clusterExists(w, r, name) {
+		return
+	}
+	s := controller.Suspension{Cluster: name, Reason: reason, Actor: userapi.Actor(ctx), Since: a.d.Clock.Now().UTC()}
+	data, err := json.Marshal(s)
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordSuspend, Key: name, Data: data}, 0); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			if rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name); err == nil {
+				userapi.WriteJSON(w, http.StatusOK, suspensionView(decodeSuspension(rec), false))
+				return
+			}
+		}
+		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("suspend cluster %q: %w", name, err))
+		return
+	}
+	detail := map[string]any{}
+	if reason != "" {
+		detail["reason"] = reason
+	}
+	a.record(ctx, audit.Event{Action: ActionClusterSuspend, Cluster: name, Detail: detail})
+	a.d.Logger.Info("cluster suspended", "cluster", name, "actor", s.Actor, "reason", reason)
+	a.d.Wake()
+	userapi.WriteJSON(w, http.StatusOK, suspensionView(s, true))
+}
+
+// resumeCluster lifts a cluster's suspension; a cluster not suspended stays as it was.
+func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	if !a.clusterExists(w, r, name) {
+		return
+	}
+	rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name)
+	if errors.Is(err, store.ErrNotFound) {
+		userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+		return
+	}
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("suspension of cluster %q: %w", name, err))
+		return
+	}
+	if err := a.d.Store.DeleteRecord(ctx, controller.RecordSuspend, name, rec.Version); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+			return
+		}
+		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("resume cluster %q: %w", name, err))
+		return
+	}
+	s := decodeSuspension(rec)
+	detail := map[string]any{"suspendedBy": s.Actor, "since": s.Since.Format(time.RFC3339)}
+	if s.Reason != "" {
+		detail["reason"] = s.Reason
+	}
+	a.record(ctx, audit.Event{Action: ActionClusterResumed, Cluster: name, Detail: detail})
+	a.d.Logger.Info("cluster resumed", "cluster", name, "actor", userapi.Actor(ctx))
+	a.d.Wake()
+	userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name, Changed: true})
+}
+
+// clusterExists answers 404 (or 503) and returns false unless the cluster is registered.
+func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, name string) bool {
+	_, err := a.d.Store.GetCluster(r.Context(), name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", name))
+		return false
+	case err != nil:
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("cluster %q: %w", name, err))
+		return false
+	}
+	return true
+}
+
+// readGateBody decodes a bounded JSON body into v; an empty body leaves v as it is. It
+// answers the error itself and returns false on one.
+func readGateBody(w http.ResponseWriter, r *http.Request, v any, shape string) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxGateBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d bytes", maxGateBody))
+			return false
+		}
+		userapi.WriteError(w, http.StatusBadRequest, err)
+		return false
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("want %s: %w", shape, err))
+		return false
+	}
+	return true
+}
+
+// checkReason trims a reason and refuses one too long, or with a line break or another
+// control character: it is shown on one status line.
+func checkReason(reason string, required bool) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "" && required:
+		return "", errors.New("a reason is required: it is shown in the status of every release held back, and recorded in the audit trail")
+	case len(reason) > maxGateReason:
+		return "", fmt.Errorf("reason of %d bytes: at most %d", len(reason), maxGateReason)
+	case strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "", errors.New("the reason has a line break or another control character: it must fit on one status line")
+	}
+	return reason, nil
+}
+
+// checkSelector refuses a selector no cluster label could match.
+func checkSelector(sel map[string]string) error {
+	if len(sel) > maxFreezeSelectorKeys {
+		return fmt.Errorf("selector of %d labels: at most %d", len(sel), maxFreezeSelectorKeys)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
+			return fmt.Errorf("selector: label key %q is invalid: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := content.IsLabelValue(sel[k]); len(msgs) > 0 {
+			return fmt.Errorf("selector: label value %q of %s is invalid: %s", sel[k], k, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+// newGateID returns prefix and 16 random hex digits.
+func newGateID(prefix string) (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("freeze id: %w", err)
+	}
+	return prefix + hex.EncodeToString(b), nil
+}
+
+// decodeFreeze reads a freeze record; one that does not decode is shown as the controller
+// treats it, a freeze of everything.
+func decodeFreeze(rec store.Record) controller.Freeze {
+	var f controller.Freeze
+	if err := json.Unmarshal(rec.Data, &f); err != nil {
+		f = controller.Freeze{Reason: fmt.Sprintf("freeze record %q does not decode: %v", rec.Key, err), Created: rec.UpdatedAt}
+	}
+	f.ID = rec.Key
+	return f
+}
+
+func decodeSuspension(rec store.Record) controller.Suspension {
+	var s controller.Suspension
+	if err := json.Unmarshal(rec.Data, &s); err != nil {
+		s = controller.Suspension{Reason: fmt.Sprintf("suspension record does not decode: %v", err), Since: rec.UpdatedAt}
+	}
+	s.Cluster = rec.Key
+	return s
+}
+
+// freezeView shows f with the number of clusters it matches; clusters nil: read them.
+func (a *API) freezeView(ctx context.Context, f controller.Freeze, clusters []store.Cluster) hubapi.FreezeView {
+	if clusters == nil {
+		clusters, _ = a.d.Store.ListClusters(ctx) // a count of 0 on a failed read is only shown
+	}
+	n := 0
+	sel := v1alpha1.LabelSelector{MatchLabels: f.Selector}
+	for _, c := range clusters {
+		if sel.Matches(c.Labels) {
+			n++
+		}
+	}
+	return hubapi.FreezeView{ID: f.ID, Release: f.Release, Selector: f.Selector, Reason: f.Reason, Actor: f.Actor, Created: f.Created, Clusters: n}
+}
+
+func freezeDetail(f controller.Freeze) map[string]any {
+	d := map[string]any{"id": f.ID, "reason": f.Reason}
+	if f.Release == "" {
+		d["releases"] = "all"
+	}
+	if len(f.Selector) == 0 {
+		d["clusters"] = "all"
+	} else {
+		d["selector"] = f.Selector
+	}
+	return d
+}
+
+func suspensionView(s controller.Suspension, changed bool) hubapi.SuspensionView {
+	since := s.Since
+	return hubapi.SuspensionView{Cluster: s.Cluster, Suspended: true, Reason: s.Reason, Actor: s.Actor, Since: &since, Changed: changed}
+}
