@@ -37,7 +37,10 @@ cluster: desired and applied revision, phase, health, drift, conflicts, when its
 last seen. APPLIED is "-" while nothing of any revision was applied, and when the agent
 failed before applying anything of the revision it tried (download, render, validation);
 HEALTH is the kstatus result (Current, InProgress, Failed) or "-" for releases without
-wait: true and before the first report.
+wait: true and before the first report. PHASE Waiting means something holds the release back
+on the cluster; below the table a line says what (Waiting: window "business-hours" opens
+22:00 Europe/Berlin), and where the release's rollout holds a cluster at an earlier revision
+(Rollout: wave eu waits for canary). The counts table counts Waiting among PROGRESSING.
 
 When the newest fleet configuration is rejected, its error comes first, naming each file
 in the fleet repository at the commit and the line (fleet/releases.yaml@272e309 line 38);
@@ -174,6 +177,33 @@ func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, lastSe
 		fmt.Fprintf(tw, "%s\n", a.Error)
 	}
 	tw.Flush()
+	printHeldBack(w, v.Assignments, f.Release == "")
+}
+
+// printHeldBack says, below the matrix, what holds each held-back assignment: the agent's
+// reason for Waiting (a window, a freeze, a suspension, a release it depends on) and where
+// the release's rollout holds the cluster. withRelease names the release too.
+func printHeldBack(w io.Writer, as []hubapi.AssignmentView, withRelease bool) {
+	first := true
+	for _, a := range as {
+		if a.Waiting == "" && a.Rollout == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		who := a.Cluster
+		if withRelease {
+			who = a.Release + " on " + a.Cluster
+		}
+		if a.Waiting != "" {
+			fmt.Fprintf(w, "%s: Waiting: %s\n", who, a.Waiting)
+		}
+		if a.Rollout != "" {
+			fmt.Fprintf(w, "%s: Rollout: %s\n", who, a.Rollout)
+		}
+	}
 }
 
 // orDash shows an empty value as "-", so that no column is blank.
