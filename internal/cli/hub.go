@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/webhook"
 	"github.com/flotilla/flotilla/internal/version"
 )
 
@@ -22,6 +24,8 @@ func newHubCommand(s streams) *cobra.Command {
 		pprofAddr     string
 		sinkHeaders   []string
 		storeLocation string
+		// webhookSecrets are PROVIDER=FILE: the secrets stay out of the process list.
+		webhookSecrets []string
 	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
@@ -50,6 +54,10 @@ and several hubs may share it (docs/ha.md).`,
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
     --store "postgres://flotilla@db.example.com:5432/flotilla?sslmode=verify-full"
 
+  # Poll sources as soon as GitHub says a branch moved (docs/webhooks.md)
+  flotilla hub --data-dir ./hub-data --fleet ./fleet \
+    --webhook-secret-file github=/etc/flotilla/github-webhook-secret
+
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
     --fleet-branch main --agent-addr 0.0.0.0:8443 --api-addr 0.0.0.0:8444 --host hub.example.com`,
@@ -61,6 +69,11 @@ and several hubs may share it (docs/ha.md).`,
 			if err := parseSinkHeaders(&opts.AuditSink, sinkHeaders); err != nil {
 				return usageError{err}
 			}
+			secrets, err := readWebhookSecrets(webhookSecrets)
+			if err != nil {
+				return err
+			}
+			opts.WebhookSecrets = secrets
 			if opts.DataDir == "" || opts.Fleet == "" {
 				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
 			}
@@ -130,6 +143,8 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringArrayVar(&opts.AllowFileSources, "allow-file-sources", nil, "directory under which file:// sources may lie (repeatable; default: file sources are refused; the --fleet repository is not bound by it)")
 	f.Float64Var(&opts.JoinQPS, "join-qps", hub.DefaultJoinQPS, "joins per second each client address may attempt, sustained (an IPv6 address counts by its /64)")
 	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "joins each client address may attempt at once")
+	// Webhooks of Git providers (docs/webhooks.md).
+	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	return cmd
 }
@@ -166,4 +181,39 @@ func openStore(cmd *cobra.Command, dataDir, location string) (store.Store, error
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
 	return store.Open(cmd.Context(), location, dataDir)
+}
+
+// readWebhookSecrets reads --webhook-secret-file values, PROVIDER=FILE, into secrets by
+// provider. The file holds the secret alone (a trailing newline is trimmed), so that it never
+// appears on the command line.
+func readWebhookSecrets(values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(values))
+	for _, v := range values {
+		provider, file, ok := strings.Cut(v, "=")
+		if !ok || file == "" {
+			return nil, usageError{fmt.Errorf("--webhook-secret-file %q: want PROVIDER=FILE, e.g. github=/etc/flotilla/github-webhook-secret", v)}
+		}
+		if !slices.Contains(webhook.Providers, webhook.Provider(provider)) {
+			return nil, usageError{fmt.Errorf("--webhook-secret-file %q: provider %q: want github, gitlab or generic", v, provider)}
+		}
+		if _, dup := out[provider]; dup {
+			return nil, usageError{fmt.Errorf("--webhook-secret-file: provider %s named twice", provider)}
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-secret-file %s: %w", provider, err)
+		}
+		secret := strings.TrimRight(string(data), "\r\n")
+		if strings.TrimSpace(secret) == "" {
+			return nil, fmt.Errorf("--webhook-secret-file %s: %s is empty", provider, file)
+		}
+		if len(secret) < 16 {
+			return nil, fmt.Errorf("--webhook-secret-file %s: the secret in %s has %d characters: use at least 16 (e.g. openssl rand -hex 32)", provider, file, len(secret))
+		}
+		out[provider] = secret
+	}
+	return out, nil
 }
