@@ -3,14 +3,39 @@
 // the rollout's state moves (waves, bake, failures, halt, rollback, approvals). It does no I/O;
 // the hub's controller stores its State as a record (kind RecordKind, key the release) and
 // feeds it. Its scenarios are data-driven tests under testdata/.
+//
+// # Rules
+//
+// A rollout is pinned to one artifact (State.Current) from start to end. [Step] starts one
+// when the release's newest artifact differs from the one the last rollout pinned; while a
+// rollout runs, a newer artifact is queued (State.Queued) and starts once the rollout has
+// completed, was aborted or rolled back, or halted with onFailure: rollback; with
+// supersede: restart it starts at once, from the first wave (a halted rollout is never
+// restarted by a commit: someone decides). Every cluster is assigned either the pinned
+// artifact (its wave started it), the artifact it had (its wave has not started), or the
+// stable one (the last that completed: rollback, and clusters that had nothing). So later
+// waves never get a newer revision than earlier ones.
+//
+// A cluster belongs to the first wave whose selector matches it (no selector: every
+// cluster). Within a wave clusters start in the order of a stable hash of their names, at
+// most maxConcurrent at once, never while their gates block new revisions, and never while
+// unreachable (skip passes them over: they get the pinned artifact and are counted once
+// they report; wait holds the wave). A started cluster is done once its agent reports the
+// pinned digest Ready (and health Current when it reports health) without a break for the
+// wave's bake; Failed at the pinned digest, or not Ready within progressDeadline of its
+// start (time blocked by a gate or unreachable with wait does not count), is a failure.
+// More than maxFailures failures in a wave halt the rollout; onFailure: rollback sends the
+// failed clusters back to the stable artifact.
+//
+// A wave with approval: required waits (WaitingApproval) until [Act] approves it. Pause
+// stops new starts, resume lifts it; abort ends the rollout where it stands; rollback
+// sends every cluster that got the pinned artifact back to the stable one.
 package rollout
 
 import (
 	"errors"
-	"time"
-
-	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"hash/fnv"
+	"strings"
 )
 
 // RecordKind is the store record kind of rollout states; the key is the release name.
@@ -29,19 +54,79 @@ const (
 // approve): the user API answers them with 409.
 var ErrAction = errors.New("rollout action refused")
 
-// State is a release's rollout as the store keeps it (JSON).
-type State struct {
-	// (fields are the planner's; see state.go)
+// Phases of a rollout (State.Phase, hubapi.RolloutView.Phase). Paused is only a view's:
+// the state keeps Paused beside Progressing or WaitingApproval.
+const (
+	PhaseIdle            = "Idle"
+	PhaseProgressing     = "Progressing"
+	PhasePaused          = "Paused"
+	PhaseWaitingApproval = "WaitingApproval"
+	PhaseHalted          = "Halted"
+	PhaseCompleted       = "Completed"
+	PhaseAborted         = "Aborted"
+	PhaseRolledBack      = "RolledBack"
+)
+
+// Phases of a cluster in a rollout (ClusterState.Phase).
+const (
+	ClusterPending     = "Pending"
+	ClusterProgressing = "Progressing"
+	ClusterBaking      = "Baking"
+	ClusterDone        = "Done"
+	ClusterFailed      = "Failed"
+	ClusterSkipped     = "Skipped"
+	ClusterRolledBack  = "RolledBack"
+)
+
+// Phases of a wave in a view.
+const (
+	WavePending         = "Pending"
+	WaveWaitingApproval = "WaitingApproval"
+	WaveWaitingWindow   = "WaitingWindow"
+	WaveProgressing     = "Progressing"
+	WaveDone            = "Done"
+	WaveHalted          = "Halted"
+)
+
+// Types of events (hubapi.RolloutEvent.Type).
+const (
+	EventStarted     = "started"
+	EventWaveStarted = "wave-started"
+	EventWaveDone    = "wave-done"
+	EventApproved    = "approved"
+	EventPaused      = "paused"
+	EventResumed     = "resumed"
+	EventHalted      = "halted"
+	EventAborted     = "aborted"
+	EventRolledBack  = "rolled-back"
+	EventCompleted   = "completed"
+	EventSuperseded  = "superseded"
+	EventQueued      = "queued"
+	EventFailed      = "cluster-failed"
+)
+
+// MaxEvents bounds the events a State keeps (the newest); the audit trail keeps them all.
+const MaxEvents = 50
+
+// rank orders clusters within a wave: a stable hash of the name, so that adding a cluster
+// never reshuffles the others and percentages pick the same clusters every time.
+func rank(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
 }
 
-// Act applies a user's action (ActionPause...) to st, by actor at now, and returns the
-// event to audit and notify. wave names the wave to approve ("" the one waiting).
-func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEvent, error) {
-	return hubapi.RolloutEvent{}, errors.New("rollout.Act: not implemented yet")
+// active reports whether a rollout in phase p is under way (it may still move).
+func active(p string) bool {
+	return p == PhaseProgressing || p == PhaseWaitingApproval || p == PhaseHalted
 }
 
-// View is st as the user API shows it, for spec (the release's rollout; nil when the release
-// has none any more).
-func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView {
-	return hubapi.RolloutView{Release: release, Phase: "Idle"}
+// short is a revision as a status line shows it: the commit cut to 12 digits
+// ("main@sha1:0123456789ab").
+func short(rev string) string {
+	prefix, sha, ok := strings.Cut(rev, "sha1:")
+	if ok && len(sha) > 12 {
+		return prefix + "sha1:" + sha[:12]
+	}
+	return rev
 }

@@ -1,0 +1,109 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Act applies a user's action (ActionPause...) to st, by actor at now, and returns the
+// event to audit and notify. wave names the wave to approve ("" the one waiting). An action
+// that does not fit where the rollout stands is refused with an error wrapping ErrAction
+// that says why; st is then unchanged.
+func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEvent, error) {
+	refuse := func(format string, args ...any) (hubapi.RolloutEvent, error) {
+		return hubapi.RolloutEvent{}, fmt.Errorf("%s: %s: %w", action, fmt.Sprintf(format, args...), ErrAction)
+	}
+	phase := st.viewPhase()
+	running := st.Phase == PhaseProgressing || st.Phase == PhaseWaitingApproval
+	var e hubapi.RolloutEvent
+	switch action {
+	case ActionPause:
+		if !running || st.Paused {
+			return refuse("the rollout is %s", phase)
+		}
+		st.Paused = true
+		e = st.event(now, EventPaused, "", "", "rollout of "+short(st.Current.Revision)+" paused: no further cluster starts")
+	case ActionResume:
+		if !st.Paused {
+			return refuse("the rollout is %s, not paused", phase)
+		}
+		st.Paused = false
+		e = st.event(now, EventResumed, "", "", "rollout of "+short(st.Current.Revision)+" resumed")
+	case ActionApprove:
+		if !running {
+			return refuse("the rollout is %s", phase)
+		}
+		w, err := approvable(st, wave)
+		if err != nil {
+			return refuse("%s", err)
+		}
+		w.ApprovedBy = actor
+		e = st.event(now, EventApproved, w.Name, "", "wave "+w.Name+" approved")
+	case ActionAbort:
+		if !active(st.Phase) {
+			return refuse("the rollout is %s", phase)
+		}
+		st.Phase, st.Paused, st.Queued = PhaseAborted, false, Artifact{}
+		st.Message = "aborted by " + actor
+		e = st.event(now, EventAborted, "", "", "rollout of "+short(st.Current.Revision)+" aborted: clusters not started keep their revision")
+	case ActionRollback:
+		if !active(st.Phase) {
+			return refuse("the rollout is %s; only a rollout under way or halted can be rolled back", phase)
+		}
+		if st.Stable.Digest == "" {
+			return refuse("no revision of the release has completed a rollout yet: nothing to roll back to")
+		}
+		n := 0
+		for _, cs := range st.Clusters {
+			if cs.Phase != ClusterPending && cs.Phase != ClusterRolledBack {
+				cs.Phase, cs.Message = ClusterRolledBack, "rolled back to "+short(st.Stable.Revision)
+				n++
+			}
+		}
+		st.Phase, st.Paused, st.Queued = PhaseRolledBack, false, Artifact{}
+		st.Message = "rolled back by " + actor
+		e = st.event(now, EventRolledBack, "", "", fmt.Sprintf("rollout of %s rolled back: %d clusters go back to %s",
+			short(st.Current.Revision), n, short(st.Stable.Revision)))
+	default:
+		return refuse("unknown action; use pause, resume, approve, abort or rollback")
+	}
+	st.Events[len(st.Events)-1].Actor = actor
+	e.Actor = actor
+	st.UpdatedAt = now
+	return e, nil
+}
+
+// approvable returns the wave to approve: the one named, or the one waiting for approval.
+func approvable(st *State, name string) (*WaveState, error) {
+	if st.Spec == nil {
+		return nil, fmt.Errorf("the release has no rollout")
+	}
+	if len(st.Waves) != len(st.Spec.Waves) {
+		st.syncWaves(st.Spec)
+	}
+	for i, w := range st.Spec.Waves {
+		ws := &st.Waves[i]
+		if name != "" && w.Name != name {
+			continue
+		}
+		if name == "" && (ws.Started || w.Approval != v1alpha1.ApprovalRequired || ws.ApprovedBy != "") {
+			continue
+		}
+		switch {
+		case w.Approval != v1alpha1.ApprovalRequired:
+			return nil, fmt.Errorf("wave %s needs no approval", w.Name)
+		case ws.ApprovedBy != "":
+			return nil, fmt.Errorf("wave %s was already approved by %s", w.Name, ws.ApprovedBy)
+		case ws.Started:
+			return nil, fmt.Errorf("wave %s has started", w.Name)
+		}
+		return ws, nil
+	}
+	if name != "" {
+		return nil, fmt.Errorf("the rollout has no wave %q", name)
+	}
+	return nil, fmt.Errorf("no wave waits for approval")
+}
