@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -316,6 +317,10 @@ func (h *Hub) newController() error {
 		Clock:   h.clock,
 		Logger:  h.log,
 	}
+	// Rollouts judge reachability as the views do, and announce their events.
+	d.LastSeen = func(c store.Cluster) time.Time { t, _ := h.seen.Get(c); return t }
+	d.UnreachableAfter = h.opts.UnreachableAfter
+	d.RolloutEvent = func(release string, e hubapi.RolloutEvent) { h.notifier.rollout(release, e) }
 	if h.repl.IsShared() {
 		d.Shared = h.repl
 		d.PublishView = func() { h.repl.Publish(replica.Event{Kind: replica.EventView}) }

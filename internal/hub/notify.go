@@ -72,6 +72,10 @@ type notifier struct {
 	// evaluated counts finished evaluations, so that a test can wait for several instead of
 	// sleeping.
 	evaluated atomic.Int64
+
+	// rollouts are rollout events waiting for the next evaluation (notify_rollout.go).
+	rolloutMu sync.Mutex
+	rollouts  []notify.Event
 }
 
 type throttle struct {
@@ -153,10 +157,12 @@ func (n *notifier) evaluate(ctx context.Context) {
 		n.h.log.Warn("notifications: fleet status", "error", err)
 		return
 	}
+	rollouts := n.takeRollouts()
 	for _, nt := range fleet.Notifications {
 		name := nt.Metadata.Name
 		st, events := notify.Evaluate(notify.RulesFor(nt, n.opts.FlapWindow), n.states[name], snap)
 		n.states[name] = st
+		events = append(events, rolloutsFor(nt, rollouts)...)
 		th := n.throttle(name, nt.Spec.RateLimitOrDefault())
 		msg, ok := th.Offer(snap.Time, events)
 		if !ok {

@@ -16,6 +16,9 @@ const (
 	Skewed      = v1alpha1.EventSkewed
 	Unreachable = v1alpha1.EventUnreachable
 	Recovered   = v1alpha1.EventRecovered
+	// Rollout is a step of a release's rollout (started, wave-started, halted, ...), which
+	// the hub's controller reports rather than the engine.
+	Rollout = "rollout"
 )
 
 // conditions are the events an assignment can be in, in the order messages list them.
@@ -124,6 +127,12 @@ type Event struct {
 	// Flaps counts conditions this assignment entered and left without an event, within
 	// the flap window, since its last event.
 	Flaps int `json:"flaps,omitempty"`
+	// RolloutEvent, Wave, Message and Actor describe a rollout event (Type Rollout):
+	// hubapi.RolloutEvent's type ("halted"), its wave, what happened, and who acted.
+	RolloutEvent string `json:"rolloutEvent,omitempty"`
+	Wave         string `json:"wave,omitempty"`
+	Message      string `json:"message,omitempty"`
+	Actor        string `json:"actor,omitempty"`
 }
 
 func key(a Assignment) string { return a.Release + "/" + a.Cluster }

@@ -47,7 +47,7 @@ const (
 
 var emoji = map[string]string{
 	Failed: ":red_circle:", Drifted: ":warning:", Skewed: ":hourglass_flowing_sand:",
-	Unreachable: ":satellite_antenna:", Recovered: ":white_check_mark:",
+	Unreachable: ":satellite_antenna:", Recovered: ":white_check_mark:", Rollout: ":ship:",
 }
 
 // SlackBody is a Slack-compatible incoming-webhook body of m: "text" (what notifications and
@@ -86,6 +86,9 @@ func SlackBody(m Message) ([]byte, error) {
 // `eu-1`: phase Failed at main@abc123; error: ...".
 func SlackLine(e Event) string {
 	var b strings.Builder
+	if e.Type == Rollout {
+		return rolloutLine(e)
+	}
 	fmt.Fprintf(&b, "%s *%s*: release `%s` on cluster `%s`", emoji[e.Type], e.Type, e.Release, e.Cluster)
 	switch e.Type {
 	case Failed:
@@ -124,6 +127,26 @@ func SlackLine(e Event) string {
 			msg = msg[:maxSlackError] + "…"
 		}
 		fmt.Fprintf(&b, "\n> %s", strings.ReplaceAll(slackEscape(msg), "\n", "\n> "))
+	}
+	return b.String()
+}
+
+// rolloutLine is a rollout event in Slack's mrkdwn: ":ship: *rollout halted*: release
+// `web`, wave `eu`: halted in wave eu: 1 of 3 clusters failed (0 allowed)".
+func rolloutLine(e Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s *rollout %s*: release `%s`", emoji[Rollout], slackEscape(e.RolloutEvent), e.Release)
+	if e.Wave != "" {
+		fmt.Fprintf(&b, ", wave `%s`", slackEscape(e.Wave))
+	}
+	if e.Cluster != "" {
+		fmt.Fprintf(&b, ", cluster `%s`", e.Cluster)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", slackEscape(e.Message))
+	}
+	if e.Actor != "" {
+		fmt.Fprintf(&b, " (by %s)", slackEscape(e.Actor))
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Store is the part of the hub's store the controller uses.
@@ -84,6 +85,14 @@ type Deps struct {
 	PublishView   func()
 	// Record writes an audit record (fleet and source revisions).
 	Record func(ctx context.Context, e audit.Event)
+	// LastSeen returns when a cluster's agent was last heard from (agentapi.LastSeen);
+	// nil: the store's LastSeen. A rollout passes over, or waits for, a cluster not heard
+	// from within UnreachableAfter (default 2m).
+	LastSeen         func(store.Cluster) time.Time
+	UnreachableAfter time.Duration
+	// RolloutEvent is called for every rollout event, after it is audited (notifications).
+	RolloutEvent func(release string, e hubapi.RolloutEvent)
+
 	// DesiredChanged is called for every cluster whose stored desired state changed.
 	DesiredChanged func(cluster string)
 	Metrics        Metrics
@@ -159,6 +168,11 @@ type Controller struct {
 	retryAt time.Time
 	// tenants are the Projects' fleet repositories, by project.
 	tenants map[string]*tenant
+	// rolloutDue is when the rollouts are stepped again by time alone (a bake ends, a
+	// deadline passes, a window opens); zero: nothing due. rolloutKeep are the artifacts
+	// rollouts pin or may roll back to: garbage collection keeps them.
+	rolloutDue  time.Time
+	rolloutKeep map[string]bool
 }
 
 // New returns a controller; call Run.
@@ -181,6 +195,9 @@ func New(d Deps, opts Options) (*Controller, error) {
 	}
 	if d.PublishView == nil {
 		d.PublishView = func() {}
+	}
+	if d.UnreachableAfter <= 0 {
+		d.UnreachableAfter = 2 * time.Minute
 	}
 	if d.Metrics == (Metrics{}) {
 		d.Metrics = NewMetrics()
@@ -294,6 +311,9 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		if !c.retryAt.IsZero() && !c.clock.Now().Before(c.retryAt) {
 			changed = true
+		}
+		if !c.rolloutDue.IsZero() && !c.clock.Now().Before(c.rolloutDue) {
+			changed = true // a rollout's bake, deadline or window is due
 		}
 		if changed {
 			c.reschedule(ctx)

@@ -162,6 +162,9 @@ func (c *Controller) reschedule(ctx context.Context) {
 			keep[a.Digest] = true
 		}
 	}
+	for d := range c.rolloutKeep {
+		keep[d] = true // a rollout's stable artifact, which a rollback assigns again
+	}
 	c.shareView(ctx, keep)
 	if allReadable {
 		c.collect(ctx, keep)

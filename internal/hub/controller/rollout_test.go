@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/rollout"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+const rolloutFleetYAML = `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec:
+  git: {url: https://git.example.com/platform.git, branch: main}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: web}
+spec:
+  source: platform
+  path: web
+  targets: [{selector: {}}]
+  rollout:
+    waves:
+      - {name: canary, selector: {matchLabels: {ring: canary}}, bake: 5m}
+      - {name: rest}
+`
+
+func rolloutArtifact(n int) schedule.Artifact {
+	return schedule.Artifact{Source: "platform", URL: "https://git.example.com/platform.git",
+		Revision: fmt.Sprintf("main@sha1:%040d", n), Digest: "sha256:" + fmt.Sprintf("%064d", n)}
+}
+
+// rolloutHarness is a controller over the fake store with a fleet whose release web rolls
+// out canary first; c1 is the canary, c2 and c3 the rest, all running revision 1.
+type rolloutHarness struct {
+	t      *testing.T
+	st     *fakeStore
+	c      *Controller
+	clk    *clock.Fake
+	mu     sync.Mutex
+	audit  []audit.Event
+	events []hubapi.RolloutEvent
+}
+
+func newRolloutHarness(t *testing.T, s Store) *rolloutHarness {
+	h := &rolloutHarness{t: t, clk: clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))}
+	fs, _ := s.(*fakeStore)
+	if fs == nil {
+		fs = s.(interface{ fake() *fakeStore }).fake()
+	}
+	h.st = fs
+	fs.clusters = []store.Cluster{
+		{Name: "c1", Labels: map[string]string{"ring": "canary"}, LastSeen: h.clk.Now()},
+		{Name: "c2", LastSeen: h.clk.Now()},
+		{Name: "c3", LastSeen: h.clk.Now()},
+	}
+	fs.docs = map[string]store.DesiredState{}
+	fs.fail = map[string]int{}
+	for _, cl := range fs.clusters {
+		a := schedule.Assignment{Release: "web", Source: "platform", URL: rolloutArtifact(1).URL, Revision: rolloutArtifact(1).Revision,
+			Digest: rolloutArtifact(1).Digest, Path: "web"}
+		doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{a}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.docs[cl.Name] = store.DesiredState{Cluster: cl.Name, Generation: 1, Document: doc}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(rolloutFleetYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arts, err := artifact.NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c, err = New(Deps{Store: s, Poller: downPoller{}, Artifacts: arts, Lease: heldLease{}, Clock: h.clk,
+		Record: func(_ context.Context, e audit.Event) { h.mu.Lock(); h.audit = append(h.audit, e); h.mu.Unlock() },
+		RolloutEvent: func(_ string, e hubapi.RolloutEvent) {
+			h.mu.Lock()
+			h.events = append(h.events, e)
+			h.mu.Unlock()
+		},
+	}, Options{Fleet: dir, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.c.loadFleet(t.Context()) {
+		t.Fatal("the fleet did not load")
+	}
+	return h
+}
+
+// newest makes revision n the source's newest artifact and reschedules.
+func (h *rolloutHarness) newest(n int) {
+	h.c.mu.Lock()
+	h.c.artifacts["platform"] = rolloutArtifact(n)
+	h.c.mu.Unlock()
+	h.c.reschedule(h.t.Context())
+}
+
+// assigned returns the revision number cluster's stored document assigns web, and its
+// rollout line.
+func (h *rolloutHarness) assigned(cluster string) (int, string) {
+	h.t.Helper()
+	doc, _ := h.st.doc(h.t, cluster)
+	for _, a := range doc.Assignments {
+		if a.Release == "web" {
+			var n int
+			fmt.Sscanf(strings.TrimPrefix(a.Revision, "main@sha1:"), "%d", &n)
+			if a.Digest != rolloutArtifact(n).Digest {
+				h.t.Fatalf("%s: revision %s with digest %s", cluster, a.Revision, a.Digest)
+			}
+			return n, a.Rollout
+		}
+	}
+	return 0, ""
+}
+
+func (h *rolloutHarness) want(cluster string, rev int, line string) {
+	h.t.Helper()
+	got, gotLine := h.assigned(cluster)
+	if got != rev || !strings.Contains(gotLine, line) || (line == "" && gotLine != "") {
+		h.t.Errorf("%s: revision %d (%q), want %d (%q)", cluster, got, gotLine, rev, line)
+	}
+}
+
+func (h *rolloutHarness) report(cluster string, rev int, phase string) {
+	h.st.mu.Lock()
+	defer h.st.mu.Unlock()
+	a := rolloutArtifact(rev)
+	for i, s := range h.st.statuses {
+		if s.Cluster == cluster && s.Release == "web" {
+			h.st.statuses = append(h.st.statuses[:i], h.st.statuses[i+1:]...)
+			break
+		}
+	}
+	h.st.statuses = append(h.st.statuses, store.AssignmentStatus{Cluster: cluster, Release: "web", Revision: a.Revision,
+		Digest: a.Digest, Phase: phase, ReportedAt: h.clk.Now()})
+}
+
+func (h *rolloutHarness) state() (rollout.State, int64) {
+	h.t.Helper()
+	rec, err := h.st.GetRecord(h.t.Context(), rollout.RecordKind, "web")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var st rollout.State
+	if err := json.Unmarshal(rec.Data, &st); err != nil {
+		h.t.Fatal(err)
+	}
+	return st, rec.Version
+}
+
+// The controller moves a release's rollout through its waves: the canary first, the rest
+// once the canary baked, with each step stored, audited and announced, and a due time
+// that ends the bake on the controller's clock.
+func TestRolloutMovesThroughWaves(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.newest(2)
+	h.want("c1", 2, "")
+	h.want("c2", 1, "wave rest waits for canary")
+	h.want("c3", 1, "wave rest waits for canary")
+	if !h.c.rolloutKeep[rolloutArtifact(1).Digest] {
+		t.Error("the stable artifact (revision 1) is not kept from garbage collection")
+	}
+
+	h.report("c1", 2, "Ready")
+	h.clk.Advance(time.Second)
+	h.c.reschedule(t.Context())
+	h.want("c2", 1, "wave rest waits for canary")
+	if due := h.c.rolloutDue.Sub(h.clk.Now()); due <= 0 || due > 5*time.Minute {
+		t.Errorf("next step due in %s, want within the 5m bake", due)
+	}
+	h.clk.Advance(5 * time.Minute)
+	h.c.reschedule(t.Context())
+	h.want("c2", 2, "")
+	h.want("c3", 2, "")
+
+	h.report("c2", 2, "Ready")
+	h.report("c3", 2, "Ready")
+	h.c.reschedule(t.Context())
+	st, _ := h.state()
+	if st.Phase != rollout.PhaseCompleted || st.Stable.Digest != rolloutArtifact(2).Digest {
+		t.Errorf("rollout %s with stable %s, want Completed at revision 2", st.Phase, st.Stable.Revision)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var types []string
+	for _, e := range h.events {
+		types = append(types, e.Type)
+	}
+	if got, want := strings.Join(types, " "), "started wave-started wave-done wave-started wave-done completed"; got != want {
+		t.Errorf("events announced: %s, want %s", got, want)
+	}
+	actions := map[string]bool{}
+	for _, e := range h.audit {
+		if !strings.HasPrefix(e.Action, "rollout.") {
+			continue
+		}
+		actions[e.Action] = true
+		if e.Release != "web" || e.Actor != "hub" {
+			t.Errorf("audit record %+v: want release web by hub", e)
+		}
+	}
+	for _, a := range []string{"rollout.started", "rollout.wave-started", "rollout.wave-done", "rollout.completed"} {
+		if !actions[a] {
+			t.Errorf("no audit record %s among %v", a, actions)
+		}
+	}
+}
+
+// A user's action written between the controller's read and its write (from another
+// replica) is not lost: the controller's compare-and-swap fails, and it steps again from the
+// stored record.
+func TestRolloutActionIsNotLostToAConcurrentStep(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.newest(2)
+	st, version := h.state()
+	if _, err := rollout.Act(&st, rollout.ActionPause, "", "token:alice", h.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(&st)
+	// The record changes under the controller: a stale read is simulated by a racing
+	// store that writes the pause right before the controller's own write.
+	racing := &racingStore{fakeStore: h.st, before: func() {
+		if _, err := h.st.PutRecord(t.Context(), store.Record{Kind: rollout.RecordKind, Key: "web", Data: data}, version); err != nil {
+			t.Error(err)
+		}
+	}}
+	h.c.d.Store = racing
+	h.report("c1", 2, "Ready")
+	h.clk.Advance(10 * time.Minute)
+	h.c.reschedule(t.Context())
+	got, _ := h.state()
+	if !got.Paused {
+		t.Fatal("the pause written concurrently was lost")
+	}
+	if racing.conflicts == 0 {
+		t.Fatal("no write conflicted: the test did not race")
+	}
+	h.want("c2", 1, "paused")
+}
+
+// racingStore runs before once, right before the first PutRecord.
+type racingStore struct {
+	*fakeStore
+	before    func()
+	conflicts int
+}
+
+func (s *racingStore) PutRecord(ctx context.Context, r store.Record, expect int64) (int64, error) {
+	if s.before != nil {
+		s.before()
+		s.before = nil
+	}
+	v, err := s.fakeStore.PutRecord(ctx, r, expect)
+	if err != nil {
+		s.conflicts++
+	}
+	return v, err
+}
+
+// When the agents' reports cannot be read, the rollout does not move and no cluster's
+// artifact changes.
+func TestRolloutHoldsWhenStatusesCannotBeRead(t *testing.T) {
+	fs := &fakeStore{}
+	h := newRolloutHarness(t, &statusFailStore{fakeStore: fs})
+	h.newest(2)
+	for _, c := range []string{"c1", "c2", "c3"} {
+		h.want(c, 1, "held")
+	}
+	if _, err := fs.GetRecord(t.Context(), rollout.RecordKind, "web"); err == nil {
+		t.Error("a rollout state was stored from a step that could not read the reports")
+	}
+}
+
+type statusFailStore struct{ *fakeStore }
+
+func (s *statusFailStore) fake() *fakeStore { return s.fakeStore }
+func (s *statusFailStore) ListStatuses(context.Context) ([]store.AssignmentStatus, error) {
+	return nil, errInjected
+}
+
+// A release whose rollout is taken out of the fleet goes back to today's behaviour: every
+// cluster gets the newest artifact, and the rollout's record is deleted.
+func TestReleaseWithoutRolloutIsScheduledAsBefore(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.newest(2)
+	h.want("c2", 1, "waits")
+	h.c.mu.Lock()
+	h.c.fleet.Releases[0].Spec.Rollout = nil
+	h.c.merged = nil
+	h.c.mu.Unlock()
+	h.newest(3)
+	for _, c := range []string{"c1", "c2", "c3"} {
+		h.want(c, 3, "")
+	}
+	if _, err := h.st.GetRecord(t.Context(), rollout.RecordKind, "web"); err == nil {
+		t.Error("the rollout record of a release without a rollout was kept")
+	}
+}
