@@ -208,6 +208,12 @@ type DriftedObject struct {
 	Paths      []string  `json:"paths"`
 	Healed     bool      `json:"healed"`
 	ReportedAt time.Time `json:"reportedAt"`
+	// Group, Kind and Name, and Fields (see drift.go), are set when the agent's report
+	// detailed the object; reports beyond the agent's bounds carry the paths alone.
+	Group  string       `json:"group,omitempty"`
+	Kind   string       `json:"kind,omitempty"`
+	Name   string       `json:"name,omitempty"`
+	Fields []DriftField `json:"fields,omitempty"`
 }
 
 // DriftFilter narrows the drift view; zero fields select everything.

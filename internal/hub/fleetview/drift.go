@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -32,15 +33,23 @@ func Drift(statuses []store.AssignmentStatus) ([]hubapi.DriftedObject, error) {
 			}
 			continue
 		}
+		details := detailedObjects(&st)
 		for _, d := range st.GetDrift() {
 			paths := d.GetPaths()
 			if paths == nil {
 				paths = []string{}
 			}
-			out = append(out, hubapi.DriftedObject{
+			o := hubapi.DriftedObject{
 				Cluster: s.Cluster, Release: s.Release, Object: d.GetObject(), Namespace: d.GetNamespace(),
 				Paths: paths, Healed: d.GetHealed(), ReportedAt: s.ReportedAt,
-			})
+			}
+			if od := details[[2]string{d.GetNamespace(), d.GetObject()}]; od != nil {
+				o.Group, o.Kind, o.Name = od.GetGroup(), od.GetKind(), od.GetName()
+				for _, f := range od.GetDrift() {
+					o.Fields = append(o.Fields, hubapi.DriftField{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
+				}
+			}
+			out = append(out, o)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -57,4 +66,18 @@ func Drift(statuses []store.AssignmentStatus) ([]hubapi.DriftedObject, error) {
 		return a.Object < b.Object
 	})
 	return out, firstErr
+}
+
+// detailedObjects indexes a report's object details by namespace and kubectl form
+// (deployment.apps/web), the key its drift summary uses.
+func detailedObjects(st *agentv1.AssignmentStatus) map[[2]string]*agentv1.ObjectDetail {
+	out := map[[2]string]*agentv1.ObjectDetail{}
+	for _, d := range st.GetObjectDetails() {
+		k := strings.ToLower(d.GetKind())
+		if d.GetGroup() != "" {
+			k += "." + d.GetGroup()
+		}
+		out[[2]string{d.GetNamespace(), k + "/" + d.GetName()}] = d
+	}
+	return out
 }
