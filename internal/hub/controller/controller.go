@@ -173,6 +173,9 @@ type Controller struct {
 	// rollouts pin or may roll back to: garbage collection keeps them.
 	rolloutDue  time.Time
 	rolloutKeep map[string]bool
+	// rolloutSeen is, by release, the time of the newest rollout event this controller has
+	// seen: users' actions newer than it go to the notifications.
+	rolloutSeen map[string]time.Time
 }
 
 // New returns a controller; call Run.

@@ -221,6 +221,7 @@ func (c *Controller) stepRollout(ctx context.Context, r *v1alpha1.Release, rec s
 			expect = rec.Version
 		}
 	}
+	c.notifyActions(name, &st, res.Events)
 	for _, e := range res.Events {
 		c.announceRollout(ctx, name, &st, e)
 	}
@@ -262,6 +263,30 @@ func (c *Controller) announceRollout(ctx context.Context, release string, st *ro
 	if c.d.RolloutEvent != nil {
 		c.d.RolloutEvent(release, e)
 	}
+}
+
+// notifyActions sends to the notifications the users' actions (approved, paused, ...)
+// recorded in st since this controller last looked: the user API audited them when it wrote
+// them, from whichever replica took the request. ownEvents are this step's, announced by
+// the caller. After a restart or a takeover the actions already recorded are not sent again.
+func (c *Controller) notifyActions(release string, st *rollout.State, ownEvents []hubapi.RolloutEvent) {
+	if c.rolloutSeen == nil {
+		c.rolloutSeen = map[string]time.Time{}
+	}
+	last, known := c.rolloutSeen[release]
+	newest := last
+	for _, e := range st.Events {
+		if e.At.After(newest) {
+			newest = e.At
+		}
+		if !known || e.Actor == "" || !e.At.After(last) || slices.Contains(ownEvents, e) {
+			continue
+		}
+		if c.d.RolloutEvent != nil {
+			c.d.RolloutEvent(release, e)
+		}
+	}
+	c.rolloutSeen[release] = newest
 }
 
 // findAssignment returns the assignment of release in as (sorted by release).
