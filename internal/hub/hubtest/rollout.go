@@ -1,0 +1,160 @@
+package hubtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// RolloutRelease is the name of the one release of StartRollout's fleet.
+const RolloutRelease = "web"
+
+// RolloutFleet is a running hub whose one release, RolloutRelease, has a rollout.
+type RolloutFleet struct {
+	APIURL, AdminToken, CAPath string
+	Hub                        *hub.Hub
+	Store                      store.Store
+	seq                        map[string]uint64
+}
+
+// StartRollout starts a real hub (SQLite, temp data dir, no agent) whose fleet holds one
+// release, RolloutRelease, from a local Git source with one ConfigMap, targeting every
+// cluster, with rolloutYAML as its spec.rollout (a YAML mapping, as in a fleet file), and
+// registers clusters (name -> labels). The release's first revision then rolls out along
+// its waves; ReportReady stands in for the agents. The hub is stopped when the test ends.
+func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[string]string) *RolloutFleet {
+	tb.Helper()
+	ctx := context.Background()
+	dir := tb.TempDir()
+	if err := writeFleet(filepath.Join(dir, "fleet"), filepath.Join(dir, "apps"), []string{RolloutRelease}); err != nil {
+		tb.Fatalf("hubtest: %v", err)
+	}
+	// The release as writeFleet writes it, with the rollout under its spec.
+	rel := filepath.Join(dir, "fleet", "releases.yaml")
+	data, err := os.ReadFile(rel)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	indented := "  rollout:\n    " + strings.ReplaceAll(strings.TrimSpace(rolloutYAML), "\n", "\n    ") + "\n"
+	if err := os.WriteFile(rel, append(data, indented...), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "hub")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	st, err := store.OpenSQLite(ctx, filepath.Join(dataDir, "hub.db"))
+	if err != nil {
+		tb.Fatalf("hubtest: open store: %v", err)
+	}
+	now := time.Now()
+	for name, labels := range clusters {
+		if err := st.AddCluster(ctx, store.Cluster{Name: name, Labels: labels, CreatedAt: now}); err != nil {
+			st.Close()
+			tb.Fatalf("hubtest: add cluster %s: %v", name, err)
+		}
+	}
+	h, err := hub.New(ctx, hub.Options{
+		DataDir: dataDir, Fleet: filepath.Join(dir, "fleet"), AllowFileSources: []string{filepath.Join(dir, "apps")},
+		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", UnreachableAfter: time.Hour,
+	}, st)
+	if err != nil {
+		st.Close()
+		tb.Fatalf("hubtest: new hub: %v", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(runCtx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("hubtest: hub: %v", err)
+		}
+		st.Close()
+	})
+	for name := range clusters {
+		if err := st.TouchCluster(ctx, name, now, "v0.0.0-hubtest"); err != nil {
+			tb.Fatalf("hubtest: touch cluster %s: %v", name, err)
+		}
+	}
+	return &RolloutFleet{APIURL: h.APIURL(), AdminToken: h.AdminToken(), CAPath: h.CAPath(), Hub: h, Store: st, seq: map[string]uint64{}}
+}
+
+// Desired waits until cluster's desired state assigns RolloutRelease and returns that
+// assignment.
+func (f *RolloutFleet) Desired(tb testing.TB, cluster string) schedule.Assignment {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ds, err := f.Store.GetDesiredState(context.Background(), cluster)
+		if err == nil {
+			as, err := schedule.Decode(ds.Document)
+			if err != nil {
+				tb.Fatalf("hubtest: desired state of cluster %s: %v", cluster, err)
+			}
+			for _, a := range as {
+				if a.Release == RolloutRelease {
+					return a
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("hubtest: cluster %s: no assignment of %s within a minute (last error: %v)", cluster, RolloutRelease, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ReportReady stores, as the hub ingests an agent's report, that cluster applied a (its
+// revision and digest) and it is Ready and healthy, and marks the cluster seen now.
+func (f *RolloutFleet) ReportReady(tb testing.TB, cluster string, a schedule.Assignment) {
+	tb.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	report := &agentv1.AssignmentStatus{Release: a.Release, Generation: 1, Revision: a.Revision, Digest: a.Digest,
+		Phase: string(hubapi.PhaseReady), Health: "Current", Objects: 1}
+	detail, err := protojson.Marshal(report)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.seq[cluster]++
+	s := store.AssignmentStatus{Cluster: cluster, Release: a.Release, ObservedGeneration: 1, Revision: a.Revision, Digest: a.Digest,
+		Phase: report.Phase, Health: report.Health, Objects: 1, Detail: detail, ReportedAt: now, UpdatedAt: now}
+	if _, err := f.Store.IngestReport(ctx, cluster, f.seq[cluster], []store.AssignmentStatus{s}); err != nil {
+		tb.Fatalf("hubtest: report of cluster %s: %v", cluster, err)
+	}
+	if err := f.Store.TouchCluster(ctx, cluster, now, "v0.0.0-hubtest"); err != nil {
+		tb.Fatalf("hubtest: touch cluster %s: %v", cluster, err)
+	}
+}
+
+// WaitRollout asks the hub for RolloutRelease's rollout until ok accepts it, and returns it.
+func (f *RolloutFleet) WaitRollout(tb testing.TB, what string, ok func(hubapi.RolloutView) bool) hubapi.RolloutView {
+	tb.Helper()
+	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, err := c.Rollout(context.Background(), RolloutRelease)
+		if err == nil && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("hubtest: rollout of %s: not %s within a minute: %+v (%v)", RolloutRelease, what, v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
