@@ -313,3 +313,47 @@ func TestReleaseWithoutRolloutIsScheduledAsBefore(t *testing.T) {
 		t.Error("the rollout record of a release without a rollout was kept")
 	}
 }
+
+// A deleted release with a rollout leaves its clusters along the rollout's waves: the
+// canary gets its tombstone first, the rest keep the release until the canary's bake has
+// passed, and then the record goes.
+func TestDeletedReleaseLeavesAlongItsWaves(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.newest(1) // every cluster already runs revision 1: the rollout is complete at once
+	if st, _ := h.state(); st.Phase != rollout.PhaseCompleted {
+		t.Fatalf("rollout %s, want Completed", st.Phase)
+	}
+	h.c.mu.Lock()
+	h.c.fleet.Releases = nil
+	h.c.merged = nil
+	h.c.mu.Unlock()
+	h.c.reschedule(t.Context())
+	h.want("c1", 0, "")
+	h.want("c2", 1, "removal waits for wave rest")
+	h.want("c3", 1, "removal waits for wave rest")
+	doc, _ := h.st.doc(t, "c1")
+	if len(doc.Removed) != 1 || doc.Removed[0].Release != "web" || doc.Removed[0].Reason != schedule.ReasonReleaseDeleted {
+		t.Errorf("c1's tombstones %+v, want web's", doc.Removed)
+	}
+	if doc, _ := h.st.doc(t, "c2"); len(doc.Removed) != 0 {
+		t.Errorf("c2 got tombstones %+v before its wave", doc.Removed)
+	}
+
+	h.clk.Advance(5 * time.Minute)
+	h.c.reschedule(t.Context())
+	h.want("c2", 0, "")
+	h.want("c3", 0, "")
+	h.c.reschedule(t.Context())
+	if _, err := h.st.GetRecord(t.Context(), rollout.RecordKind, "web"); err == nil {
+		t.Error("the record of a release removed from every cluster was kept")
+	}
+	removed := 0
+	for _, e := range h.audit {
+		if e.Action == "assignment.removed" && e.Release == "web" {
+			removed++
+		}
+	}
+	if removed != 3 {
+		t.Errorf("%d removals audited, want 3", removed)
+	}
+}

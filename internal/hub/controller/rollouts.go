@@ -87,9 +87,18 @@ func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, c
 		}
 		c.due(next)
 	}
-	// Records of releases without a rollout any more: deleted, so that a rollout added
-	// again later starts from what the clusters run then.
+	// Records of releases without a rollout any more: a deleted release leaves its clusters
+	// along the waves of its last rollout (rollout_removal.go); the record of a release that
+	// is still there without a rollout is deleted, so that a rollout added again later
+	// starts from what the clusters run then.
+	inFleet := make(map[string]bool, len(fleet.Releases))
+	for i := range fleet.Releases {
+		inFleet[fleet.Releases[i].Metadata.Name] = true
+	}
 	for key, rec := range byKey {
+		if !inFleet[key] && c.removeAlongWaves(ctx, key, rec, in, clusters, plan, previous) {
+			continue
+		}
 		if err := c.d.Store.DeleteRecord(ctx, rollout.RecordKind, key, rec.Version); err != nil && !errors.Is(err, store.ErrNotFound) {
 			c.log.Warn("rollout record of a release without a rollout not deleted", "release", key, "error", err)
 		}
@@ -173,53 +182,9 @@ func (c *Controller) stepRollout(ctx context.Context, r *v1alpha1.Release, rec s
 		input.Clusters = append(input.Clusters, rc)
 	}
 
-	var (
-		st  rollout.State
-		res rollout.Result
-	)
-	expect := int64(0)
-	if had {
-		expect = rec.Version
-	}
-	for try := 0; ; try++ {
-		st = rollout.State{}
-		if expect > 0 {
-			if err := json.Unmarshal(rec.Data, &st); err != nil {
-				c.log.Error("rollout record does not decode; its clusters keep their artifacts until it is fixed or deleted",
-					"release", name, "error", err)
-				return nil, time.Time{}
-			}
-		}
-		before := stateBytes(&st)
-		res = rollout.Step(&st, input)
-		if bytes.Equal(before, stateBytes(&st)) {
-			break // nothing but the time moved: no write
-		}
-		data, err := json.Marshal(&st)
-		if err != nil {
-			c.log.Error("rollout state does not encode", "release", name, "error", err)
-			return nil, time.Time{}
-		}
-		_, err = c.d.Store.PutRecord(ctx, store.Record{Kind: rollout.RecordKind, Key: name, Data: data}, expect)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, store.ErrConflict) || try+1 >= rolloutCASTries {
-			c.log.Error("rollout state not stored; its clusters keep their artifacts", "release", name, "error", err)
-			c.retryAt = c.clock.Now().Add(retryAfterFailure)
-			return nil, time.Time{}
-		}
-		// Changed since it was read (a user's action, another replica): step again from it.
-		rec, err = c.d.Store.GetRecord(ctx, rollout.RecordKind, name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			expect = 0
-		case err != nil:
-			c.log.Error("rollout state not read again after a conflict", "release", name, "error", err)
-			return nil, time.Time{}
-		default:
-			expect = rec.Version
-		}
+	st, res, ok := c.casRollout(ctx, name, rec, had, func(st *rollout.State) rollout.Result { return rollout.Step(st, input) })
+	if !ok {
+		return nil, time.Time{}
 	}
 	c.notifyActions(name, &st, res.Events)
 	for _, e := range res.Events {
@@ -238,6 +203,56 @@ func (c *Controller) stepRollout(ctx context.Context, r *v1alpha1.Release, rec s
 		}
 	}
 	return &st, next
+}
+
+// casRollout steps the rollout record of release (rec, when had) with step and stores the
+// result by compare-and-swap, stepping again from the stored record when it changed in
+// between (a user's action, another replica). It stores nothing when nothing but the time
+// moved. It reports false, having logged why, when the state could not be read or stored.
+func (c *Controller) casRollout(ctx context.Context, release string, rec store.Record, had bool, step func(*rollout.State) rollout.Result) (rollout.State, rollout.Result, bool) {
+	expect := int64(0)
+	if had {
+		expect = rec.Version
+	}
+	for try := 0; ; try++ {
+		var st rollout.State
+		if expect > 0 {
+			if err := json.Unmarshal(rec.Data, &st); err != nil {
+				c.log.Error("rollout record does not decode; its clusters keep their artifacts until it is fixed or deleted",
+					"release", release, "error", err)
+				return st, rollout.Result{}, false
+			}
+		}
+		before := stateBytes(&st)
+		res := step(&st)
+		if bytes.Equal(before, stateBytes(&st)) {
+			return st, res, true // nothing but the time moved: no write
+		}
+		data, err := json.Marshal(&st)
+		if err != nil {
+			c.log.Error("rollout state does not encode", "release", release, "error", err)
+			return st, res, false
+		}
+		_, err = c.d.Store.PutRecord(ctx, store.Record{Kind: rollout.RecordKind, Key: release, Data: data}, expect)
+		if err == nil {
+			return st, res, true
+		}
+		if !errors.Is(err, store.ErrConflict) || try+1 >= rolloutCASTries {
+			c.log.Error("rollout state not stored; its clusters keep their artifacts", "release", release, "error", err)
+			c.retryAt = c.clock.Now().Add(retryAfterFailure)
+			return st, res, false
+		}
+		rec, err = c.d.Store.GetRecord(ctx, rollout.RecordKind, release)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			expect = 0
+		case err != nil:
+			c.log.Error("rollout state not read again after a conflict", "release", release, "error", err)
+			return st, res, false
+		default:
+			expect = rec.Version
+		}
+	}
 }
 
 // stateBytes is st without its update time: what tells a step that changed something.

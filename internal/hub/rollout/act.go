@@ -18,20 +18,27 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 	}
 	phase := st.viewPhase()
 	running := st.Phase == PhaseProgressing || st.Phase == PhaseWaitingApproval
+	what := "rollout of " + short(st.Current.Revision)
+	if st.Removing {
+		what = "removal of the deleted release"
+	}
 	var e hubapi.RolloutEvent
+	if st.Removing && (action == ActionAbort || action == ActionRollback) {
+		return refuse("the release was deleted and leaves its clusters wave by wave; to keep it, add it back to the fleet")
+	}
 	switch action {
 	case ActionPause:
 		if !running || st.Paused {
 			return refuse("the rollout is %s", phase)
 		}
 		st.Paused = true
-		e = st.event(now, EventPaused, "", "", "rollout of "+short(st.Current.Revision)+" paused: no further cluster starts")
+		e = st.event(now, EventPaused, "", "", what+" paused: no further cluster starts")
 	case ActionResume:
 		if !st.Paused {
 			return refuse("the rollout is %s, not paused", phase)
 		}
 		st.Paused = false
-		e = st.event(now, EventResumed, "", "", "rollout of "+short(st.Current.Revision)+" resumed")
+		e = st.event(now, EventResumed, "", "", what+" resumed")
 	case ActionApprove:
 		if !running {
 			return refuse("the rollout is %s", phase)

@@ -30,6 +30,7 @@ import (
 //	tick 5m              time passes, then a step
 //	step                 a step now
 //	reset                forget the rollout's state (a release never rolled out)
+//	delete-release       the release leaves the fleet: StepRemoval; restore-release
 //	pause|resume|abort|rollback|approve [wave] [by=actor]
 //	                     a user's action, then a step; act ACTION for any other
 //	view                 the rollout as the user API shows it
@@ -38,6 +39,7 @@ import (
 // assigned with its status line. The state goes through JSON between steps, as the store
 // keeps it.
 type scenario struct {
+	removed  bool // the release was deleted: StepRemoval
 	spec     *v1alpha1.Rollout
 	newest   Artifact
 	clusters []*Cluster
@@ -157,6 +159,12 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		return s.step(), nil
 	case "step":
 		return s.step(), nil
+	case "delete-release":
+		s.removed = true
+		return s.step(), nil
+	case "restore-release":
+		s.removed = false
+		return s.step(), nil
 	case "reset":
 		s.st = State{}
 		return "ok\n", nil
@@ -227,9 +235,17 @@ func labels(fields []string) map[string]string {
 func (s *scenario) step() string {
 	in := Input{Spec: s.spec, Newest: s.newest, Now: s.now}
 	for _, c := range s.clusters {
-		in.Clusters = append(in.Clusters, *c)
+		if !s.removed || c.Had.Digest != "" {
+			in.Clusters = append(in.Clusters, *c)
+		}
 	}
-	res := Step(&s.st, in)
+	var res Result
+	if s.removed {
+		in.Spec, in.Newest = nil, Artifact{}
+		res = StepRemoval(&s.st, in)
+	} else {
+		res = Step(&s.st, in)
+	}
 	data, err := json.Marshal(s.st)
 	if err != nil {
 		panic(err)
@@ -258,7 +274,7 @@ func (s *scenario) step() string {
 	b.WriteString("\n")
 	for _, c := range s.clusters {
 		dec, ok := res.Assign[c.Name]
-		if !ok {
+		if !ok && !(s.removed && c.Had.Digest == "") {
 			panic("no decision for " + c.Name)
 		}
 		rev := dec.Artifact.Revision

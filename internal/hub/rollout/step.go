@@ -69,6 +69,11 @@ type Result struct {
 // deterministic: the same state and input give the same result.
 func Step(st *State, in Input) Result {
 	p := planner{st: st, in: in, now: in.Now, byName: map[string]*Cluster{}}
+	if st.Removing {
+		// The release was deleted and has come back: it starts afresh from what the
+		// clusters run.
+		*st = State{Events: st.Events}
+	}
 	if in.Spec != nil {
 		st.Spec = in.Spec
 	}
