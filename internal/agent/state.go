@@ -3,10 +3,13 @@ package agent
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,14 +25,25 @@ import (
 type state struct {
 	dir string
 	db  *bolt.DB
+
+	// mu guards the caches of bucketReleases and bucketSyncs, read at open and written
+	// through.
+	mu       sync.Mutex
+	releases map[string]releaseRecord
+	handled  []string // sync ids acted on, oldest first
 }
 
 var (
 	bucketIdentity = []byte("identity")
 	bucketDesired  = []byte("desired")
 	bucketOutbox   = []byte("outbox")
-	keyDesired     = []byte("current")
-	keyNextSeq     = []byte("next-seq")
+	// bucketReleases keeps per release what is in force and whether it was last Ready
+	// (releaseRecord), for gates and dependsOn across restarts and while the hub is away.
+	bucketReleases = []byte("releases")
+	// bucketSyncs keeps the ids of the sync requests acted on (handledSyncs).
+	bucketSyncs = []byte("syncs")
+	keyDesired  = []byte("current")
+	keyNextSeq  = []byte("next-seq")
 )
 
 // identity is what joining produced.
@@ -53,7 +67,14 @@ func openState(dir string) (*state, error) {
 		return nil, fmt.Errorf("open %s (is another agent using this state dir?): %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIdentity, bucketDesired, bucketOutbox} {
+		if tx.Bucket(bucketReleases) == nil {
+			// A state dir from before the releases bucket: what the last accepted desired
+			// state assigns was applied by the agent that cached it, so it is in force.
+			if err := seedReleases(tx); err != nil {
+				return err
+			}
+		}
+		for _, b := range [][]byte{bucketIdentity, bucketDesired, bucketOutbox, bucketSyncs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -64,7 +85,12 @@ func openState(dir string) (*state, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	return &state{dir: dir, db: db}, nil
+	st := &state{dir: dir, db: db}
+	if err := st.loadCaches(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return st, nil
 }
 
 func (s *state) close() error { return s.db.Close() }
@@ -387,6 +413,158 @@ func (s *state) withdraw(releases []string) (int, error) {
 		return setOutboxCount(tx, outboxCount(tx)-len(del))
 	})
 	return withdrawn, err
+}
+
+// releaseRecord is what the agent keeps per release in bucketReleases.
+type releaseRecord struct {
+	// Applied is the assignment (protobuf) whose content (revision, artifact, path, vars,
+	// namespace: see sameContent) is in force, the last one the agent applied. While a gate
+	// or a dependency holds back a newer one, this one is what the agent reconciles.
+	Applied []byte `json:"applied,omitempty"`
+	// ReadyKey is the assignmentKey of the assignment whose last reconcile was Ready; "" when
+	// the last reconcile was not. dependsOn reads it.
+	ReadyKey string `json:"readyKey,omitempty"`
+}
+
+var keyHandledSyncs = []byte("handled")
+
+// maxHandledSyncs bounds the sync ids remembered: the hub sends a request for minutes
+// (controller.SyncTTL), so the latest thousand ids cover every request still sent.
+const maxHandledSyncs = 1000
+
+// seedReleases creates bucketReleases in a state dir from an agent before it: the releases
+// of the cached desired state are the ones that agent applied, so they are in force.
+func seedReleases(tx *bolt.Tx) error {
+	b, err := tx.CreateBucket(bucketReleases)
+	if err != nil {
+		return err
+	}
+	data := tx.Bucket(bucketDesired)
+	if data == nil || data.Get(keyDesired) == nil {
+		return nil
+	}
+	ds := &agentv1.DesiredState{}
+	if proto.Unmarshal(data.Get(keyDesired), ds) != nil {
+		return nil // loadDesired reports it
+	}
+	for _, as := range ds.Assignments {
+		applied, err := proto.Marshal(as)
+		if err != nil {
+			return err
+		}
+		rec, err := json.Marshal(releaseRecord{Applied: applied})
+		if err != nil {
+			return err
+		}
+		if err := b.Put([]byte(as.Release), rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) loadCaches() error {
+	s.releases = map[string]releaseRecord{}
+	return s.db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketReleases).ForEach(func(k, v []byte) error {
+			var rec releaseRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("release %q: %w", k, err)
+			}
+			s.releases[string(k)] = rec
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if v := tx.Bucket(bucketSyncs).Get(keyHandledSyncs); v != nil {
+			if err := json.Unmarshal(v, &s.handled); err != nil {
+				return fmt.Errorf("handled sync requests: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// release returns what the agent keeps of a release.
+func (s *state) release(name string) releaseRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releases[name]
+}
+
+// applied returns the assignment in force for a release, nil when nothing is.
+func (s *state) applied(name string) *agentv1.Assignment {
+	rec := s.release(name)
+	if rec.Applied == nil {
+		return nil
+	}
+	as := &agentv1.Assignment{}
+	if proto.Unmarshal(rec.Applied, as) != nil {
+		return nil
+	}
+	return as
+}
+
+// setRelease writes a release's record when it changed.
+func (s *state) setRelease(name string, rec releaseRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.releases[name]; ok && bytes.Equal(old.Applied, rec.Applied) && old.ReadyKey == rec.ReadyKey {
+		return nil
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketReleases).Put([]byte(name), data) }); err != nil {
+		return err
+	}
+	s.releases[name] = rec
+	return nil
+}
+
+// forgetRelease drops a release's record: it left the cluster, nothing of it is in force.
+func (s *state) forgetRelease(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.releases[name]; !ok {
+		return nil
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketReleases).Delete([]byte(name)) }); err != nil {
+		return err
+	}
+	delete(s.releases, name)
+	return nil
+}
+
+// syncHandled reports whether the sync request id was acted on.
+func (s *state) syncHandled(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.handled, id)
+}
+
+// markSyncsHandled remembers ids as acted on, forgetting the oldest beyond maxHandledSyncs.
+func (s *state) markSyncsHandled(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	handled := append(slices.Clone(s.handled), ids...)
+	if len(handled) > maxHandledSyncs {
+		handled = handled[len(handled)-maxHandledSyncs:]
+	}
+	data, err := json.Marshal(handled)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSyncs).Put(keyHandledSyncs, data) }); err != nil {
+		return err
+	}
+	s.handled = handled
+	return nil
 }
 
 func seqKey(seq uint64) []byte {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
@@ -15,22 +16,31 @@ import (
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/project"
 	"github.com/flotilla/flotilla/internal/textcut"
+	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // reconcileLoop reconciles every assignment when the desired state changes and again on the
-// assignment's interval (the drift check), one assignment at a time. It runs from the cached
-// desired state when the hub is away.
+// assignment's interval (the drift check), one assignment at a time, dependencies first. It
+// runs from the cached desired state when the hub is away. Gates (windows, freezes,
+// suspensions) and dependsOn are checked on every pass against the agent's clock and its own
+// state: when what they hold back changes (a window opens, a dependency becomes Ready), the
+// release is reconciled at once, and the loop wakes at the instant a window opens or closes.
 func (a *Agent) reconcileLoop(ctx context.Context) {
 	done := map[string]string{}   // release -> what was last reconciled (digest, settings, generation)
+	held := map[string]string{}   // release -> what the gates and dependencies held at that reconcile
 	due := map[string]time.Time{} // release -> next periodic reconcile
 	removedChecked := int64(-1)   // generation whose tombstones were all acted on
 	var pruneFailures int         // consecutive failed passes over the tombstones
 	var pruneDue time.Time        // when to try the tombstones again after a failure
 	failures := map[string]int{}  // release -> consecutive failed reconciles
+	var gates gateSet
+	gatesGen := int64(-1)
 	for ctx.Err() == nil {
 		ds := a.currentDesired()
 		now := a.clock.Now()
+		var wake time.Time // the next instant a gate may change its verdict on a held release
+		var again bool     // sync requests remain: another pass at once
 		if ds != nil {
 			if ds.Generation != removedChecked && !now.Before(pruneDue) {
 				if err := a.removeTombstoned(ctx, ds); err != nil {
@@ -41,18 +51,37 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 					removedChecked, pruneFailures, pruneDue = ds.Generation, 0, time.Time{}
 				}
 			}
+			if ds.Generation != gatesGen {
+				gates, gatesGen = a.gatesOf(ds), ds.Generation
+			}
+			assigned := make(map[string]*agentv1.Assignment, len(ds.Assignments))
 			for _, as := range ds.Assignments {
+				assigned[as.Release] = as
+			}
+			syncs := a.takeSyncs(ds, assigned)
+			ordered, cycles := dependencyOrder(ds.Assignments)
+			for _, as := range ordered {
+				// The clock of this pass moves on: a dependency reconciled a moment ago must
+				// not make its dependent miss a window.
+				h := hold{verdict: gates.verdict(as.Release, a.clock.Now()), sync: syncs.byRelease[as.Release]}
+				h.dependency = a.dependencyWait(as, assigned, cycles)
+				if h.verdict.Blocked() && !h.verdict.Next.IsZero() && (wake.IsZero() || h.verdict.Next.Before(wake)) {
+					wake = h.verdict.Next
+				}
 				key := fmt.Sprintf("%d/%s", ds.Generation, as.String())
-				if done[as.Release] == key && now.Before(due[as.Release]) {
+				if done[as.Release] == key && held[as.Release] == h.key() && h.sync == nil && now.Before(due[as.Release]) {
 					continue
 				}
-				retryIn, ok := a.reconcileOne(ctx, ds.Generation, as, done[as.Release] != key)
-				done[as.Release] = key
+				retryIn, phase := a.reconcileOne(ctx, ds.Generation, as, h, done[as.Release] != key)
+				if ctx.Err() != nil {
+					return
+				}
+				done[as.Release], held[as.Release] = key, h.key()
 				next := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
 				switch {
 				case retryIn > 0:
 					next = retryIn // the hub asked to come back later
-				case ok:
+				case phase == hubapi.PhaseReady || phase == hubapi.PhaseWaiting:
 					failures[as.Release] = 0
 				default:
 					// A failure (API server down, bad input fixed by the next commit) is retried
@@ -62,6 +91,7 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 				}
 				due[as.Release] = a.clock.Now().Add(next)
 			}
+			again = a.finishSyncs(syncs)
 		}
 		now = a.clock.Now()
 		next := 24 * time.Hour
@@ -70,6 +100,13 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 		}
 		if !pruneDue.IsZero() {
 			next = min(next, pruneDue.Sub(now))
+		}
+		if !wake.IsZero() {
+			// Pending changes apply when the window opens, not at the next interval.
+			next = min(next, wake.Sub(now))
+		}
+		if again {
+			continue // each pass answers at least one request: this ends
 		}
 		t := a.clock.NewTimer(max(next, 50*time.Millisecond))
 		select {
@@ -122,6 +159,9 @@ func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) 
 			a.log.Info("removed release that left the cluster", "release", name, "reason", t.Reason,
 				"fleetRevision", t.FleetRevision, "pruned", res.Count(reconcile.Pruned))
 			a.opts.Metrics.forget(name)
+			if err := a.st.forgetRelease(name); err != nil {
+				a.log.Error("forget the removed release's revision in force", "release", name, "error", err)
+			}
 			if err := a.enqueue(removalStatus(ds.Generation, t, res)); err != nil {
 				a.log.Error("write removal report to the outbox", "release", name, "error", err)
 			}
@@ -169,34 +209,124 @@ func retryDelay(n int) time.Duration {
 
 // reconcileOne reconciles one assignment and queues its report. retryIn > 0 means the hub
 // shed load and asked to come back then (reported only on the assignment's first attempt, so
-// that a busy hub does not get a report per retry); ok says whether the assignment is Ready.
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, first bool) (retryIn time.Duration, ok bool) {
+// that a busy hub does not get a report per retry); phase is the one reported ("" when
+// nothing was).
+//
+// h says what is held back. A new revision (see sameContent) that a gate or a dependency
+// holds is not applied: the agent reconciles the assignment in force instead, with the new
+// settings, and reports Waiting with the held revision as pending (nothing at all when
+// nothing is in force yet). A gate on prune or self-heal turns them off for this reconcile;
+// drift is still reported. A sync request with override passes the gates, once.
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first bool) (retryIn time.Duration, phase hubapi.Phase) {
 	start := a.clock.Now()
-	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: as.Revision, Digest: as.Digest}
-	res, err := a.apply(ctx, as)
+	if h.sync.GetOverride() {
+		if h.verdict.Blocked() {
+			a.log.Warn("sync request overrides the gates for one reconcile", "release", as.Release, "sync", h.sync.GetId(),
+				"actor", h.sync.GetActor(), "overridden", h.verdict.Reason)
+		}
+		h.verdict = window.Verdict{}
+	}
+	eff := as
+	var waiting string
+	inForce := a.st.applied(as.Release)
+	if h.holdsContent() && (inForce == nil || !sameContent(inForce, as)) {
+		waiting = h.reason()
+		if inForce == nil {
+			// Never applied here: nothing to keep reconciling until the hold ends.
+			a.prefetch(ctx, as)
+			st := &agentv1.AssignmentStatus{
+				Release: as.Release, Generation: generation, Phase: string(hubapi.PhaseWaiting),
+				Waiting: waiting, PendingRevision: as.Revision, PendingDigest: as.Digest, SyncId: h.sync.GetId(),
+			}
+			a.setReady(as, false)
+			a.log.Info("waiting", "release", as.Release, "pending", as.Revision, "for", waiting)
+			a.report(st)
+			return 0, hubapi.PhaseWaiting
+		}
+		eff = withContent(as, inForce)
+	}
+	if waiting != "" {
+		a.prefetch(ctx, as)
+	}
+	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.sync.GetId()}
+	res, reached, err := a.apply(ctx, eff, !h.verdict.Prune, !h.verdict.SelfHeal)
 	if ctx.Err() != nil {
-		return 0, false // shutting down: this result is not the assignment's state
+		return 0, "" // shutting down: this result is not the assignment's state
+	}
+	if reached && eff == as {
+		// Applied (in part at least): this is the revision in force from now on, kept in the
+		// state dir so that a gate holds it across restarts and with the hub away.
+		a.setApplied(as)
 	}
 	if busy, ok := asHubBusy(err); ok {
 		a.log.Info("artifact download deferred", "release", as.Release, "error", err)
 		if retryIn = busy.RetryIn; !first {
-			return retryIn, false
+			return retryIn, ""
 		}
 	}
 	fillStatus(st, res, err)
+	if waiting != "" {
+		st.Waiting, st.PendingRevision, st.PendingDigest = waiting, as.Revision, as.Digest
+		if hubapi.Phase(st.Phase) == hubapi.PhaseReady {
+			// A failure of the revision in force says more than that a newer one waits.
+			st.Phase = string(hubapi.PhaseWaiting)
+		}
+	}
+	if h.verdict.Prune || h.verdict.SelfHeal {
+		a.log.Info("gates hold back prune or self-heal", "release", as.Release, "prune", !h.verdict.Prune, "selfHeal", !h.verdict.SelfHeal, "reason", h.verdict.Reason)
+	}
 	st.DurationSeconds = clock.Since(a.clock, start).Seconds()
+	a.setReady(as, hubapi.Phase(st.Phase) == hubapi.PhaseReady)
+	a.log.Info("reconciled", "release", as.Release, "revision", eff.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error, "waiting", st.Waiting)
+	a.report(st)
+	return retryIn, hubapi.Phase(st.Phase)
+}
+
+// prefetch puts the artifact of a held revision in the cache, so that it lands when the
+// hold ends even if the hub is unreachable by then. A failure only delays that to the apply.
+func (a *Agent) prefetch(ctx context.Context, as *agentv1.Assignment) {
+	if _, err := a.artifactRoot(ctx, as.Digest); err != nil && ctx.Err() == nil {
+		a.log.Debug("artifact of a held revision not fetched yet", "release", as.Release, "revision", as.Revision, "error", err)
+	}
+}
+
+// report queues st and signals the report loop.
+func (a *Agent) report(st *agentv1.AssignmentStatus) {
 	a.opts.Metrics.observeStatus(st)
-	a.log.Info("reconciled", "release", as.Release, "revision", as.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error)
 	if err := a.enqueue(st); err != nil {
 		a.log.Error("write report to the outbox", "error", err)
-		return retryIn, hubapi.Phase(st.Phase) == hubapi.PhaseReady
+		return
 	}
 	a.opts.Metrics.setOutbox(a.st.outboxDepth())
 	select {
 	case a.flush <- struct{}{}:
 	default:
 	}
-	return retryIn, hubapi.Phase(st.Phase) == hubapi.PhaseReady
+}
+
+// setApplied records as as the assignment in force for its release.
+func (a *Agent) setApplied(as *agentv1.Assignment) {
+	data, err := proto.Marshal(as)
+	if err == nil {
+		rec := a.st.release(as.Release)
+		rec.Applied = data
+		err = a.st.setRelease(as.Release, rec)
+	}
+	if err != nil {
+		a.log.Error("record the revision in force; a gate may not hold it after a restart", "release", as.Release, "error", err)
+	}
+}
+
+// setReady records whether as's reconcile was Ready, for the releases that depend on it.
+func (a *Agent) setReady(as *agentv1.Assignment, ready bool) {
+	rec := a.st.release(as.Release)
+	rec.ReadyKey = ""
+	if ready {
+		rec.ReadyKey = assignmentKey(as)
+	}
+	if err := a.st.setRelease(as.Release, rec); err != nil {
+		a.log.Error("record the release's readiness", "release", as.Release, "error", err)
+	}
 }
 
 // enqueue queues a report of st, unless the desired state the agent refuses dropped its
@@ -211,29 +341,33 @@ func (a *Agent) enqueue(st *agentv1.AssignmentStatus) error {
 	return a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox)
 }
 
-func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment) (*reconcile.Result, error) {
+// apply renders and reconciles as, with prune and self-heal only where the assignment and
+// the gates allow them. reached says the artifact was at hand, so the reconcile ran (or the
+// artifact did not render): as is then the revision in force.
+func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, prune, selfHeal bool) (res *reconcile.Result, reached bool, err error) {
 	root, err := a.artifactRoot(ctx, as.Digest)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	objects, err := render.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars})
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return a.reconciler.Reconcile(ctx, objects, reconcile.Options{
+	res, err = a.reconciler.Reconcile(ctx, objects, reconcile.Options{
 		Name:            as.Release,
 		Namespace:       as.Namespace,
 		CreateNamespace: as.CreateNamespace,
-		Prune:           as.Prune,
+		Prune:           as.Prune && prune,
 		Wait:            as.Wait,
 		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
-		SelfHeal:        as.SelfHeal,
+		SelfHeal:        as.SelfHeal && selfHeal,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
 		Project:         project.FromProto(as.Project),
 		Ignore:          ignoreRules(as.Ignore),
 		RespectManagers: as.RespectManagers,
 	})
+	return res, true, err
 }
 
 // ignoreRules are the assignment's ignore rules as the reconciler takes them.

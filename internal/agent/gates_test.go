@@ -1,0 +1,317 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/clock"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// call is one Reconcile a versionTarget saw: which release, which version of its ConfigMap
+// (data.version), and with which prune and self-heal.
+type call struct {
+	release, version string
+	prune, selfHeal  bool
+}
+
+func (c call) String() string {
+	return fmt.Sprintf("%s@%s prune=%t selfHeal=%t", c.release, c.version, c.prune, c.selfHeal)
+}
+
+// versionTarget records what the agent applies; a release named in fail fails.
+type versionTarget struct {
+	mu    sync.Mutex
+	calls []call
+	fail  map[string]bool
+}
+
+func (v *versionTarget) Reconcile(_ context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c := call{release: opts.Name, prune: opts.Prune, selfHeal: opts.SelfHeal}
+	if len(objects) > 0 {
+		c.version, _, _ = unstructured.NestedString(objects[0].Object, "data", "version")
+	}
+	v.calls = append(v.calls, c)
+	if v.fail[opts.Name] {
+		return &reconcile.Result{Name: opts.Name}, fmt.Errorf("%s: api server says no", opts.Name)
+	}
+	return &reconcile.Result{Name: opts.Name}, nil
+}
+
+func (v *versionTarget) Remove(_ context.Context, name string) (*reconcile.Result, error) {
+	return &reconcile.Result{Name: name}, nil
+}
+
+func (v *versionTarget) Inventories(context.Context) ([]string, error) { return nil, nil }
+
+func (v *versionTarget) setFail(release string, fail bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.fail == nil {
+		v.fail = map[string]bool{}
+	}
+	v.fail[release] = fail
+}
+
+func (v *versionTarget) seen() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]string, len(v.calls))
+	for i, c := range v.calls {
+		out[i] = c.String()
+	}
+	return out
+}
+
+// loopRig runs an agent's reconcile loop on a fake clock against a fakeHub that serves
+// artifacts; desired states are handed to the agent directly.
+type loopRig struct {
+	t      *testing.T
+	clk    *clock.Fake
+	target *versionTarget
+	hub    *fakeHub
+	dir    string
+	a      *Agent
+	stop   func()
+}
+
+func newLoopRig(t *testing.T, start time.Time) *loopRig {
+	t.Helper()
+	r := &loopRig{t: t, clk: clock.NewFake(start), target: &versionTarget{}, hub: newFakeHub(t)}
+	r.dir = filepath.Join(t.TempDir(), "state")
+	r.hub.identity(r.dir, "edge-gates")
+	r.start()
+	return r
+}
+
+// start opens the agent on the state dir and runs its reconcile loop.
+func (r *loopRig) start() {
+	r.t.Helper()
+	a, err := New(r.t.Context(), Options{StateDir: r.dir, Target: r.target, Clock: r.clk})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.a = a
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.reconcileLoop(ctx) }()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			a.Close()
+		})
+	}
+	r.t.Cleanup(r.stop)
+}
+
+// restart stops the agent and starts a new one on the same state dir (and cached desired
+// state).
+func (r *loopRig) restart() {
+	r.t.Helper()
+	r.stop()
+	r.start()
+}
+
+// version packs an artifact whose app/cm.yaml ConfigMap has data.version v.
+func (r *loopRig) version(release, v string) string {
+	return r.hub.addArtifact(map[string]string{release + "/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {version: %q}\n", release, v)})
+}
+
+// idle waits until the target saw want and the loop waits on its timer.
+func (r *loopRig) idle(what string, want ...string) {
+	r.t.Helper()
+	r.idleWhen(what, func() bool { return true }, want...)
+}
+
+// idleWhen is idle once cond holds too: for a pass that reconciles nothing, cond says that
+// it happened (a status reached the outbox).
+func (r *loopRig) idleWhen(what string, cond func() bool, want ...string) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Join(r.target.seen(), "\n") != strings.Join(want, "\n") || r.clk.Waiters() != 1 || !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: reconciles\n  %s\nwant\n  %s\n(%d timers)", what, strings.Join(r.target.seen(), "\n  "), strings.Join(want, "\n  "), r.clk.Waiters())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// last is the newest status of release in the outbox.
+func (r *loopRig) last(release string) *agentv1.AssignmentStatus {
+	r.t.Helper()
+	reports, err := r.a.st.pending(1 << 20)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out *agentv1.AssignmentStatus
+	for _, rep := range reports {
+		for _, st := range rep.Statuses {
+			if st.Release == release {
+				out = st
+			}
+		}
+	}
+	if out == nil {
+		r.t.Fatalf("no status of %s in the outbox", release)
+	}
+	return out
+}
+
+// reported says the outbox holds n statuses of release.
+func (r *loopRig) reported(release string, n int) func() bool {
+	return func() bool { return len(r.statuses(release)) == n }
+}
+
+// statuses are the statuses of release in the outbox, oldest first.
+func (r *loopRig) statuses(release string) []*agentv1.AssignmentStatus {
+	r.t.Helper()
+	reports, err := r.a.st.pending(1 << 20)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []*agentv1.AssignmentStatus
+	for _, rep := range reports {
+		for _, st := range rep.Statuses {
+			if st.Release == release {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+type wantStatus struct {
+	phase, revision, waiting, pending, syncID string
+}
+
+func (r *loopRig) expect(release string, want wantStatus) {
+	r.t.Helper()
+	st := r.last(release)
+	got := wantStatus{phase: st.Phase, revision: st.Revision, waiting: st.Waiting, pending: st.PendingRevision, syncID: st.SyncId}
+	if got != want {
+		r.t.Errorf("status of %s:\n got %+v\nwant %+v", release, got, want)
+	}
+}
+
+func app(release, revision, digest string) *agentv1.Assignment {
+	return &agentv1.Assignment{Release: release, Revision: revision, Digest: digest, Path: release, Namespace: release,
+		Prune: true, SelfHeal: true, IntervalSeconds: 24 * 3600}
+}
+
+func desired(gen int64, gates []*agentv1.Gate, as ...*agentv1.Assignment) *agentv1.DesiredState {
+	return &agentv1.DesiredState{Generation: gen, ExplicitRemovals: true, Assignments: as, Gates: gates}
+}
+
+var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func TestDenyWindowHoldsANewRevisionUntilItOpens(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
+	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.idle("first revision applied", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
+
+	// A deny window open 11:00-14:00 UTC holds main@2; the agent keeps reconciling main@1.
+	freeze := &agentv1.Gate{Name: "change-freeze", Kind: "window", Type: "deny", Schedule: "0 11 * * *", DurationSeconds: 3 * 3600}
+	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: `window "change-freeze" closes 14:00 UTC`, pending: "main@2"})
+
+	// Across a restart, with the hub gone: the held revision is still held.
+	r.hub.srv.Close()
+	r.restart()
+	r.idle("held after a restart with the hub down", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: `window "change-freeze" closes 14:00 UTC`, pending: "main@2"})
+
+	// Not before the window closes...
+	r.clk.Advance(2*time.Hour - time.Second)
+	r.idle("one second before the window closes", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
+	// ...and at once when it does, not at the hour's interval; the artifact was fetched
+	// while held, so the hub being down does not matter.
+	r.clk.Advance(time.Second)
+	r.idle("the window closed", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@2"})
+}
+
+func TestAllowWindowAndFreezeHoldAReleaseNeverApplied(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1 := r.version("app", "v1")
+	nightly := &agentv1.Gate{Name: "nightly", Kind: "window", Type: "allow", Schedule: "0 22 * * *", DurationSeconds: 3600, TimeZone: "Europe/Berlin"}
+	r.a.setDesired(desired(1, []*agentv1.Gate{nightly}, app("app", "main@1", v1)))
+	r.idleWhen("nothing applied", r.reported("app", 1))
+	r.expect("app", wantStatus{phase: "Waiting", waiting: `window "nightly" opens 22:00 Europe/Berlin`, pending: "main@1"})
+
+	// The window opens at 21:00 UTC: the loop wakes then.
+	r.clk.Advance(9 * time.Hour)
+	r.idle("the allow window opened", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
+}
+
+func TestGatesOnPruneAndSelfHeal(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1 := r.version("app", "v1")
+	quiet := &agentv1.Gate{Name: "quiet", Kind: "window", Type: "deny", Schedule: "0 12 * * *", DurationSeconds: 1800, Blocks: []string{"prune", "selfHeal"}}
+	r.a.setDesired(desired(1, []*agentv1.Gate{quiet}, app("app", "main@1", v1)))
+	// Revisions are not blocked: main@1 lands, without prune and self-heal.
+	r.idle("applied without prune and self-heal", "app@v1 prune=false selfHeal=false")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
+	r.clk.Advance(30 * time.Minute)
+	r.idle("prune and self-heal back when the window closes", "app@v1 prune=false selfHeal=false", "app@v1 prune=true selfHeal=true")
+}
+
+func TestGatesFailClosed(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
+	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.idle("applied", "app@v1 prune=true selfHeal=true")
+	// A gate this agent cannot read (a newer hub's, or a corrupted one) holds everything.
+	odd := &agentv1.Gate{Name: "from-the-future", Kind: "window", Type: "deny", Schedule: "@weekly", DurationSeconds: 3600}
+	r.a.setDesired(desired(2, []*agentv1.Gate{odd}, app("app", "main@2", v2)))
+	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@2",
+		waiting: `window "from-the-future": schedule "@weekly": has 1 fields, want 5 (minute hour day-of-month month day-of-week); it holds everything`})
+
+	// Too many gates: everything held, with the reason.
+	many := make([]*agentv1.Gate, maxGates+1)
+	for i := range many {
+		many[i] = &agentv1.Gate{Name: fmt.Sprint("f", i), Kind: "freeze"}
+	}
+	r.a.setDesired(desired(3, many, app("app", "main@2", v2)))
+	r.idle("held by too many gates", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false", "app@v1 prune=false selfHeal=false")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@2",
+		waiting: "desired state generation 3 carries 1001 gates, more than 1000; everything is held back"})
+}
+
+func TestSettingsChangeUnderAFreeze(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1 := r.version("app", "v1")
+	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.idle("applied", "app@v1 prune=true selfHeal=true")
+	// The same revision with self-heal off, under a freeze: settings are not held back.
+	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
+	as := app("app", "main@1", v1)
+	as.SelfHeal = false
+	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, as))
+	r.idle("self-heal off at once", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
+	// A new path is new content: held.
+	v2 := r.version("other", "v2")
+	moved := app("app", "main@1", v2)
+	moved.Path = "other"
+	r.a.setDesired(desired(3, []*agentv1.Gate{freeze}, moved))
+	r.idle("new content held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@1", waiting: "frozen by token:admin: incident 4711"})
+}

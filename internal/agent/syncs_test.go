@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+func TestSyncRequests(t *testing.T) {
+	r := newLoopRig(t, noon)
+	av, bv := r.version("a", "v1"), r.version("b", "v1")
+	ds := func(gen int64, syncs ...*agentv1.SyncRequest) *agentv1.DesiredState {
+		d := desired(gen, nil, app("a", "main@1", av), app("b", "main@1", bv))
+		d.Syncs = syncs
+		return d
+	}
+	r.a.setDesired(ds(1))
+	applied := []string{"a@v1 prune=true selfHeal=true", "b@v1 prune=true selfHeal=true"}
+	r.idle("applied", applied...)
+
+	a1, b1 := "a@v1 prune=true selfHeal=true", "b@v1 prune=true selfHeal=true"
+
+	// A sync for a: a's status says which request it answers (a new generation reconciles
+	// every release anyway).
+	r.a.setDesired(ds(2, &agentv1.SyncRequest{Id: "s1", Release: "a", Actor: "token:admin"}))
+	applied = append(applied, a1, b1)
+	r.idle("synced a", applied...)
+	r.expect("a", wantStatus{phase: "Ready", revision: "main@1", syncID: "s1"})
+	r.expect("b", wantStatus{phase: "Ready", revision: "main@1"})
+
+	// The same request again (the hub sends it until it sees the report): not answered
+	// twice, not even after a restart.
+	r.a.setDesired(ds(3, &agentv1.SyncRequest{Id: "s1", Release: "a"}))
+	applied = append(applied, a1, b1)
+	r.idle("s1 not again", applied...)
+	r.restart()
+	applied = append(applied, a1, b1)
+	r.idle("s1 not again after a restart", applied...)
+
+	// Within one generation, long before the interval: a sync request alone makes its
+	// release reconcile now.
+	r.a.setDesired(ds(3, &agentv1.SyncRequest{Id: "s1", Release: "a"}, &agentv1.SyncRequest{Id: "now", Release: "b"}))
+	applied = append(applied, b1)
+	r.idle("b synced within a generation", applied...)
+	r.expect("b", wantStatus{phase: "Ready", revision: "main@1", syncID: "now"})
+
+	// Two requests for a: two reconciles, each with its id. A request for an unknown release
+	// is ignored. A request for every release reaches both, in a pass of its own.
+	r.a.setDesired(ds(4,
+		&agentv1.SyncRequest{Id: "s2", Release: "a"}, &agentv1.SyncRequest{Id: "s3", Release: "a"},
+		&agentv1.SyncRequest{Id: "s4", Release: "gone"}, &agentv1.SyncRequest{Id: "s5"}))
+	applied = append(applied, a1, b1, a1, a1, b1)
+	r.idle("s2, s3 and s5", applied...)
+	var ids []string
+	for _, st := range r.statuses("a") {
+		ids = append(ids, st.SyncId)
+	}
+	if want := []string{"", "s1", "", "", "s2", "s3", "s5"}; !slices.Equal(ids, want) {
+		t.Errorf("sync ids in a's statuses %q, want %q", ids, want)
+	}
+	r.expect("b", wantStatus{phase: "Ready", revision: "main@1", syncID: "s5"})
+	for _, id := range []string{"s1", "now", "s2", "s3", "s4", "s5"} {
+		if !r.a.st.syncHandled(id) {
+			t.Errorf("sync %s not remembered as handled", id)
+		}
+	}
+}
+
+func TestSyncOverridePassesAFreezeOnce(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
+	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.idle("applied", "app@v1 prune=true selfHeal=true")
+	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
+	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.idle("frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2"})
+
+	// A sync without override answers the request and stays frozen.
+	d := desired(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
+	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}}
+	r.a.setDesired(d)
+	r.idle("a plain sync", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2", syncID: "plain"})
+
+	// With override: main@2 lands through the freeze.
+	d = desired(4, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
+	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}, {Id: "override", Release: "app", Override: true, Actor: "token:admin"}}
+	r.a.setDesired(d)
+	r.idle("the override", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Ready", revision: "main@2", syncID: "override"})
+
+	// It is now in force: the freeze holds the next revision, not this one.
+	v3 := r.version("app", "v3")
+	r.a.setDesired(desired(5, []*agentv1.Gate{freeze}, app("app", "main@3", v3)))
+	r.idle("the next revision is frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", revision: "main@2", waiting: "frozen by token:admin: incident 4711", pending: "main@3"})
+}
+
+func TestHandledSyncsAreBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	st, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range maxHandledSyncs + 5 {
+		ids = append(ids, fmt.Sprint("id-", i))
+	}
+	if err := st.markSyncsHandled(ids); err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+	if st, err = openState(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if st.syncHandled("id-4") || !st.syncHandled("id-5") || !st.syncHandled(fmt.Sprint("id-", maxHandledSyncs+4)) {
+		t.Errorf("after %d ids: id-4 kept %t, id-5 kept %t; want the oldest 5 forgotten", len(ids), st.syncHandled("id-4"), st.syncHandled("id-5"))
+	}
+	if len(st.handled) != maxHandledSyncs {
+		t.Errorf("%d ids remembered, want %d", len(st.handled), maxHandledSyncs)
+	}
+}
+
+func TestSyncRequestBounds(t *testing.T) {
+	r := newLoopRig(t, noon)
+	long := make([]byte, maxSyncID+1)
+	for i := range long {
+		long[i] = 'x'
+	}
+	assigned := map[string]*agentv1.Assignment{"a": {Release: "a"}}
+	ds := &agentv1.DesiredState{Syncs: []*agentv1.SyncRequest{{Id: string(long), Release: "a"}, {Id: "", Release: "a"}}}
+	if p := r.a.takeSyncs(ds, assigned); len(p.byRelease) != 0 || len(p.done) != 0 {
+		t.Errorf("a long and an empty id were taken: %+v", p)
+	}
+	ds.Syncs = nil
+	for i := range maxSyncsPerState + 1 {
+		ds.Syncs = append(ds.Syncs, &agentv1.SyncRequest{Id: fmt.Sprint(i), Release: "gone"})
+	}
+	if p := r.a.takeSyncs(ds, assigned); len(p.done) != maxSyncsPerState {
+		t.Errorf("%d requests looked at, want the first %d", len(p.done), maxSyncsPerState)
+	}
+}
