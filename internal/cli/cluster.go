@@ -21,11 +21,14 @@ func newClusterCommand(s streams) *cobra.Command {
   flotilla cluster label eu-prod-1 tier=gold region-
   flotilla cluster show eu-prod-1
   flotilla cluster rotate eu-prod-1
+  flotilla cluster suspend eu-prod-1 --reason "node pool upgrade"
+  flotilla cluster resume eu-prod-1
   flotilla cluster remove eu-prod-1`,
 	}
 	hf.bind(cmd)
 	cmd.AddCommand(newClusterAddCommand(s, &hf), newClusterTokenCommand(s, &hf), newClusterLabelCommand(s, &hf),
 		newClusterRemoveCommand(s, &hf), newClusterShowCommand(s, &hf), newClusterRotateCommand(s, &hf))
+	cmd.AddCommand(newClusterSuspendCommand(s, &hf), newClusterResumeCommand(s, &hf))
 	return cmd
 }
 
