@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -375,5 +376,25 @@ func TestParseWindowBounds(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The fleet objects docs/windows.md shows are valid.
+func TestWindowsDocExamples(t *testing.T) {
+	data, err := os.ReadFile("../../docs/windows.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appsSource := "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: https://git.example.com/apps.git}\n"
+	blocks := 0
+	for i, block := range strings.Split(string(data), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		blocks++
+		if _, err := Parse(map[string][]byte{"fleet/sources.yaml": []byte(appsSource), fmt.Sprintf("docs/windows.md#%d", i): []byte(block)}); err != nil {
+			t.Errorf("example %d of docs/windows.md:\n%s\n%v", i+1, block, err)
+		}
+	}
+	if blocks < 3 {
+		t.Errorf("%d YAML examples found in docs/windows.md, want at least 3", blocks)
 	}
 }
