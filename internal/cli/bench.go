@@ -52,12 +52,22 @@ and the requests, counted at the agents' end of their connections.
 With --push (the default) it then runs the push baseline on the same commits: a push controller
 process renders every assignment per cluster and sends each object over HTTPS to that cluster's
 simulated endpoint, and the report gives pull/push ratios and checks that both modes left
-every cluster with the same objects. The spokes are simulated; see docs/simulator.md.`,
+every cluster with the same objects. The spokes are simulated; see docs/simulator.md.
+
+With --webhook it measures sync on push instead of the push baseline: after wave 2 it makes
+--webhook-rounds commits with the source polled every --source-interval (each at a random
+point of the interval), then raises the source's interval to an hour and makes as many
+commits, each followed at once by a signed push to the hub's generic webhook. The report gives
+each cluster's time from a commit until it wrote its last changed object, as p50 and p99 over
+clusters x commits for each mode, and their ratio (docs/webhooks.md).`,
 		Example: `  # A small fleet, with the push baseline, as a table
   flotilla bench fleet --clusters 20 --releases 3 --objects 10
 
   # The argocd-agent scale test's shape, JSON for scripts
   flotilla bench fleet --clusters 480 --releases 65 --objects 100 -o json > fleet.json
+
+  # Sync on push: commit -> every cluster converged with a webhook, against polling
+  flotilla bench fleet --clusters 100 --webhook
 
   # Incompressible payloads, agents reporting every second, no push baseline
   flotilla bench fleet --payload random --report-interval 1s --push=false`,
@@ -76,6 +86,12 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 			defer cleanup()
 			opts.Dir = dir
 			opts.Payload = payload.value
+			if opts.Webhook {
+				if opts.Push && cmd.Flags().Changed("push") {
+					return usageError{fmt.Errorf("--webhook compares with polling, not push: leave out --push")}
+				}
+				opts.Push = false
+			}
 			opts.Logger = loggerFrom(ctx)
 			if profile != "" {
 				f, err := os.Create(profile)
@@ -110,6 +126,8 @@ every cluster with the same objects. The spokes are simulated; see docs/simulato
 	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often the hub's status API is read for the all-synced moment (default 2s)")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "bound for each wave (default 30m)")
 	f.BoolVar(&opts.Push, "push", true, "also run the push baseline and compare")
+	f.BoolVar(&opts.Webhook, "webhook", false, "after wave 2, measure each cluster's commit-to-converged time with a webhook (source interval 1h) against polling; no push baseline")
+	f.IntVar(&opts.WebhookRounds, "webhook-rounds", 5, "with --webhook: commits measured in each mode")
 	f.IntVar(&opts.PushWorkers, "push-workers", 16, "clusters the push controller syncs at once")
 	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")
 	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -26,6 +27,9 @@ type MemCluster struct {
 	sets map[string]map[uint64]uint64 // assignment -> object identity hash -> content hash
 
 	writes, unchanged, pruned atomic.Int64
+	// lastWrite is when the cluster last wrote an object (Unix nanoseconds): after a wave
+	// that changes every object, when this cluster converged.
+	lastWrite atomic.Int64
 }
 
 // NewMemCluster returns an empty simulated cluster.
@@ -47,6 +51,14 @@ type Counts struct {
 // Counts returns the counters so far.
 func (c *MemCluster) Counts() Counts {
 	return Counts{Writes: c.writes.Load(), Unchanged: c.unchanged.Load(), Pruned: c.pruned.Load()}
+}
+
+// LastWrite is when the cluster last wrote an object; zero before the first.
+func (c *MemCluster) LastWrite() time.Time {
+	if n := c.lastWrite.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Objects is the number of objects the cluster holds.
@@ -106,10 +118,12 @@ func (c *MemCluster) apply(assignment string, id, content uint64) reconcile.Acti
 	case had:
 		set[id] = content
 		c.writes.Add(1)
+		c.lastWrite.Store(time.Now().UnixNano())
 		return reconcile.Configured
 	default:
 		set[id] = content
 		c.writes.Add(1)
+		c.lastWrite.Store(time.Now().UnixNano())
 		return reconcile.Created
 	}
 }

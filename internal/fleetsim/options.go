@@ -41,6 +41,13 @@ type Options struct {
 	Timeout time.Duration
 	// Push also runs the push-mode baseline after the pull waves. Default false.
 	Push bool
+	// Webhook measures sync on push after wave 2: WebhookRounds commits with the source
+	// polled every SourceInterval, then as many with its interval raised to an hour and a
+	// signed push to the hub's generic webhook after each (WebhookReport). It cannot be
+	// combined with Push (the push baseline compares the final contents after wave 2).
+	Webhook bool
+	// WebhookRounds is the commits measured in each mode with Webhook. Default 5.
+	WebhookRounds int
 	// PushWorkers is how many clusters the push controller syncs at once. Default 16.
 	PushWorkers int
 	// HubArgs are extra flags for `flotilla hub` (limits, for instance).
@@ -75,6 +82,7 @@ func (o *Options) setDefaults() error {
 	def(&o.ObjectSize, 512)
 	def(&o.PushWorkers, 16)
 	def(&o.JoinConcurrency, 8)
+	def(&o.WebhookRounds, 5)
 	defD(&o.ReportInterval, 5*time.Second)
 	defD(&o.HeartbeatInterval, 30*time.Second)
 	defD(&o.SourceInterval, 2*time.Second)
@@ -84,6 +92,9 @@ func (o *Options) setDefaults() error {
 	defD(&o.HubProfileFor, 30*time.Second)
 	if o.SourceInterval < 2*time.Second {
 		return fmt.Errorf("source interval %s: the hub polls a source at most every 2s", o.SourceInterval)
+	}
+	if o.Webhook && o.Push {
+		return errors.New("fleet simulator: the webhook mode compares with polling, not push: turn the push baseline off")
 	}
 	if o.Payload == "" {
 		o.Payload = "text"

@@ -27,6 +27,8 @@ type Report struct {
 	PullOverPush []Ratios `json:"pullOverPush,omitempty"`
 	// Agreement says whether every cluster ended with the same objects in both modes.
 	Agreement *Agreement `json:"agreement,omitempty"`
+	// Webhook compares sync on push with polling (Options.Webhook).
+	Webhook *WebhookReport `json:"webhook,omitempty"`
 }
 
 // Shape is the simulated fleet.
@@ -176,6 +178,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if a := r.Agreement; a != nil {
 		fmt.Fprintf(w, "\nfinal objects, pull vs push: %d of %d clusters identical\n", a.Matching, a.Clusters)
+	}
+	if h := r.Webhook; h != nil {
+		h.writeTable(w)
 	}
 	return nil
 }

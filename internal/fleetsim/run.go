@@ -41,6 +41,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// The fleet configuration does not change during a run; re-reading it often only makes the
 	// hub notice it sooner at the start.
 	hubArgs := append([]string{"--fleet-interval", "2s"}, opts.HubArgs...)
+	hookSecret := ""
+	if opts.Webhook {
+		var flag []string
+		if flag, hookSecret, err = webhookSetup(opts.Dir); err != nil {
+			return nil, err
+		}
+		hubArgs = append(hubArgs, flag...)
+	}
 	pprofAddr := ""
 	if opts.HubProfile != "" {
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
@@ -99,6 +107,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	w.Commit = commits[1]
 	rep.Pull = append(rep.Pull, w)
 	log.Info("pull wave 2 converged", "seconds", w.ConvergedSeconds)
+	if opts.Webhook {
+		if rep.Webhook, err = runWebhookWave(ctx, opts, src, hub, api, fleet.clusters, 3, hookSecret); err != nil {
+			return nil, err
+		}
+	}
 	stopAgents()
 	fleet.wait()
 	if err := hub.stop(); err != nil {

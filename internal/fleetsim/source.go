@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // fleetSource is the generated fleet: a fleet configuration directory (one Source, every
@@ -38,6 +39,15 @@ func newFleetSource(ctx context.Context, opts Options) (*fleetSource, error) {
 	if err := s.git(ctx, "init", "-q", "-b", "main"); err != nil {
 		return nil, err
 	}
+	if err := s.writeFleet(opts.SourceInterval); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// writeFleet writes the fleet configuration with the source polled every interval.
+func (s *fleetSource) writeFleet(interval time.Duration) error {
+	opts := s.opts
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: flotilla.dev/v1alpha1
 kind: Source
@@ -45,7 +55,7 @@ metadata: {name: apps}
 spec:
   git: {url: "file://%s", branch: main}
   interval: %s
-`, s.repoDir, opts.SourceInterval)
+`, s.repoDir, interval)
 	for r := range opts.Releases {
 		fmt.Fprintf(&b, `---
 apiVersion: flotilla.dev/v1alpha1
@@ -62,9 +72,9 @@ spec:
 `, releaseName(r), opts.DriftInterval)
 	}
 	if err := os.WriteFile(filepath.Join(s.fleetDir, "fleet.yaml"), []byte(b.String()), 0o644); err != nil {
-		return nil, fmt.Errorf("fleet simulator: write fleet configuration: %w", err)
+		return fmt.Errorf("fleet simulator: write fleet configuration: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // commit writes every release's ConfigMaps at revision rev (every object changes from one
