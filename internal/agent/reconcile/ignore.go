@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -251,6 +252,7 @@ func checkRespectManagers(globs []string) error {
 // fieldOwner is one path of a live object that one managedFields entry holds.
 type fieldOwner struct {
 	path        pointer
+	fp          fieldpath.Path // the same path as managedFields name it, list elements by key
 	manager     string
 	operation   string
 	subresource string
@@ -274,7 +276,7 @@ func ownersOf(live *unstructured.Unstructured) []fieldOwner {
 		leaves := set.Leaves()
 		set.Iterate(func(p fieldpath.Path) {
 			if ptr, ok := resolve(live.Object, p); ok {
-				out = append(out, fieldOwner{path: ptr, manager: mf.Manager, operation: string(mf.Operation), subresource: mf.Subresource, leaf: leaves.Has(p)})
+				out = append(out, fieldOwner{path: ptr, fp: slices.Clone(p), manager: mf.Manager, operation: string(mf.Operation), subresource: mf.Subresource, leaf: leaves.Has(p)})
 			}
 		})
 	}
@@ -383,14 +385,23 @@ func glob(pattern, s string) bool {
 	return p == len(pattern)
 }
 
+// keptPath is one path of an existing object that flotilla leaves as it is live.
+type keptPath struct {
+	live pointer
+	// fp is set for a path read from managedFields: list elements by key, so that the same
+	// element is found in the desired state whatever its position there.
+	fp fieldpath.Path
+}
+
 // leftAlone lists the paths of live that flotilla leaves as they are: those of the ignore
 // rules that match the object, and the values written by respected managers or through the
-// scale subresource. owners is nil until needed (it parses managedFields); the function
-// returns it, read, when it read it.
-func leftAlone(ref ObjectRef, live *unstructured.Unstructured, rules []ignoreRule, respect []string) (paths []pointer, owners []fieldOwner) {
+// scale subresource. owners is nil unless it had to be read (it parses managedFields).
+func leftAlone(ref ObjectRef, live *unstructured.Unstructured, rules []ignoreRule, respect []string) (paths []keptPath, owners []fieldOwner) {
 	for _, r := range rules {
 		if r.matches(ref) {
-			paths = append(paths, r.paths...)
+			for _, p := range r.paths {
+				paths = append(paths, keptPath{live: p})
+			}
 		}
 	}
 	needOwners := len(paths) > 0
@@ -404,11 +415,56 @@ func leftAlone(ref ObjectRef, live *unstructured.Unstructured, rules []ignoreRul
 	}
 	owners = ownersOf(live)
 	for _, o := range owners {
-		if o.leaf && o.manager != FieldManager && (o.subresource == scaleSubresource || (o.subresource == "" && respected(o.manager, respect))) {
-			paths = append(paths, o.path)
+		if o.leaf && o.manager != FieldManager && !isKeyField(o.fp) &&
+			(o.subresource == scaleSubresource || (o.subresource == "" && respected(o.manager, respect))) {
+			paths = append(paths, keptPath{live: o.path, fp: o.fp})
 		}
 	}
 	return paths, owners
+}
+
+// isKeyField: the path names a key field of a list element (the name of a container), which
+// says which element it is; it is never left out of the element.
+func isKeyField(fp fieldpath.Path) bool {
+	if len(fp) < 2 || fp[len(fp)-1].FieldName == nil || fp[len(fp)-2].Key == nil {
+		return false
+	}
+	for _, f := range *fp[len(fp)-2].Key {
+		if f.Name == *fp[len(fp)-1].FieldName {
+			return true
+		}
+	}
+	return false
+}
+
+// inDesired is where a kept path is in the desired state: the same pointer for an ignore
+// rule's path (list indexes are positions, as the rule wrote them); for a path from
+// managedFields, list elements found by their key or value. False when the desired state has
+// no such list element.
+func (k keptPath) inDesired(desired map[string]any) (pointer, bool) {
+	if k.fp == nil {
+		return k.live, true
+	}
+	out := make(pointer, 0, len(k.fp))
+	var cur any = desired
+	for _, pe := range k.fp {
+		if pe.FieldName != nil {
+			out = append(out, *pe.FieldName)
+			m, _ := cur.(map[string]any)
+			cur = m[*pe.FieldName] // nil when absent: put creates the maps
+			continue
+		}
+		l, ok := cur.([]any)
+		if !ok {
+			return nil, false
+		}
+		i := elementIndex(l, pe)
+		if i < 0 {
+			return nil, false
+		}
+		out, cur = append(out, strconv.Itoa(i)), l[i]
+	}
+	return out, true
 }
 
 // leaveAlone makes each existing object's desired state keep the live values of the fields
@@ -421,21 +477,25 @@ func leaveAlone(items []*item, rules []ignoreRule, respect []string) {
 			continue
 		}
 		paths, owners := leftAlone(it.ref, it.live, rules, respect)
-		for _, p := range paths {
-			if p.identity() {
+		for _, k := range paths {
+			if k.live.identity() {
 				continue
 			}
-			v, ok := get(it.live.Object, p)
+			v, ok := get(it.live.Object, k.live)
 			if !ok {
 				continue // absent live: applied as desired
 			}
-			parent, _ := get(it.live.Object, p[:len(p)-1])
+			at, ok := k.inDesired(it.desired.Object)
+			if !ok {
+				continue // a list element the desired state does not declare: nothing to keep
+			}
+			parent, _ := get(it.live.Object, k.live[:len(k.live)-1])
 			_, inList := parent.([]any)
-			if inList || heldByFlotilla(owners, p) {
+			if inList || heldByFlotilla(owners, k.live) {
 				// An element of a list cannot be left out without moving the others.
-				put(it.desired.Object, p, runtime.DeepCopyJSONValue(v))
+				put(it.desired.Object, at, runtime.DeepCopyJSONValue(v))
 			} else {
-				drop(it.desired.Object, p)
+				drop(it.desired.Object, at)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -448,9 +449,51 @@ func TestManagerOf(t *testing.T) {
 	paths, _ := leftAlone(refOf(live), live, nil, []string{"kubectl-*"})
 	var got []string
 	for _, p := range paths {
-		got = append(got, p.String())
+		got = append(got, p.live.String())
 	}
 	if d := cmp.Diff([]string{"/spec/template/spec/containers/1/image", "/spec/replicas"}, got); d != "" {
 		t.Errorf("left alone (-want +got):\n%s", d)
 	}
+}
+
+// A respected manager's values inside keyed list elements (a container's env) are found in
+// the desired state by key, not by their position live: the operator put its own variable
+// first and changed another, and flotilla keeps both without touching the rest.
+func TestRespectedListElementsFoundByKey(t *testing.T) {
+	const set = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: "nginx:1.27"
+          env: [{name: A, value: "1"}, {name: B, value: "2"}]
+`
+	r := newTestReconciler(t)
+	ns := uniqueName("respect-keys")
+	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, SelfHeal: true, RespectManagers: []string{"*-operator"}}
+	mustReconcile(t, r, parse(t, ns, set), opts)
+
+	deps := clientset(t).AppsV1().Deployments(ns)
+	d, err := deps.Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Env = append([]corev1.EnvVar{{Name: "C", Value: "3"}}, c.Env...)
+	c.Env[1].Value = "9" // A
+	if _, err := deps.Update(t.Context(), d, metav1.UpdateOptions{FieldManager: "env-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	const env = "{range .spec.template.spec.containers[0].env[*]}{.name}={.value} {end}"
+	if v := jsonPath("deployment/web", env)(t, ns); v != "C=3 A=9 B=2 " {
+		t.Fatalf("env after the operator = %q", v)
+	}
+	keptOver(t, r, 3, ns, set, opts, "deployment/web", env, "C=3 A=9 B=2 ")
 }
