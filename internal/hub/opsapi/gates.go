@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
@@ -116,7 +117,7 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 	userapi.WriteJSON(w, http.StatusCreated, a.freezeView(ctx, f, nil))
 }
 
-// listFreezes answers the freezes in force, oldest first.
+// listFreezes answers the freezes in force that the principal may see, oldest first.
 func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	records, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
@@ -129,14 +130,37 @@ func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the clusters: %w", err))
 		return
 	}
+	visible := a.freezeVisible(ctx)
 	out := make([]hubapi.FreezeView, 0, len(records))
 	for _, rec := range records {
-		out = append(out, a.freezeView(ctx, decodeFreeze(rec), clusters))
+		if f := decodeFreeze(rec); visible(f) {
+			out = append(out, a.freezeView(ctx, f, clusters))
+		}
 	}
 	slices.SortFunc(out, func(x, y hubapi.FreezeView) int {
 		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))
 	})
 	userapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// freezeVisible returns whether ctx's principal may see a freeze: a freeze of every release
+// concerns everyone; a freeze of one release (its reason among others) only the viewers of
+// that release's project, as the release itself.
+func (a *API) freezeVisible(ctx context.Context) func(controller.Freeze) bool {
+	p, _ := access.FromContext(ctx)
+	if p.CanEverywhere(access.Viewer) {
+		return func(controller.Freeze) bool { return true }
+	}
+	projects := map[string]string{}
+	if fleet := a.d.View().Fleet; fleet != nil {
+		for _, r := range fleet.Releases {
+			projects[r.Metadata.Name] = r.Spec.Project
+		}
+	}
+	return func(f controller.Freeze) bool {
+		project, known := projects[f.Release]
+		return f.Release == "" || (known && p.Can(access.Viewer, project))
+	}
 }
 
 // unfreeze lifts a freeze. Through a release's path, only a freeze of that release.

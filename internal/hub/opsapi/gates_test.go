@@ -155,6 +155,29 @@ func TestFreezeAndSuspend(t *testing.T) {
 		t.Errorf("a viewer unfreezes: %v", err)
 	}
 
+	// A viewer of another project sees the freeze of every release, not the freeze (and its
+	// reason) of a platform release; a viewer of platform sees both.
+	for _, tt := range []struct {
+		project string
+		want    []string
+	}{{"team-x", []string{all.ID}}, {"platform", []string{all.ID, web.ID}}} {
+		tok, err := admin.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "viewer-" + tt.project, Role: "viewer", Projects: []string{tt.project}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := client(t, f, tok.Token).Freezes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, fv := range list {
+			ids = append(ids, fv.ID)
+		}
+		if diff := cmp.Diff(tt.want, ids); diff != "" {
+			t.Errorf("freezes a viewer of %s sees (-want +got):\n%s", tt.project, diff)
+		}
+	}
+
 	// A freeze of one release is lifted through its release only.
 	if _, err := admin.Unfreeze(ctx, f.Releases[0], web.ID); !errors.As(err, &se) || se.Code != http.StatusNotFound ||
 		se.Message != `freeze "`+web.ID+`" is not a freeze of release "release-00"` {
