@@ -41,6 +41,9 @@ const (
 	FlagHealthCurrent    // every object is Current
 	FlagHealthInProgress // some object is not Current yet (InProgress, or any other status)
 	FlagHealthFailed     // some object's health is Failed
+	// FlagWaiting: something holds the release back on the cluster (phase Waiting, which
+	// counts as Progressing, as in the summaries).
+	FlagWaiting
 )
 
 // Classify maps an assignment's phase (computed by the hub's fleet view, so an unreachable
@@ -53,6 +56,9 @@ func Classify(a hubapi.AssignmentView) (State, int) {
 	}
 	if a.Conflicts > 0 {
 		flags |= FlagConflicted
+	}
+	if a.Phase == hubapi.PhaseWaiting {
+		flags |= FlagWaiting
 	}
 	switch a.Health {
 	case "":

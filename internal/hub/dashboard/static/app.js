@@ -11,7 +11,7 @@ import * as drift from './drift.js';
 import * as audit from './audit.js';
 
 const POLL_MS = 2000;
-const VIEWS = ['overview', 'matrix', 'clusters', 'cluster', 'assignment', 'skew', 'drift', 'audit'];
+const VIEWS = ['overview', 'matrix', 'clusters', 'cluster', 'assignment', 'rollouts', 'rollout', 'skew', 'drift', 'audit'];
 const $ = (id) => document.getElementById(id);
 
 // Views a first visit rarely opens are loaded when first shown, so the matrix's first load
@@ -217,7 +217,7 @@ function updateLive() {
 // own data (cluster, assignment, skew, drift, audit) fetch again on "route" and "data" only.
 function render(why) {
   const { view, arg, params } = state.route;
-  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view || (view === 'rollout' && a.dataset.view === 'rollouts'));
   for (const s of document.querySelectorAll('main section')) s.hidden = s.dataset.view !== view;
   const root = $(`view-${view}`);
   const f = state.fleet;
@@ -231,6 +231,7 @@ function render(why) {
     case 'overview': overview.render(root, f); break;
     case 'matrix': matrix.render(root, f, params, app); break;
     case 'clusters': load('clusters').then((m) => m.render(root, f, params, app)).catch(failed); break;
+    case 'rollouts': case 'rollout': if (why !== 'filter') load('rollout').then((m) => m.render(root, view === 'rollout' ? arg : '', () => seq === state.renderSeq)).catch(failed); break;
     case 'skew': if (why !== 'filter') skew.render(root, () => seq === state.renderSeq).catch(failed); break;
     case 'cluster': if (why !== 'filter') cluster.render(root, arg, () => seq === state.renderSeq).catch(failed); break;
     case 'assignment': if (why !== 'filter') load('assignment').then((m) => m.render(root, arg, () => seq === state.renderSeq)).catch(failed); break;

@@ -44,6 +44,7 @@ function objectsSummary(d, objects) {
   const a = d.assignment;
   if (!d.reported) return 'Nothing reported yet.';
   if (!objects.length && !d.objectsOmitted) {
+    if (!a.objects && a.phase === 'Waiting') return `Nothing of ${shortRev(a.desiredRevision) || 'the desired revision'} is applied here yet: the release waits (see Waiting above).`;
     if (!a.objects) return a.error ? 'No object was applied: the error above stopped the reconcile before any object.' : 'The release has no objects.';
     return `Every object (${a.objects}) is Ready and unchanged.`;
   }
@@ -66,6 +67,8 @@ export async function render(root, arg, isCurrent) {
     .filter(Boolean).join(', ');
   const facts = [
     ['Phase', h('span', { class: `chip s-${String(a.phase).toLowerCase()}` }, a.phase), a.reportedPhase && a.reportedPhase !== a.phase ? ` (last reported: ${a.reportedPhase})` : ''],
+    a.waiting ? ['Waiting', h('span', { id: 'assignment-waiting' }, a.waiting)] : null,
+    a.rollout ? ['Rollout', h('a', { id: 'assignment-rollout', href: `#/rollout/${encodeURIComponent(release)}` }, a.rollout)] : null,
     ['Health', a.health || '-'],
     ['Desired revision', h('span', { class: 'rev', title: a.desiredRevision }, a.desiredRevision || '-')],
     ['Applied revision', h('span', { class: 'rev', title: a.appliedRevision || '' }, a.appliedRevision || 'nothing applied yet')],
@@ -73,11 +76,12 @@ export async function render(root, arg, isCurrent) {
     ['Settings', settings],
     ['Reported', d.reported ? when(a.reportedAt) : 'not yet: the agent has not reported on this assignment'],
     ['Objects', d.reported ? `${a.objects} (created ${d.created}, configured ${d.configured}, pruned ${d.pruned}) in ${Number(d.durationSeconds || 0).toFixed(1)}s` : '-'],
-  ];
+  ].filter(Boolean);
   const objects = d.objects || [];
   show(root,
     h('p', { class: 'crumbs' }, h('a', { href: `#/matrix?release=${encodeURIComponent(release)}` }, '‹ matrix'), ' · ',
-      h('a', { href: `#/cluster/${encodeURIComponent(cluster)}` }, `cluster ${cluster}`)),
+      h('a', { href: `#/cluster/${encodeURIComponent(cluster)}` }, `cluster ${cluster}`), ' · ',
+      h('a', { href: `#/rollout/${encodeURIComponent(release)}` }, `rollout of ${release}`)),
     h('h2', null, 'Release ', h('span', { id: 'assignment-release' }, release), ' on cluster ', h('span', { id: 'assignment-cluster' }, cluster)),
     h('dl', { class: 'facts' }, facts.map(([k, ...v]) => [h('dt', null, k), h('dd', { data: { field: k } }, v)])),
     a.error ? h('p', { class: 'errtext', id: 'assignment-error' }, a.error) : null,

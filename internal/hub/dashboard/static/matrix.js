@@ -6,6 +6,8 @@ import {
 } from './filter.js';
 
 export const PAGE_SIZE = 50;
+// FLAG_WAITING is dashboard.FlagWaiting: the phase is Waiting (counted as progressing).
+const FLAG_WAITING = 32;
 
 let controls = null; // built once, so typing keeps focus while the data refreshes
 
@@ -14,6 +16,7 @@ function buildControls(root, app) {
   const release = h('select', { id: 'filter-release', 'aria-label': 'Release' });
   const state = h('select', { id: 'filter-state', 'aria-label': 'State' });
   const summary = h('span', { id: 'matrix-summary', class: 'muted' });
+  const rollout = h('a', { id: 'matrix-rollout', hidden: true });
   const prev = h('button', { type: 'button', id: 'page-prev' }, '‹ Previous');
   const next = h('button', { type: 'button', id: 'page-next' }, 'Next ›');
   const body = h('div', { id: 'matrix-body', class: 'matrix-wrap' });
@@ -49,14 +52,15 @@ function buildControls(root, app) {
   next.addEventListener('click', () => turn(1));
   show(root,
     h('h2', null, 'Release × cluster matrix'),
-    h('div', { class: 'controls' }, q, release, state, summary, h('span', { class: 'pager' }, prev, next)),
+    h('div', { class: 'controls' }, q, release, state, rollout, summary, h('span', { class: 'pager' }, prev, next)),
     h('p', { class: 'legend' }, 'Each cell shows the revision applied (click it for the release on that cluster, object by object); its colour is the state: ',
       ['ready', 'progressing', 'pending', 'failed', 'unreachable'].map((s) => h('span', { class: `chip s-${s}` }, s)),
       '; ', h('span', { class: 'chip f-drifted' }, 'Δ drifted'), h('span', { class: 'chip f-conflicted' }, '! conflicts'),
       h('span', { class: 'chip' }, '→ not on the desired revision'), h('span', { class: 'chip f-unhealthy' }, '✕ health not Current'),
+      h('span', { class: 'chip f-waiting' }, '⏸ waiting'),
       '. Click a label to filter by it.'),
     body);
-  controls = { root, q, release, state, summary, prev, next, body };
+  controls = { root, q, release, state, rollout, summary, prev, next, body };
 }
 
 function setOptions(select, values, label) {
@@ -77,6 +81,9 @@ export function render(root, fleet, params, app) {
   setOptions(c.state, FILTER_STATES, 'any state');
   c.release.value = filter.release;
   c.state.value = filter.state;
+  c.rollout.hidden = !filter.release;
+  c.rollout.href = `#/rollout/${encodeURIComponent(filter.release)}`;
+  c.rollout.textContent = `rollout of ${filter.release} ›`;
 
   const { rows, cols } = filterMatrix(fleet, filter);
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
@@ -110,15 +117,17 @@ export function render(root, fleet, params, app) {
         const conflicted = (flags & FLAG_CONFLICTED) !== 0;
         const health = healthOf(flags);
         const unhealthy = health === 'InProgress' || health === 'Failed';
+        const waiting = (flags & FLAG_WAITING) !== 0;
         return h('td', {
-          class: `cell s-${state}${drifted ? ' f-drifted' : ''}${conflicted ? ' f-conflicted' : ''}`,
+          class: `cell s-${state}${drifted ? ' f-drifted' : ''}${conflicted ? ' f-conflicted' : ''}${waiting ? ' f-waiting' : ''}`,
           data: { cluster: cl.name, release: relName, state },
-          title: `${relName} on ${cl.name}: ${state}${drifted ? ', drifted' : ''}${conflicted ? ', conflicts' : ''}\nhealth ${health || '-'}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
+          title: `${relName} on ${cl.name}: ${waiting ? 'waiting' : state}${drifted ? ', drifted' : ''}${conflicted ? ', conflicts' : ''}\nhealth ${health || '-'}\ndesired ${desired || '-'}\napplied ${applied || 'nothing yet'}`,
         }, applied ? shortRev(applied) : '—',
         applied && applied !== desired ? h('span', { class: 'mark behind', title: 'not the desired revision' }, '→') : null,
         drifted ? h('span', { class: 'mark', title: 'drifted' }, 'Δ') : null,
         conflicted ? h('span', { class: 'mark', title: 'conflicts' }, '!') : null,
-        unhealthy ? h('span', { class: 'mark', title: `health ${health}` }, '✕') : null);
+        unhealthy ? h('span', { class: 'mark', title: `health ${health}` }, '✕') : null,
+        waiting ? h('span', { class: 'mark', title: 'waiting: held back by a window, freeze, suspension or dependency' }, '⏸') : null);
       }));
   });
   show(c.body, rows.length
