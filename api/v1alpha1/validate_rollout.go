@@ -33,6 +33,9 @@ func (v *validator) rollouts(f *Fleet, releases map[string]string) {
 		validateMeta(w.Metadata, add)
 		checkDuplicate(windows, KindWindow, w.Metadata.Name, file, add)
 		validateWindowSpec(w.Spec, add)
+		if i == maxWindows {
+			add("", fmt.Sprintf("the fleet defines %d windows, more than %d: every cluster's agent receives the windows that select it, and refuses a desired state with too many gates", len(f.Windows), maxWindows))
+		}
 	}
 }
 
@@ -258,6 +261,9 @@ const (
 	maxWindowReleases = 256
 	maxScheduleLen    = 256
 	maxTimeZoneLen    = 64
+	// maxWindows keeps a cluster's gates (windows, up to 100 freezes, suspensions) well
+	// below the 1000 an agent reads.
+	maxWindows = 500
 )
 
 // windowBlocks are what a window may block, in the order messages list them.

@@ -398,3 +398,18 @@ func TestWindowsDocExamples(t *testing.T) {
 		t.Errorf("%d YAML examples found in docs/windows.md, want at least 3", blocks)
 	}
 }
+
+func TestParseTooManyWindows(t *testing.T) {
+	var b strings.Builder
+	for i := range 501 {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.WriteString(window(fmt.Sprintf("w%d", i), validWindow))
+	}
+	_, err := Parse(map[string][]byte{"fleet/windows.yaml": []byte(b.String())})
+	want := []string{"fleet/windows.yaml line 4001: Window/w500: the fleet defines 501 windows, more than 500: every cluster's agent receives the windows that select it, and refuses a desired state with too many gates"}
+	if diff := cmp.Diff(want, problemsOf(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
