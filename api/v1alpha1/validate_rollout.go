@@ -285,6 +285,9 @@ func validateWindowSpec(s WindowSpec, add func(field, msg string)) {
 		add("spec.duration", `must be set: how long the window stays open each time it opens, such as "8h"`)
 	case d < 0:
 		add("spec.duration", fmt.Sprintf("must be positive, not %v", d))
+	case d < time.Minute:
+		// Schedules fire at whole minutes, and agents receive durations in whole seconds.
+		add("spec.duration", fmt.Sprintf("must be at least 1m, not %v", d))
 	case d > maxWindowDuration:
 		add("spec.duration", fmt.Sprintf("must be at most %v (366 days), not %v", maxWindowDuration, d))
 	}

@@ -360,6 +360,9 @@ func TestParseWindowBounds(t *testing.T) {
 	}{
 		{name: "a year and a day", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 8785h\n",
 			want: []Problem{p("spec.duration", "must be at most 8784h0m0s (366 days), not 8785h0m0s")}},
+		{name: "half a second", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 500ms\n",
+			want: []Problem{p("spec.duration", "must be at least 1m, not 500ms")}},
+		{name: "a minute", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 1m\n"},
 		{name: "366 days", spec: "  type: deny\n  schedule: '0 0 1 1 *'\n  duration: 8784h\n"},
 		{name: "a long schedule", spec: "  type: deny\n  schedule: '0 9 * * " + strings.Repeat("1,", 130) + "1'\n  duration: 1h\n",
 			want: []Problem{p("spec.schedule", "is 269 bytes long, more than 256")}},
