@@ -226,6 +226,8 @@ func commitRound(ctx context.Context, opts Options, src *fleetSource, clusters [
 	for i, mc := range clusters {
 		secs[i] = mc.LastWrite().Sub(committed).Seconds()
 	}
+	l := summarize(secs)
+	opts.Logger.Info("commit converged at every cluster", "revision", rev, "webhook", after != nil, "p50", l.P50, "max", l.Max)
 	return secs, nil
 }
 
