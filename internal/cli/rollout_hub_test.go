@@ -86,3 +86,52 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 		t.Errorf("status of an unknown release:\n%s", out)
 	}
 }
+
+// TestStatusRolloutLine: after a first rollout completed, a new commit starts another; the
+// cluster of the later wave keeps the stable revision, and `flotilla status` says why, in the
+// scheduler's words, as the assignment's "rollout" in JSON.
+func TestStatusRolloutLine(t *testing.T) {
+	f := hubtest.StartRollout(t, "waves:\n- {name: canary, selector: {matchLabels: {ring: canary}}}\n- {name: rest}",
+		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}})
+	first := f.Desired(t, "can-1")
+	f.ReportReady(t, "can-1", first)
+	f.ReportReady(t, "a", f.Desired(t, "a"))
+	f.WaitRollout(t, "completed", func(v hubapi.RolloutView) bool { return v.Phase == "Completed" })
+
+	f.Commit(t, "debug")
+	v := f.WaitRollout(t, "rolling out the new commit", func(v hubapi.RolloutView) bool {
+		return v.Phase == "Progressing" && v.Revision != first.Revision
+	})
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		all := append(args, "--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath)
+		if code := Run(t.Context(), all, &out, &errOut); code != 0 {
+			t.Fatalf("flotilla %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+		}
+		return out.String()
+	}
+	held := "a: Rollout: held at " + short(first.Revision) + ": wave rest waits for canary\n"
+	if out := run("status", "web"); !strings.Contains(out, "\n\n"+held) {
+		t.Errorf("flotilla status web lacks %q:\n%s", held, out)
+	}
+	var st hubapi.StatusView
+	if err := json.Unmarshal([]byte(run("status", "web", "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Assignments {
+		want := ""
+		if a.Cluster == "a" {
+			want = strings.TrimSuffix(strings.TrimPrefix(held, "a: Rollout: "), "\n")
+		}
+		if a.Rollout != want || (a.Cluster == "a") != (a.DesiredRevision == first.Revision) {
+			t.Errorf("%s: rollout %q desired %s, want %q (first revision %s, new %s)", a.Cluster, a.Rollout, a.DesiredRevision, want, first.Revision, v.Revision)
+		}
+	}
+	out := squeeze(run("rollout", "status", "web"))
+	for _, want := range []string{"Revision: " + v.Revision + " (", "Stable: " + first.Revision + " ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rollout status lacks %q:\n%s", want, out)
+		}
+	}
+}

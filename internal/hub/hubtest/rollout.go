@@ -1,13 +1,24 @@
 package hubtest
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/hub"
@@ -26,7 +37,11 @@ type RolloutFleet struct {
 	Hub                        *hub.Hub
 	Store                      store.Store
 	seq                        map[string]uint64
+	repo                       string // the source's Git repository
 }
+
+// rolloutWebhookSecret is the secret of the hub's generic webhook, which Commit signs with.
+const rolloutWebhookSecret = "hubtest-generic-webhook-secret"
 
 // StartRollout starts a real hub (SQLite, temp data dir, no agent) whose fleet holds one
 // release, RolloutRelease, from a local Git source with one ConfigMap, targeting every
@@ -68,6 +83,7 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 	h, err := hub.New(ctx, hub.Options{
 		DataDir: dataDir, Fleet: filepath.Join(dir, "fleet"), AllowFileSources: []string{filepath.Join(dir, "apps")},
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", UnreachableAfter: time.Hour,
+		WebhookSecrets: map[string]string{"generic": rolloutWebhookSecret},
 	}, st)
 	if err != nil {
 		st.Close()
@@ -88,7 +104,7 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 			tb.Fatalf("hubtest: touch cluster %s: %v", name, err)
 		}
 	}
-	return &RolloutFleet{APIURL: h.APIURL(), AdminToken: h.AdminToken(), CAPath: h.CAPath(), Hub: h, Store: st, seq: map[string]uint64{}}
+	return &RolloutFleet{APIURL: h.APIURL(), AdminToken: h.AdminToken(), CAPath: h.CAPath(), Hub: h, Store: st, seq: map[string]uint64{}, repo: filepath.Join(dir, "apps")}
 }
 
 // Desired waits until cluster's desired state assigns RolloutRelease and returns that
@@ -156,5 +172,54 @@ func (f *RolloutFleet) WaitRollout(tb testing.TB, what string, ok func(hubapi.Ro
 			tb.Fatalf("hubtest: rollout of %s: not %s within a minute: %+v (%v)", RolloutRelease, what, v, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Commit commits a new revision of the release's ConfigMap (data.level = level) to the
+// source and tells the hub with its generic webhook, signed, so that it polls at once.
+func (f *RolloutFleet) Commit(tb testing.TB, level string) {
+	tb.Helper()
+	r, err := git.PlainOpen(f.repo)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings-%s\ndata:\n  level: %s\n", RolloutRelease, level)
+	if err := os.WriteFile(filepath.Join(f.repo, "apps", RolloutRelease, "settings.yaml"), []byte(cm), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := wt.Commit("level "+level, &git.CommitOptions{Author: &object.Signature{Name: "hubtest", Email: "hubtest@flotilla.dev", When: time.Now()}}); err != nil {
+		tb.Fatalf("hubtest: commit: %v", err)
+	}
+	body := fmt.Appendf(nil, `{"url": %q, "branch": "main"}`, "file://"+f.repo)
+	mac := hmac.New(sha256.New, []byte(rolloutWebhookSecret))
+	mac.Write(body)
+	pem, err := os.ReadFile(f.CAPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	req, err := http.NewRequest(http.MethodPost, f.APIURL+"/hooks/generic", bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Flotilla-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Fatalf("hubtest: webhook: %v", err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		tb.Fatalf("hubtest: webhook: %s: %s", resp.Status, answer)
 	}
 }
