@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,9 +39,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	// The fleet configuration does not change during a run; re-reading it often only makes the
-	// hub notice it sooner at the start.
-	hubArgs := append([]string{"--fleet-interval", "2s"}, opts.HubArgs...)
+	// The fleet configuration does not change during a run (but for the webhook mode's source
+	// interval); re-reading it often only makes the hub notice it sooner.
+	// Every simulated agent joins from 127.0.0.1: the per-address join limit (meant for one
+	// address per cluster) would otherwise hold all but the first burst back.
+	joins := strconv.Itoa(max(opts.Clusters, 20))
+	hubArgs := append([]string{"--fleet-interval", "2s", "--join-qps", joins, "--join-burst", joins}, opts.HubArgs...)
 	hookSecret := ""
 	if opts.Webhook {
 		var flag []string
