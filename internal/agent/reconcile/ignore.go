@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -261,12 +262,13 @@ type fieldOwner struct {
 	leaf bool
 }
 
-// ownersOf reads live's managedFields as paths of live. An entry that cannot be read, or a
-// path that does not resolve in live, owns nothing that can be named.
-func ownersOf(live *unstructured.Unstructured) []fieldOwner {
+// ownersOf reads live's managedFields as paths of live, those of the entries want takes (nil:
+// all). An entry that cannot be read, or a path that does not resolve in live, owns nothing
+// that can be named.
+func ownersOf(live *unstructured.Unstructured, want func(metav1.ManagedFieldsEntry) bool) []fieldOwner {
 	var out []fieldOwner
 	for _, mf := range live.GetManagedFields() {
-		if mf.FieldsV1 == nil {
+		if mf.FieldsV1 == nil || (want != nil && !want(mf)) {
 			continue
 		}
 		set := &fieldpath.Set{}
@@ -404,16 +406,21 @@ func leftAlone(ref ObjectRef, live *unstructured.Unstructured, rules []ignoreRul
 			}
 		}
 	}
+	kept := func(mf metav1.ManagedFieldsEntry) bool {
+		return mf.Manager != FieldManager && (mf.Subresource == scaleSubresource || (mf.Subresource == "" && respected(mf.Manager, respect)))
+	}
 	needOwners := len(paths) > 0
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager != FieldManager && (mf.Subresource == scaleSubresource || (mf.Subresource == "" && respected(mf.Manager, respect))) {
-			needOwners = true
-		}
+		needOwners = needOwners || kept(mf)
 	}
 	if !needOwners {
 		return nil, nil
 	}
-	owners = ownersOf(live)
+	// Only flotilla's own entry (heldByFlotilla) and the kept ones are read: not the large
+	// status entries of controllers, nor anyone else's.
+	owners = ownersOf(live, func(mf metav1.ManagedFieldsEntry) bool {
+		return kept(mf) || (mf.Manager == FieldManager && mf.Subresource == "")
+	})
 	for _, o := range owners {
 		if o.leaf && o.manager != FieldManager && !isKeyField(o.fp) &&
 			(o.subresource == scaleSubresource || (o.subresource == "" && respected(o.manager, respect))) {
@@ -522,7 +529,7 @@ func nameManagers(fields []FieldDrift, live *unstructured.Unstructured) {
 	if len(fields) == 0 || live == nil {
 		return
 	}
-	owners := ownersOf(live)
+	owners := ownersOf(live, nil)
 	for i := range fields {
 		p, err := pathPointer(fields[i].Path)
 		if err != nil || fields[i].Live == "" {

@@ -184,8 +184,9 @@ func resourceVersion(t *testing.T, ns, object string) string {
 }
 
 // keptOver reconciles n times and checks that each finds nothing to do: no write, the object
-// unchanged, its resourceVersion and the live value as they were.
-func keptOver(t *testing.T, r *Reconciler, n int, ns, set string, opts Options, object, path, want string) {
+// unchanged, its resourceVersion and the live value as they were. It returns the dry-runs
+// the reconciles sent.
+func keptOver(t *testing.T, r *Reconciler, n int, ns, set string, opts Options, object, path, want string) (dryRuns int64) {
 	t.Helper()
 	rv := resourceVersion(t, ns, object)
 	for i := range n {
@@ -193,6 +194,7 @@ func keptOver(t *testing.T, r *Reconciler, n int, ns, set string, opts Options, 
 		if res.Requests.Writes != 0 || res.Count(Unchanged) != len(res.Objects) {
 			t.Fatalf("reconcile %d: %v with %d writes, want all unchanged and no write\n%s", i+1, actions(res), res.Requests.Writes, res)
 		}
+		dryRuns += res.Requests.DryRuns
 		if v := jsonPath(object, path)(t, ns); v != want {
 			t.Fatalf("reconcile %d: %s %s = %q, want %q kept", i+1, object, path, v, want)
 		}
@@ -200,6 +202,7 @@ func keptOver(t *testing.T, r *Reconciler, n int, ns, set string, opts Options, 
 			t.Fatalf("reconcile %d: %s resourceVersion %s, was %s: something wrote it", i+1, object, got, rv)
 		}
 	}
+	return dryRuns
 }
 
 // An HPA owns the replicas of its Deployment: Flotilla must not scale it back, and must not
@@ -220,7 +223,10 @@ func TestHPAScaleIsLeftAlone(t *testing.T) {
 			opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, SelfHeal: true, Ignore: tc.ignore}
 			mustReconcile(t, r, parse(t, ns, webSet), opts)
 			hpaScale(t, ns, "web", 5)
-			keptOver(t, r, 5, ns, webSet, opts, "deployment/web", "{.spec.replicas}", "5")
+			// Decided without a dry-run, like any unchanged object (the package's fast path).
+			if n := keptOver(t, r, 5, ns, webSet, opts, "deployment/web", "{.spec.replicas}", "5"); n != 0 {
+				t.Errorf("%d dry-runs over 5 reconciles, want none", n)
+			}
 
 			// The HPA goes on scaling; Flotilla goes on leaving it alone.
 			hpaScale(t, ns, "web", 3)
@@ -413,21 +419,7 @@ data: {mode: production, level: info}
 // holds the list around it as a whole; several sharing a value are all named.
 func TestManagerOf(t *testing.T) {
 	live := &unstructured.Unstructured{}
-	err := live.UnmarshalJSON([]byte(`{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": {"name": "web", "managedFields": [
-			{"manager": "flotilla", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-				"fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}}}}}}}},
-			{"manager": "kubectl-set", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-				"fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {"f:image": {}}}}}}}},
-			{"manager": "kube-controller-manager", "operation": "Update", "subresource": "scale", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-				"fieldsV1": {"f:spec": {"f:replicas": {}}}},
-			{"manager": "a", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-				"fieldsV1": {"f:spec": {"f:args": {}, "f:shared": {}}}},
-			{"manager": "b", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-				"fieldsV1": {"f:spec": {"f:shared": {}}}}
-		]},
-		"spec": {"replicas": 5, "shared": "x", "args": ["-v", "-q"],
-			"template": {"spec": {"containers": [{"name": "sidecar", "image": "envoy"}, {"name": "web", "image": "nginx:1.29"}]}}}}`))
+	err := live.UnmarshalJSON([]byte(managedDeployment))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,3 +489,41 @@ spec:
 	}
 	keptOver(t, r, 3, ns, set, opts, "deployment/web", env, "C=3 A=9 B=2 ")
 }
+
+// BenchmarkLeaveAlone is the agent's added cost per existing object when a rule matches it:
+// managedFields read and the kept fields taken from live.
+func BenchmarkLeaveAlone(b *testing.B) {
+	live := &unstructured.Unstructured{}
+	if err := live.UnmarshalJSON([]byte(managedDeployment)); err != nil {
+		b.Fatal(err)
+	}
+	desired := live.DeepCopy()
+	desired.SetManagedFields(nil)
+	rules, err := parseIgnoreRules([]IgnoreRule{{Kind: "Deployment", Paths: []string{"/spec/replicas", "/spec/template/spec/containers/1/image"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		it := &item{ref: refOf(live), live: live, desired: desired.DeepCopy()}
+		leaveAlone([]*item{it}, rules, []string{"*-operator"})
+	}
+}
+
+// managedDeployment is a Deployment with the managedFields of flotilla, kubectl set image, an
+// HPA (the scale subresource) and two managers sharing a field.
+const managedDeployment = `{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": {"name": "web", "managedFields": [
+			{"manager": "flotilla", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}}}}}}}},
+			{"manager": "kubectl-set", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {"f:image": {}}}}}}}},
+			{"manager": "kube-controller-manager", "operation": "Update", "subresource": "scale", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": {"f:spec": {"f:replicas": {}}}},
+			{"manager": "a", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": {"f:spec": {"f:args": {}, "f:shared": {}}}},
+			{"manager": "b", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+				"fieldsV1": {"f:spec": {"f:shared": {}}}}
+		]},
+		"spec": {"replicas": 5, "shared": "x", "args": ["-v", "-q"],
+			"template": {"spec": {"containers": [{"name": "sidecar", "image": "envoy"}, {"name": "web", "image": "nginx:1.29"}]}}}}`
