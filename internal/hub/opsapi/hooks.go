@@ -107,6 +107,10 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, l
 	slices.Sort(resp.Polled)
 	if len(resp.Polled) == 0 {
 		resp.Message = "no source follows this repository and ref"
+	} else {
+		// On a replica that does not poll, PollNow stored the polls: the wake-up reaches the
+		// replica that does, whose next reschedule takes them.
+		a.d.Wake()
 	}
 	a.d.Logger.Info("webhook push", "provider", p, "remote", addr, "ref", resp.Ref, "urls", ev.URLs, "polled", resp.Polled)
 	userapi.WriteJSON(w, http.StatusAccepted, resp)

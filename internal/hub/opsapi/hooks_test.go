@@ -30,13 +30,19 @@ type hookServer struct {
 	log   *bytes.Buffer
 	mu    sync.Mutex
 	calls []pollCall
+	wakes int
 }
 
 func newHookServer(t *testing.T, secrets map[string]string, clk clock.Clock) *hookServer {
 	t.Helper()
 	hs := &hookServer{mux: http.NewServeMux(), log: &bytes.Buffer{}}
 	api := New(Deps{
-		Clock:  clk,
+		Clock: clk,
+		Wake: func() {
+			hs.mu.Lock()
+			defer hs.mu.Unlock()
+			hs.wakes++
+		},
 		Logger: slog.New(slog.NewTextHandler(hs.log, nil)),
 		PollNow: func(url, ref string) []string {
 			hs.mu.Lock()
@@ -181,6 +187,12 @@ func TestHooks(t *testing.T) {
 			}
 			if got := hs.polled(); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("PollNow calls %v, want %v", got, tt.wantCalls)
+			}
+			hs.mu.Lock()
+			wakes := hs.wakes
+			hs.mu.Unlock()
+			if want := len(tt.wantPolled) > 0; (wakes > 0) != want {
+				t.Errorf("the controllers were woken %d times; want a wake-up: %v (sources polled)", wakes, want)
 			}
 			if tt.wantStatus == http.StatusUnauthorized {
 				logged := hs.log.String()
