@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// rolloutFleet is a fleet whose release web rolls out along the waves given (YAML).
+const rolloutFleet = `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec:
+  git: {url: "file://%s", branch: main}
+  interval: 2s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: web}
+spec:
+  source: platform
+  path: web
+  targets: [{selector: {}}]
+  namespace: web
+  createNamespace: true
+  prune: true
+  interval: 2s
+  rollout:
+%s
+`
+
+func rolloutWebCM(version string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: \"" + version + "\"}\n"
+}
+
+// webOn returns web's assignment on cluster in st, or false.
+func webOn(st hubapi.StatusView, cluster string) (hubapi.AssignmentView, bool) {
+	for _, a := range st.Assignments {
+		if a.Release == "web" && a.Cluster == cluster {
+			return a, true
+		}
+	}
+	return hubapi.AssignmentView{}, false
+}
+
+// webAt reports whether web on cluster is desired at commit, applied and Ready.
+func webAt(st hubapi.StatusView, cluster, commit string) bool {
+	a, ok := webOn(st, cluster)
+	return ok && containsCommit(a.DesiredRevision, commit) && a.AppliedRevision == a.DesiredRevision && a.Phase == hubapi.PhaseReady
+}
+
+// waitRollout polls web's rollout until cond holds.
+func (f *fleet) waitRollout(what string, timeout time.Duration, cond func(hubapi.RolloutView) bool) hubapi.RolloutView {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last hubapi.RolloutView
+	var err error
+	for time.Now().Before(deadline) {
+		if last, err = f.client.Rollout(f.t.Context(), "web"); err == nil && cond(last) {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.t.Fatalf("%s: not reached within %s; rollout (err %v): %+v", what, timeout, err, last)
+	return last
+}
+
+func (rp *repo) head() string {
+	rp.t.Helper()
+	ref, err := rp.r.Head()
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	return ref.Hash().String()
+}
+
+// A three-wave rollout whose new revision fails on the canary: the rollout halts, the other
+// clusters keep the old revision, and rollback through the user API restores the canary.
+func TestRolloutHaltsOnAFailingCanaryAndRollsBack(t *testing.T) {
+	srcDir, fleetDir := t.TempDir(), t.TempDir()
+	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
+	good := src.head()
+	waves := `    waves:
+      - {name: canary, selector: {matchLabels: {ring: canary}}}
+      - {name: eu, selector: {matchLabels: {region: eu}}}
+      - {name: rest}
+    progressDeadline: 10m`
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(rolloutFleet, srcDir, waves)})
+	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{
+		"canary-1": {"ring": "canary", "region": "eu"}, "eu-1": {"region": "eu"}, "us-1": {"region": "us"},
+	})
+	all := map[string][]string{"canary-1": {"web"}, "eu-1": {"web"}, "us-1": {"web"}}
+	f.waitStatus("the first revision rolled out wave by wave", 120*time.Second, converged(good, all))
+	f.waitRollout("the first rollout completed", 30*time.Second, func(v hubapi.RolloutView) bool { return v.Phase == "Completed" })
+
+	// A name the API server refuses: the canary's apply fails.
+	bad := src.commit("break web", map[string]string{"web/web.yaml": rolloutWebCM("2") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_A_Valid_Name}\n"})
+	v := f.waitRollout("the rollout halted", 120*time.Second, func(v hubapi.RolloutView) bool { return v.Phase == "Halted" })
+	if !containsCommit(v.Revision, bad) || !containsCommit(v.StableRevision, good) || !strings.Contains(v.Message, "halted in wave canary") {
+		t.Errorf("halted rollout %+v: want revision %s, stable %s, halted in wave canary", v, bad, good)
+	}
+	// The rollout's record is written before the documents of the same step.
+	st := f.waitStatus("the halt in every cluster's status", 30*time.Second, func(s hubapi.StatusView) bool {
+		a, _ := webOn(s, "us-1")
+		return strings.Contains(a.Rollout, "halted")
+	})
+	if a, _ := webOn(st, "canary-1"); !containsCommit(a.DesiredRevision, bad) || a.Phase != hubapi.PhaseFailed {
+		t.Errorf("canary-1: desired %s phase %s, want the bad revision, Failed", a.DesiredRevision, a.Phase)
+	}
+	for _, c := range []string{"eu-1", "us-1"} {
+		a, _ := webOn(st, c)
+		if !webAt(st, c, good) || !strings.Contains(a.Rollout, "halted") {
+			t.Errorf("%s: desired %s applied %s phase %s (%q); want the good revision, Ready, held by the halted rollout", c, a.DesiredRevision, a.AppliedRevision, a.Phase, a.Rollout)
+		}
+		if got, _ := configMapData(t, f.clusters[c], "web", "web", "version"); got != "1" {
+			t.Errorf("%s runs web version %q, want 1", c, got)
+		}
+	}
+	// Time passes (past the progress deadline): nothing else gets the revision.
+	f.clock.advance(time.Hour)
+	f.waitStatus("another round of reports", 30*time.Second, func(s hubapi.StatusView) bool {
+		a, _ := webOn(s, "us-1")
+		return a.ReportedAt != nil && a.ReportedAt.After(time.Now().Add(-time.Second))
+	})
+	if v, err := f.client.Rollout(t.Context(), "web"); err != nil || v.Phase != "Halted" {
+		t.Errorf("after an hour: rollout %s (%v), want still Halted", v.Phase, err)
+	}
+
+	v, err := f.client.ActOnRollout(t.Context(), "web", "rollback", hubapi.RolloutAction{})
+	if err != nil || v.Phase != "RolledBack" {
+		t.Fatalf("rollback: %+v, %v", v, err)
+	}
+	f.waitStatus("the canary back on the good revision", 90*time.Second, converged(good, all))
+	if got, _ := configMapData(t, f.clusters["canary-1"], "web", "web", "version"); got != "1" {
+		t.Errorf("canary-1 runs web version %q after the rollback, want 1", got)
+	}
+	recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Release: "web", Action: "rollout.rolled-back"})
+	if err != nil || len(recs) != 1 || recs[0].Actor != "token:admin" {
+		t.Errorf("rollback audit: %+v, %v; want one record by token:admin", recs, err)
+	}
+	if recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Release: "web", Action: "rollout.halted"}); err != nil || len(recs) != 1 || recs[0].Actor != "hub" {
+		t.Errorf("halt audit: %+v, %v; want one record by hub", recs, err)
+	}
+}
+
+// An approval gate holds its wave until someone approves it, and a commit that lands
+// mid-rollout is queued: the later wave gets the rollout's revision, never the newer one
+// before the canary.
+func TestRolloutApprovalAndMidRolloutCommit(t *testing.T) {
+	srcDir, fleetDir := t.TempDir(), t.TempDir()
+	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
+	r1 := src.head()
+	waves := `    waves:
+      - {name: canary, selector: {matchLabels: {ring: canary}}}
+      - {name: rest, approval: required}`
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(rolloutFleet, srcDir, waves)})
+	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{"canary-1": {"ring": "canary"}, "prod-1": {"env": "prod"}})
+
+	t.Run("the approval gate holds the wave", func(t *testing.T) {
+		f.waitRollout("the rest waits for approval", 120*time.Second, func(v hubapi.RolloutView) bool { return v.Phase == "WaitingApproval" })
+		st := f.waitStatus("the canary on r1", 60*time.Second, func(s hubapi.StatusView) bool { return webAt(s, "canary-1", r1) })
+		if a, ok := webOn(st, "prod-1"); ok {
+			t.Errorf("prod-1 was assigned %s before the approval", a.DesiredRevision)
+		}
+		f.clock.advance(24 * time.Hour)
+		if v, err := f.client.Rollout(t.Context(), "web"); err != nil || v.Phase != "WaitingApproval" {
+			t.Errorf("a day later: rollout %s (%v), want WaitingApproval", v.Phase, err)
+		}
+		if _, err := f.client.ActOnRollout(t.Context(), "web", "approve", hubapi.RolloutAction{}); err != nil {
+			t.Fatal(err)
+		}
+		f.waitStatus("r1 everywhere", 90*time.Second, converged(r1, map[string][]string{"canary-1": {"web"}, "prod-1": {"web"}}))
+	})
+
+	t.Run("a commit landing mid-rollout waits its turn", func(t *testing.T) {
+		r2 := src.commit("web 2", map[string]string{"web/web.yaml": rolloutWebCM("2")})
+		f.waitRollout("r2 waits for approval", 90*time.Second, func(v hubapi.RolloutView) bool {
+			return containsCommit(v.Revision, r2) && v.Phase == "WaitingApproval"
+		})
+		f.waitStatus("the canary on r2", 60*time.Second, func(s hubapi.StatusView) bool { return webAt(s, "canary-1", r2) })
+		r3 := src.commit("web 3", map[string]string{"web/web.yaml": rolloutWebCM("3")})
+		v := f.waitRollout("r3 queued", 60*time.Second, func(v hubapi.RolloutView) bool { return containsCommit(v.QueuedRevision, r3) })
+		if !containsCommit(v.Revision, r2) {
+			t.Errorf("the rollout moved to %s when r3 landed; want it pinned to r2", v.Revision)
+		}
+		st, err := f.client.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := webOn(st, "canary-1"); !containsCommit(a.DesiredRevision, r2) {
+			t.Errorf("canary-1 desired %s, want r2 (r3 is queued)", a.DesiredRevision)
+		}
+		if a, _ := webOn(st, "prod-1"); !containsCommit(a.DesiredRevision, r1) {
+			t.Errorf("prod-1 desired %s, want r1 (its wave waits for approval)", a.DesiredRevision)
+		}
+
+		if _, err := f.client.ActOnRollout(t.Context(), "web", "approve", hubapi.RolloutAction{Wave: "rest"}); err != nil {
+			t.Fatal(err)
+		}
+		// prod-1 gets r2, the rollout's revision; then r3 starts from the canary and prod-1
+		// stays on r2 until its wave is approved again.
+		f.waitStatus("prod-1 on r2 and the canary on r3", 120*time.Second, func(s hubapi.StatusView) bool {
+			return webAt(s, "prod-1", r2) && webAt(s, "canary-1", r3)
+		})
+		f.waitRollout("r3 waits for approval", 60*time.Second, func(v hubapi.RolloutView) bool {
+			return containsCommit(v.Revision, r3) && v.Phase == "WaitingApproval"
+		})
+		st = f.waitStatus("prod-1 held at r2 for the approval", 30*time.Second, func(s hubapi.StatusView) bool {
+			a, _ := webOn(s, "prod-1")
+			return strings.Contains(a.Rollout, "waits for approval")
+		})
+		if !webAt(st, "prod-1", r2) {
+			a, _ := webOn(st, "prod-1")
+			t.Errorf("prod-1: desired %s phase %s while r3 waits for approval; want r2, Ready", a.DesiredRevision, a.Phase)
+		}
+		if got, _ := configMapData(t, f.clusters["prod-1"], "web", "web", "version"); got != "2" {
+			t.Errorf("prod-1 runs web version %q, want 2", got)
+		}
+	})
+}
