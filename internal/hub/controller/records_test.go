@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
@@ -35,6 +37,7 @@ func (s *fakeStore) ListRecords(_ context.Context, kind string) ([]store.Record,
 			out = append(out, r)
 		}
 	}
+	slices.SortFunc(out, func(a, b store.Record) int { return strings.Compare(a.Key, b.Key) }) // as the store orders them
 	return out, nil
 }
 

@@ -245,6 +245,7 @@ func (c *Controller) merge(main *v1alpha1.Fleet) {
 			Releases:      slices.Clone(main.Releases),
 			Notifications: main.Notifications,
 			Projects:      main.Projects,
+			Windows:       main.Windows,
 		}
 		taken := map[string]string{}
 		for _, s := range main.Sources {

@@ -42,8 +42,8 @@ type Deps struct {
 	// PollNow polls at once the sources whose URL and branch match, and returns their names
 	// (webhooks).
 	PollNow func(url, branch string) []string
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // Options are the operations' settings.
