@@ -112,9 +112,10 @@ func newRolloutActionCommand(s streams, hf *hubFlags, a rolloutAction) *cobra.Co
 			if err != nil {
 				return err
 			}
+			// The hub's refusal names the release and the action already.
 			v, err := c.ActOnRollout(cmd.Context(), args[0], a.name, hubapi.RolloutAction{Wave: wave})
 			if err != nil {
-				return fmt.Errorf("rollout %s %s: %w", a.name, args[0], err)
+				return err
 			}
 			return printOut(s.out, format.value, v, func(w io.Writer) {
 				what := "rollout/" + args[0] + " " + a.done
@@ -123,6 +124,10 @@ func newRolloutActionCommand(s streams, hf *hubFlags, a rolloutAction) *cobra.Co
 				}
 				fmt.Fprintln(w, what)
 				fmt.Fprintf(w, "Phase: %s\n", rolloutPhaseText(v))
+				if a.name == "approve" && v.Phase == "WaitingApproval" {
+					// The answer is the rollout as the action left it.
+					fmt.Fprintln(w, "The hub starts the wave at its next step: see flotilla rollout status "+args[0])
+				}
 			})
 		},
 	}
@@ -266,18 +271,20 @@ func printRollout(w io.Writer, v hubapi.RolloutView, now time.Time) {
 		fmt.Fprintln(w, "\nEvents:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, e := range v.Events {
+			// The message names the wave and cluster when there is one.
 			var what []string
-			if e.Wave != "" {
-				what = append(what, "wave "+e.Wave)
-			}
-			if e.Cluster != "" {
-				what = append(what, "cluster "+e.Cluster)
-			}
-			if e.Actor != "" {
-				what = append(what, "by "+e.Actor)
-			}
 			if e.Message != "" {
 				what = append(what, e.Message)
+			} else {
+				if e.Wave != "" {
+					what = append(what, "wave "+e.Wave)
+				}
+				if e.Cluster != "" {
+					what = append(what, "cluster "+e.Cluster)
+				}
+			}
+			if e.Actor != "" && !strings.Contains(e.Message, e.Actor) {
+				what = append(what, "by "+e.Actor)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.At.Local().Format(time.RFC3339), e.Type, strings.Join(what, ", "))
 		}

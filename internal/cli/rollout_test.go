@@ -34,7 +34,8 @@ func rolloutInProgress(now time.Time) hubapi.RolloutView {
 		Events: []hubapi.RolloutEvent{
 			{At: now.Add(-20 * time.Minute), Type: "started"},
 			{At: now.Add(-5 * time.Minute), Type: "wave-done", Wave: "canary"},
-			{At: now.Add(-time.Minute), Type: "approved", Wave: "rest", Actor: "token:alice"},
+			{At: now.Add(-time.Minute), Type: "approved", Wave: "rest", Actor: "token:alice", Message: "wave rest approved"},
+			{At: now.Add(-time.Minute), Type: "halted", Wave: "eu", Message: "halted by token:bob: 2 failures"},
 		},
 	}
 }
@@ -61,7 +62,8 @@ func TestPrintRollout(t *testing.T) {
 		" c-eu-2 Failed main@sha1:222222222222 - Deployment/web/api not Ready within 15m\n",
 		" c-us-1 Pending main@sha1:111111111111 -\n",
 		" " + ts(5*time.Minute) + " wave-done wave canary\n",
-		" " + ts(time.Minute) + " approved wave rest, by token:alice\n",
+		" " + ts(time.Minute) + " approved wave rest approved, by token:alice\n",
+		" " + ts(time.Minute) + " halted halted by token:bob: 2 failures\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rollout status lacks %q:\n%s", want, out)
