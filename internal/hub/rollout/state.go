@@ -68,6 +68,9 @@ type ClusterState struct {
 	Failed bool `json:"failed,omitempty"`
 	// Held: pending because a gate blocks new revisions on the cluster.
 	Held bool `json:"held,omitempty"`
+	// HeldSince is when a gate (or, with unreachable: wait, the agent's absence) began to
+	// hold the cluster back after it started; zero when nothing does.
+	HeldSince time.Time `json:"heldSince,omitzero"`
 }
 
 // Phase returns the phase users see: Idle for a release that never rolled out, Paused

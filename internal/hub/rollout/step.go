@@ -241,6 +241,14 @@ func (p *planner) progress() {
 		return
 	}
 	p.observe()
+	for w, m := range p.members {
+		for _, c := range m {
+			if st.Clusters[c.Name] == nil {
+				// Listed from the start, so that a view shows every wave's clusters.
+				st.Clusters[c.Name] = &ClusterState{Wave: st.Spec.Waves[w].Name, Phase: ClusterPending}
+			}
+		}
+	}
 	for w := range st.Spec.Waves {
 		if p.halt(w) {
 			return
@@ -305,12 +313,17 @@ func (p *planner) observe() {
 		default:
 			continue
 		}
+		// Time held back by a gate (or waiting for an unreachable agent) does not count
+		// against the deadline: Since moves forward by it once the hold ends.
 		held := c.Blocked != "" || (!c.Reachable && st.Spec.Unreachable == v1alpha1.RolloutWait)
-		if held && !st.UpdatedAt.IsZero() && cs.Phase == ClusterProgressing {
-			// Time held back by a gate (or waiting for the agent) does not count.
-			if d := p.now.Sub(maxTime(st.UpdatedAt, cs.Since)); d > 0 {
+		switch {
+		case held && cs.HeldSince.IsZero():
+			cs.HeldSince = p.now
+		case !held && !cs.HeldSince.IsZero():
+			if d := p.now.Sub(maxTime(cs.HeldSince, cs.Since)); d > 0 {
 				cs.Since = cs.Since.Add(d)
 			}
+			cs.HeldSince = time.Time{}
 		}
 		if !c.Reachable && st.Spec.Unreachable != v1alpha1.RolloutWait && cs.Phase != ClusterSkipped {
 			cs.Phase, cs.ReadySince, cs.Message = ClusterSkipped, time.Time{}, "unreachable: passed over; it gets the revision when it is back"
@@ -545,7 +558,9 @@ func (p *planner) next() time.Time {
 		case ClusterBaking:
 			earliest(cs.ReadySince.Add(p.bake(name)))
 		case ClusterProgressing:
-			earliest(cs.Since.Add(deadline))
+			if cs.HeldSince.IsZero() {
+				earliest(cs.Since.Add(deadline))
+			}
 		}
 	}
 	return next
