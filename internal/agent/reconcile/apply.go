@@ -94,7 +94,6 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		return ""
 	}
 	fields := changedFields(it.live, result)
-	nameManagers(fields, it.live)
 	if len(fields) == 0 {
 		it.result.Action = Unchanged
 		// Values agree but flotilla does not own them yet: apply once to take ownership, so
@@ -103,6 +102,7 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		return ""
 	}
 	if e, ok := own.entries[it.ref.id()]; ok && e.hash == it.hash {
+		nameManagers(fields, it.live)
 		it.result.DriftPaths = pathsOf(fields)
 		it.result.Drift = fields
 		if opts.SelfHeal {

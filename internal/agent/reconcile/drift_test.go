@@ -169,6 +169,9 @@ func TestDriftByHand(t *testing.T) {
 					if f.Manager != tc.manager {
 						t.Errorf("drift of %s names manager %q, want %q", f.Path, f.Manager, tc.manager)
 					}
+					if want := f.Path + " (" + tc.manager + ")"; tc.manager != "" && !strings.Contains(res.String(), want) {
+						t.Errorf("the result does not say %q:\n%s", want, res)
+					}
 				}
 				if v := tc.live(t, ns); v != wantLive {
 					t.Errorf("live value after reconcile = %q, want %q", v, wantLive)

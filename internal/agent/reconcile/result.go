@@ -117,6 +117,22 @@ func (o ObjectResult) ConflictText() string {
 	return where + ": " + strings.Join(parts, "; ")
 }
 
+// driftTexts are the drifted paths, each with the manager that wrote its live value when
+// known: ".spec.replicas (kubectl-patch)".
+func (o ObjectResult) driftTexts() []string {
+	if len(o.Drift) == 0 {
+		return o.DriftPaths
+	}
+	out := make([]string, len(o.Drift))
+	for i, f := range o.Drift {
+		out[i] = f.Path
+		if f.Manager != "" {
+			out[i] += " (" + f.Manager + ")"
+		}
+	}
+	return out
+}
+
 // Requests counts the API requests a reconcile sent.
 type Requests struct {
 	Total   int64 `json:"total"`
@@ -184,7 +200,7 @@ func (r *Result) String() string {
 			if o.Action == Drifted {
 				verb = "not healed (self-heal off)"
 			}
-			fmt.Fprintf(&b, "drift: %s %s: %s\n", o.ObjectRef, verb, strings.Join(o.DriftPaths, ", "))
+			fmt.Fprintf(&b, "drift: %s %s: %s\n", o.ObjectRef, verb, strings.Join(o.driftTexts(), ", "))
 		}
 	}
 	for _, o := range r.Objects {
