@@ -241,3 +241,52 @@ func TestPollNowPollsOnlyMatchingSourcesAtOnce(t *testing.T) {
 		t.Errorf("a push to an unknown repository polled %v", got)
 	}
 }
+
+// lostLease is a replica that does not hold the lease.
+type lostLease struct{}
+
+func (lostLease) Held() bool               { return false }
+func (lostLease) Changed() <-chan struct{} { return nil }
+
+// With replicas, a webhook may reach one that does not poll: it stores the poll in the shared
+// store, and the replica holding the lease takes it at its next reschedule and polls it at
+// once, whatever the source's interval.
+func TestPollNowOnAReplicaWithoutTheLease(t *testing.T) {
+	const fleet = "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: 'https://git.example.com/apps.git', branch: main}\n  interval: 1h\n"
+	fleetDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &fakeStore{clusters: []store.Cluster{{Name: "c1"}}, docs: map[string]store.DesiredState{}, fail: map[string]int{}}
+	replica := func(lease Lease) *Controller {
+		arts, err := artifact.NewStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Deps{Store: st, Poller: downPoller{}, Artifacts: arts, Lease: lease, Clock: clock.NewFake(time.Unix(0, 0))},
+			Options{Fleet: fleetDir, WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.loadFleet(t.Context())
+		return c
+	}
+	follower, holder := replica(lostLease{}), replica(heldLease{})
+
+	if got := follower.PollNow("git@git.example.com:apps.git", "refs/heads/main"); !slices.Equal(got, []string{"apps"}) {
+		t.Fatalf("PollNow on the follower: %v, want [apps]", got)
+	}
+	if u := follower.takeUrgent(); len(u) != 0 {
+		t.Errorf("the follower marked %v to poll itself; it does not poll", u)
+	}
+	if _, err := st.GetRecord(t.Context(), KindPollRequest, "apps"); err != nil {
+		t.Fatalf("the poll was not stored for the holder: %v", err)
+	}
+	holder.reschedule(t.Context())
+	if u := holder.takeUrgent(); !u["apps"] || len(u) != 1 {
+		t.Errorf("the holder's sources to poll at once: %v, want apps", u)
+	}
+	if _, err := st.GetRecord(t.Context(), KindPollRequest, "apps"); err == nil {
+		t.Error("the stored poll is still there after the holder took it")
+	}
+}
