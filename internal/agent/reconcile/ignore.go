@@ -255,7 +255,6 @@ type fieldOwner struct {
 	path        pointer
 	fp          fieldpath.Path // the same path as managedFields name it, list elements by key
 	manager     string
-	operation   string
 	subresource string
 	// leaf: a value the manager wrote (a scalar, or a list or map it holds as a whole), not a
 	// map or list it only holds open for its own entries.
@@ -278,7 +277,7 @@ func ownersOf(live *unstructured.Unstructured, want func(metav1.ManagedFieldsEnt
 		leaves := set.Leaves()
 		set.Iterate(func(p fieldpath.Path) {
 			if ptr, ok := resolve(live.Object, p); ok {
-				out = append(out, fieldOwner{path: ptr, fp: slices.Clone(p), manager: mf.Manager, operation: string(mf.Operation), subresource: mf.Subresource, leaf: leaves.Has(p)})
+				out = append(out, fieldOwner{path: ptr, fp: slices.Clone(p), manager: mf.Manager, subresource: mf.Subresource, leaf: leaves.Has(p)})
 			}
 		})
 	}
