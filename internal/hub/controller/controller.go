@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/rollout/fleetstep"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -141,6 +142,8 @@ type Controller struct {
 	freshPending int // PutDir calls under way: GC waits for the next round
 	// urgent are sources a webhook named: the next round polls them whatever their interval.
 	urgent map[string]bool
+	// syncWake is when the pending wake-up for a sync request's expiry fires (run goroutine).
+	syncWake time.Time
 
 	relabels relabels
 
@@ -173,9 +176,8 @@ type Controller struct {
 	// rollouts pin or may roll back to: garbage collection keeps them.
 	rolloutDue  time.Time
 	rolloutKeep map[string]bool
-	// rolloutSeen is, by release, the time of the newest rollout event this controller has
-	// seen: users' actions newer than it go to the notifications.
-	rolloutSeen map[string]time.Time
+	// rollouts steps the releases' rollouts in every reschedule.
+	rollouts *fleetstep.Stepper
 }
 
 // New returns a controller; call Run.
@@ -199,9 +201,6 @@ func New(d Deps, opts Options) (*Controller, error) {
 	if d.PublishView == nil {
 		d.PublishView = func() {}
 	}
-	if d.UnreachableAfter <= 0 {
-		d.UnreachableAfter = 2 * time.Minute
-	}
 	if d.Metrics == (Metrics{}) {
 		d.Metrics = NewMetrics()
 	}
@@ -212,6 +211,8 @@ func New(d Deps, opts Options) (*Controller, error) {
 		d: d, opts: opts, log: d.Logger, clock: d.Clock, trigger: make(chan struct{}, 1),
 		artifacts: map[string]schedule.Artifact{}, fresh: map[string]bool{},
 		polled: map[string]time.Time{}, inflight: map[string]bool{}, pollFailed: map[string]bool{}, results: make(chan pollResult, 16),
+		rollouts: fleetstep.New(fleetstep.Deps{Store: d.Store, LastSeen: d.LastSeen, UnreachableAfter: d.UnreachableAfter,
+			Record: d.Record, Notify: d.RolloutEvent, Logger: d.Logger}),
 	}, nil
 }
 
@@ -315,8 +316,8 @@ func (c *Controller) Run(ctx context.Context) {
 		if !c.retryAt.IsZero() && !c.clock.Now().Before(c.retryAt) {
 			changed = true
 		}
-		if !c.rolloutDue.IsZero() && !c.clock.Now().Before(c.rolloutDue) {
-			changed = true // a rollout's bake, deadline or window is due
+		if c.rolloutsDue() {
+			changed = true
 		}
 		if changed {
 			c.reschedule(ctx)

@@ -227,7 +227,8 @@ func TestRolloutMovesThroughWaves(t *testing.T) {
 // replica) is not lost: the controller's compare-and-swap fails, and it steps again from the
 // stored record.
 func TestRolloutActionIsNotLostToAConcurrentStep(t *testing.T) {
-	h := newRolloutHarness(t, &fakeStore{})
+	racing := &racingStore{fakeStore: &fakeStore{}}
+	h := newRolloutHarness(t, racing)
 	h.newest(2)
 	st, version := h.state()
 	if _, err := rollout.Act(&st, rollout.ActionPause, "", "token:alice", h.clk.Now()); err != nil {
@@ -236,12 +237,11 @@ func TestRolloutActionIsNotLostToAConcurrentStep(t *testing.T) {
 	data, _ := json.Marshal(&st)
 	// The record changes under the controller: a stale read is simulated by a racing
 	// store that writes the pause right before the controller's own write.
-	racing := &racingStore{fakeStore: h.st, before: func() {
+	racing.before = func() {
 		if _, err := h.st.PutRecord(t.Context(), store.Record{Kind: rollout.RecordKind, Key: "web", Data: data}, version); err != nil {
 			t.Error(err)
 		}
-	}}
-	h.c.d.Store = racing
+	}
 	h.report("c1", 2, "Ready")
 	h.clk.Advance(10 * time.Minute)
 	h.c.reschedule(t.Context())
@@ -261,6 +261,8 @@ type racingStore struct {
 	before    func()
 	conflicts int
 }
+
+func (s *racingStore) fake() *fakeStore { return s.fakeStore }
 
 func (s *racingStore) PutRecord(ctx context.Context, r store.Record, expect int64) (int64, error) {
 	if s.before != nil {

@@ -1,0 +1,43 @@
+package fleetstep
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/flotilla/flotilla/internal/hub/rollout"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+)
+
+// findAssignment returns the assignment of release in as (sorted by release).
+func findAssignment(as []schedule.Assignment, release string) (int, bool) {
+	return slices.BinarySearchFunc(as, release, func(a schedule.Assignment, r string) int { return strings.Compare(a.Release, r) })
+}
+
+// overrideAssignment sets the artifact of release's assignment on cluster to d's: a zero
+// artifact leaves the release out (the cluster never had it, so no tombstone is written).
+func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.Decision) {
+	as := plan.Assignments[cluster]
+	i, ok := findAssignment(as, release)
+	if !ok {
+		return
+	}
+	if d.Artifact.Digest == "" {
+		plan.Assignments[cluster] = slices.Delete(slices.Clone(as), i, i+1)
+		return
+	}
+	a := &as[i]
+	a.Digest, a.Revision, a.URL, a.Rollout = d.Artifact.Digest, d.Artifact.Revision, d.Artifact.URL, d.Line
+}
+
+// holdRollout keeps release at what each cluster had: its previous assignment's artifact,
+// or no assignment for a cluster that never had it.
+func holdRollout(plan *schedule.Plan, release string, previous map[string]schedule.Document) {
+	for cluster := range plan.Assignments {
+		d := rollout.Decision{Line: "held: the rollout's state could not be read or stored"}
+		if a, ok := findAssignment(previous[cluster].Assignments, release); ok {
+			p := previous[cluster].Assignments[a]
+			d.Artifact = rollout.Artifact{Digest: p.Digest, Revision: p.Revision, URL: p.URL}
+		}
+		overrideAssignment(plan, cluster, release, d)
+	}
+}
