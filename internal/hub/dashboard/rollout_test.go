@@ -10,21 +10,30 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/oidctest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // TestRolloutLanes opens the rollout of a release whose canary wave is done and whose last
 // wave waits for approval, on a real hub: a lane per wave with its phase, approval badge,
 // failures and clusters coloured by phase; the pinned revision; the events. It approves the
-// wave with its button, is told why a rollback is refused, checks that a viewer gets no
-// buttons, and reads a cluster that a window holds back (phase Waiting) on the matrix and on
-// the release-on-cluster view.
+// wave with its button, is told why a rollback is refused, reads a cluster that a window
+// holds back (phase Waiting) on the matrix and on the release-on-cluster view, checks that a
+// viewer gets no buttons, and that a deployer of another project is shown the hub's 403.
 func TestRolloutLanes(t *testing.T) {
+	// id2 views the platform project (web's) and deploys another: the page shows it the
+	// buttons, and the hub refuses it.
+	iss := oidctest.Start(t, "flotilla", map[string][]string{"id2": {"sre", "team-z-dev"}})
 	f := hubtest.StartRollout(t, "waves:\n- {name: canary, selector: {matchLabels: {ring: canary}}, maxConcurrent: 1}\n- {name: rest, approval: required, maxFailures: 1}",
-		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}, "b": {"region": "us"}})
+		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}, "b": {"region": "us"}},
+		func(o *hub.Options) {
+			o.OIDC = access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer:platform", "team-z-dev=deployer:team-z"}}
+		})
 	desired := f.Desired(t, "can-1")
 	f.ReportReady(t, "can-1", desired)
 	f.WaitRollout(t, "waiting for approval", func(v hubapi.RolloutView) bool { return v.Phase == "WaitingApproval" })
@@ -99,7 +108,7 @@ func TestRolloutLanes(t *testing.T) {
 	waitText(rest+` [data-field="failures"]`, "failures 0/1")
 	waitText(`#view-rollout dd[data-field="Revision (pinned)"]`, desired.Revision)
 	waitText(`#view-rollout dd[data-field="Phase"]`, "WaitingApproval")
-	waitText(`#rollout-events`, "wave-done wave canary")
+	waitText(`#rollout-events`, "wave-done: wave canary done")
 	browsertest.Screenshot(t, tab, "dashboard-rollout-waiting-approval", true)
 
 	// The lane's button approves the wave: the hub names who approved it.
@@ -108,7 +117,7 @@ func TestRolloutLanes(t *testing.T) {
 	waitText(rest+` [data-field="approval"]`, "approved by token:admin")
 	f.WaitRollout(t, "progressing on wave rest", func(v hubapi.RolloutView) bool { return v.Phase == "Progressing" })
 	waitText(`#view-rollout dd[data-field="Phase"]`, "Progressing")
-	waitText(`#rollout-events`, "approved wave rest by token:admin")
+	waitText(`#rollout-events`, "approved: wave rest approved (by token:admin)")
 
 	// A refused action shows the hub's reason: nothing completed, nothing to go back to.
 	run(chromedp.Click(chromedp.CSS(`#rollout-actions button[data-action="rollback"]`)))
@@ -156,4 +165,24 @@ func TestRolloutLanes(t *testing.T) {
 	// The list of rollouts links to each.
 	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="rollouts"]`)))
 	waitText(`#view-rollouts tr[data-release="web"]`, "Progressing")
+
+	// A deployer of another project is shown the buttons (the page cannot know the release's
+	// project) and the hub's refusal.
+	run(chromedp.Click(chromedp.CSS(`#signout`)))
+	waitText("#sso", "single sign-on")
+	run(chromedp.Click(chromedp.CSS(`#sso-start`)))
+	waitText("#sso-code", "enter the code")
+	if err := iss.Approve(t.Context(), eval(`document.getElementById('sso-user-code').textContent`), "id2"); err != nil {
+		t.Fatal(err)
+	}
+	waitText("#whoami", "oidc:id2")
+	run(chromedp.Evaluate[chromedp.Void](`location.hash = '#/rollout/web'`))
+	waitText(`#rollout-actions button[data-action="pause"]`, "Pause")
+	run(chromedp.Click(chromedp.CSS(`#rollout-actions button[data-action="pause"]`)))
+	waitText("#rollout-outcome", "pause refused: oidc:id2 (")
+	waitText("#rollout-outcome", "may not POST /api/v1/rollouts/web/pause: it needs deployer of the release's project")
+	browsertest.Screenshot(t, tab, "dashboard-rollout-refused", false)
+	if v := f.WaitRollout(t, "read", func(hubapi.RolloutView) bool { return true }); v.Paused {
+		t.Errorf("the refused pause paused the rollout: %+v", v)
+	}
 }

@@ -47,8 +47,9 @@ const rolloutWebhookSecret = "hubtest-generic-webhook-secret"
 // release, RolloutRelease, from a local Git source with one ConfigMap, targeting every
 // cluster, with rolloutYAML as its spec.rollout (a YAML mapping, as in a fleet file), and
 // registers clusters (name -> labels). The release's first revision then rolls out along
-// its waves; ReportReady stands in for the agents. The hub is stopped when the test ends.
-func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[string]string) *RolloutFleet {
+// its waves; ReportReady stands in for the agents. options may set more of the hub's
+// options (OIDC, say). The hub is stopped when the test ends.
+func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[string]string, options ...func(*hub.Options)) *RolloutFleet {
 	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
@@ -80,11 +81,15 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 			tb.Fatalf("hubtest: add cluster %s: %v", name, err)
 		}
 	}
-	h, err := hub.New(ctx, hub.Options{
+	ho := hub.Options{
 		DataDir: dataDir, Fleet: filepath.Join(dir, "fleet"), AllowFileSources: []string{filepath.Join(dir, "apps")},
 		AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", UnreachableAfter: time.Hour,
 		WebhookSecrets: map[string]string{"generic": rolloutWebhookSecret},
-	}, st)
+	}
+	for _, o := range options {
+		o(&ho)
+	}
+	h, err := hub.New(ctx, ho, st)
 	if err != nil {
 		st.Close()
 		tb.Fatalf("hubtest: new hub: %v", err)

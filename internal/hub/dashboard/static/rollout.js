@@ -178,6 +178,7 @@ export async function render(root, arg, isCurrent) {
     events.length
       ? h('ul', { class: 'events', id: 'rollout-events' }, events.map((e) => h('li', { data: { type: e.type } },
         h('span', { class: 'muted' }, when(e.at)), ' ', h('strong', null, e.type),
-        [e.wave ? ` wave ${e.wave}` : '', e.cluster ? ` cluster ${e.cluster}` : '', e.actor ? ` by ${e.actor}` : '', e.message ? `: ${e.message}` : ''].join(''))))
+        `: ${e.message || [e.wave ? `wave ${e.wave}` : '', e.cluster ? `cluster ${e.cluster}` : ''].filter(Boolean).join(', ')}`,
+        e.actor && !(e.message || '').includes(e.actor) ? ` (by ${e.actor})` : '')))
       : h('p', { class: 'muted' }, 'No event yet.'));
 }
