@@ -87,7 +87,7 @@ func newRolloutHarness(t *testing.T, s Store) *rolloutHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c, err = New(Deps{Store: s, Poller: downPoller{}, Artifacts: arts, Lease: heldLease{}, Clock: h.clk,
+	h.c, err = New(Deps{Store: s, Poller: downPoller{}, Artifacts: arts, Lease: heldLease{}, Clock: h.clk, LastSeen: h.lastSeen,
 		Record: func(_ context.Context, e audit.Event) { h.mu.Lock(); h.audit = append(h.audit, e); h.mu.Unlock() },
 		RolloutEvent: func(_ string, e hubapi.RolloutEvent) {
 			h.mu.Lock()
@@ -103,6 +103,9 @@ func newRolloutHarness(t *testing.T, s Store) *rolloutHarness {
 	}
 	return h
 }
+
+// lastSeen: every agent was heard from just now (they report and beat steadily).
+func (h *rolloutHarness) lastSeen(store.Cluster) time.Time { return h.clk.Now() }
 
 // newest makes revision n the source's newest artifact and reschedules.
 func (h *rolloutHarness) newest(n int) {
@@ -196,6 +199,11 @@ func TestRolloutMovesThroughWaves(t *testing.T) {
 	st, _ := h.state()
 	if st.Phase != rollout.PhaseCompleted || st.Stable.Digest != rolloutArtifact(2).Digest {
 		t.Errorf("rollout %s with stable %s, want Completed at revision 2", st.Phase, st.Stable.Revision)
+	}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		if cs := st.Clusters[c]; cs == nil || cs.Phase != rollout.ClusterDone {
+			t.Errorf("%s: %+v, want Done (reported Ready, not passed over)", c, cs)
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -357,5 +365,36 @@ func TestDeletedReleaseLeavesAlongItsWaves(t *testing.T) {
 	}
 	if removed != 3 {
 		t.Errorf("%d removals audited, want 3", removed)
+	}
+}
+
+// A controller that takes over (a restarted hub, another replica) goes on with the rollout
+// from its record: the canary's bake is not started again, and what was announced is not
+// announced again.
+func TestRolloutContinuesAfterTakeover(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.newest(2)
+	h.report("c1", 2, "Ready")
+	h.clk.Advance(time.Second)
+	h.c.reschedule(t.Context()) // the canary bakes from now
+
+	var announced []string
+	next, err := New(Deps{Store: h.st, Poller: downPoller{}, Artifacts: h.c.d.Artifacts, Lease: heldLease{}, Clock: h.clk, LastSeen: h.lastSeen,
+		RolloutEvent: func(_ string, e hubapi.RolloutEvent) { announced = append(announced, e.Type) },
+	}, h.c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !next.loadFleet(t.Context()) {
+		t.Fatal("the fleet did not load")
+	}
+	h.clk.Advance(5 * time.Minute)
+	next.mu.Lock()
+	next.artifacts["platform"] = rolloutArtifact(2)
+	next.mu.Unlock()
+	next.reschedule(t.Context())
+	h.want("c2", 2, "")
+	if got := strings.Join(announced, " "); got != "wave-done wave-started" {
+		t.Errorf("the new controller announced %q, want only what happened since: wave-done wave-started", got)
 	}
 }
