@@ -35,6 +35,9 @@ type SyncRecord struct {
 	Reason   string    `json:"reason,omitempty"`
 	Actor    string    `json:"actor"`
 	Created  time.Time `json:"created"`
+	// Reported are the clusters whose agent reported the id: kept here because the status
+	// that carried it is replaced by the agent's next report.
+	Reported []string `json:"reported,omitempty"`
 }
 
 // Expired reports whether the request is past SyncTTL at now.
@@ -83,12 +86,14 @@ func (c *Controller) applySyncs(ctx context.Context, clusters []schedule.Cluster
 			c.deleteSync(ctx, rec)
 			continue
 		}
-		pending := 0
+		pending, newlyReported := 0, false
 		for _, cl := range clusters {
-			if !r.affects(cl.Name, plan.Assignments[cl.Name]) {
+			if !r.affects(cl.Name, plan.Assignments[cl.Name]) || slices.Contains(r.Reported, cl.Name) {
 				continue
 			}
 			if reported[cl.Name][r.ID] {
+				r.Reported = append(r.Reported, cl.Name)
+				newlyReported = true
 				continue
 			}
 			pending++
@@ -99,8 +104,43 @@ func (c *Controller) applySyncs(ctx context.Context, clusters []schedule.Cluster
 		if pending == 0 && !r.waits(clusters) {
 			c.log.Info("sync request done: every affected agent reported it", "id", r.ID, "release", r.Release, "cluster", r.Cluster)
 			c.deleteSync(ctx, rec)
+			continue
 		}
+		if newlyReported {
+			c.putSync(ctx, rec, r)
+		}
+		c.wakeAt(ctx, r.Created.Add(SyncTTL))
 	}
+}
+
+// putSync stores r over rec, unless rec changed since (the next reschedule tries again).
+func (c *Controller) putSync(ctx context.Context, rec store.Record, r SyncRecord) {
+	data, err := json.Marshal(r)
+	if err == nil {
+		rec.Data = data
+		_, err = c.d.Store.PutRecord(ctx, rec, rec.Version)
+	}
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		c.log.Warn("store the clusters that reported a sync request", "id", r.ID, "error", err)
+	}
+}
+
+// wakeAt has the controller reschedule at t (a sync request's expiry), so that an expired
+// request leaves the documents even when nothing else changes; one wake-up is pending at a
+// time, the earliest.
+func (c *Controller) wakeAt(ctx context.Context, t time.Time) {
+	now := c.clock.Now()
+	if !c.syncWake.IsZero() && c.syncWake.After(now) && !t.Before(c.syncWake) {
+		return
+	}
+	c.syncWake = t
+	go func() {
+		select {
+		case <-c.clock.After(t.Sub(now)):
+			c.Wake()
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // affects reports whether the request concerns the cluster, which holds assigned.

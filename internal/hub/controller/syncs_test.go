@@ -129,8 +129,30 @@ func TestApplySyncs(t *testing.T) {
 		t.Errorf("s-all was deleted before c2 reported it: %v", err)
 	}
 
-	report("c2", "s-all")
+	// c1's next report carries no sync id: c1 stays done with s-all all the same.
+	st.mu.Lock()
+	for i := range st.statuses {
+		if st.statuses[i].Cluster == "c1" {
+			st.statuses[i].Detail = []byte(`{"release":"baseline","phase":"Ready"}`)
+		}
+	}
+	st.mu.Unlock()
+	c.reschedule(t.Context())
+	check("c1's next report, without the ids")
+	if rec, err := st.GetRecord(t.Context(), KindSync, "s-all"); err != nil || !strings.Contains(string(rec.Data), `"reported":["c1"]`) {
+		t.Errorf("s-all does not remember that c1 reported it: %s (%v)", rec.Data, err)
+	}
+
+	// The pending requests' expiry wakes the controller, with nothing else changing.
+	select {
+	case <-c.trigger:
+	default:
+	}
+	waitFor(t, "a wake-up pending at the requests' expiry", func() bool { return clk.Waiters() > 0 })
 	clk.Advance(SyncTTL)
+	waitFor(t, "the wake-up at the expiry", func() bool { return len(c.trigger) == 1 })
+
+	report("c2", "s-all")
 	c.reschedule(t.Context())
 	want = map[string][]string{}
 	check("c2 reported, and c3's request expired")
