@@ -33,8 +33,9 @@ variables, and reconcile the result into the cluster with server-side apply (fie
   - unchanged objects cost no write: a second run with the same input writes nothing;
   - the inventory (what NAME applied) is kept in the cluster, in namespace flotilla-system,
     and --prune deletes what left the set (except objects annotated flotilla.dev/prune: disabled);
-  - changes made by hand (kubectl edit, scale, patch, label, client-side apply) are drift:
-    taken back, or with --self-heal=false only reported;
+  - changes made by hand (kubectl edit, patch, label, client-side apply) are drift:
+    taken back, or with --self-heal=false only reported; fields written through the scale
+    subresource (an HPA, kubectl scale) are left alone;
   - fields another server-side-apply manager owns, and objects another assignment holds,
     are conflicts: reported and left alone unless --force.
 

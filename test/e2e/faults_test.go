@@ -116,7 +116,7 @@ func TestFaultPartitionWithDriftHealed(t *testing.T) {
 	// Cut agent a off the hub for longer than many report intervals (200ms) and heartbeats (1s).
 	f.proxies["a"].Blackhole(true)
 	f.proxies["a"].Cut()
-	if _, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "scale", "deployment/web", "--replicas=7"); err != nil {
+	if _, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "patch", "deployment/web", "--type=merge", "-p", `{"spec":{"replicas":7}}`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "drift healed while partitioned", time.Minute, func() bool {
