@@ -74,6 +74,8 @@ type FieldDrift struct {
 	Path    string `json:"path"`
 	Desired string `json:"desired"`
 	Live    string `json:"live"`
+	// Manager is the field manager that wrote the live value, when the agent could tell.
+	Manager string `json:"manager,omitempty"`
 }
 
 // FieldConflict is a field the object declares and the owner that holds it.
@@ -143,7 +145,7 @@ func reportedObjects(st *agentv1.AssignmentStatus) ([]ObjectView, int) {
 			Drift: []FieldDrift{}, Conflicts: []FieldConflict{},
 		}
 		for _, f := range d.GetDrift() {
-			o.Drift = append(o.Drift, FieldDrift{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive()})
+			o.Drift = append(o.Drift, FieldDrift{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
 		}
 		for _, c := range d.GetConflicts() {
 			o.Conflicts = append(o.Conflicts, FieldConflict{Field: c.GetField(), Owner: c.GetOwner()})

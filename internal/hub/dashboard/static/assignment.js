@@ -18,7 +18,7 @@ function diff(drift, omitted) {
       }
       const values = f.desired || f.live;
       return h('div', { class: 'field', data: { path: f.path } },
-        h('div', { class: 'path' }, f.path),
+        h('div', { class: 'path' }, f.manager ? `${f.path} (written by ${f.manager})` : f.path),
         values ? h('div', { class: 'del', data: { side: 'desired' } }, `- ${f.desired || '(absent)'}`) : null,
         values ? h('div', { class: 'add', data: { side: 'live' } }, `+ ${f.live || '(absent)'}`) : null,
         values ? null : h('div', { class: 'muted' }, 'changed (values not reported)'));
