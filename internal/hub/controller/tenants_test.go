@@ -113,6 +113,11 @@ spec:
   namespaces: [team-b]
   serviceAccount: {namespace: team-b, name: deployer}
   fleet: {url: '%[3]s', branch: main}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Window
+metadata: {name: nights}
+spec: {type: allow, schedule: "0 22 * * *", duration: 8h}
 `, apps, tenantA.url(), tenantB.url())
 	if err := os.WriteFile(filepath.Join(mainDir, "fleet.yaml"), []byte(mainFleet), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,6 +174,10 @@ spec:
 	}
 	if p := c.View().Problems; len(p) != 0 {
 		t.Fatalf("problems with valid tenant fleets: %v", p)
+	}
+	// The main fleet's windows hold with tenants' fleets merged in.
+	if doc, _ := st.doc(t, "c1"); len(doc.Gates) != 1 || doc.Gates[0].Name != "nights" {
+		t.Errorf("c1's gates with tenant fleets: %+v, want the window nights", doc.Gates)
 	}
 
 	t.Run("a release for another project rejects that tenant's configuration alone", func(t *testing.T) {

@@ -15,8 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -222,6 +224,17 @@ func TestFreezeAndSuspend(t *testing.T) {
 	}
 	if recs := auditActions(t, admin, "cluster.resumed"); len(recs) != 1 || recs[0].Detail["suspendedBy"] != "token:admin" {
 		t.Errorf("cluster.resumed audit records: %+v", recs)
+	}
+
+	// A removed cluster's suspension goes with it: registered again, it is not suspended.
+	if _, err := admin.SuspendCluster(ctx, staging, "decommission"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.RemoveCluster(ctx, staging); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Store.GetRecord(ctx, controller.RecordSuspend, staging); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("suspension of a removed cluster: %v, want none", err)
 	}
 }
 

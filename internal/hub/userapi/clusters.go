@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -163,6 +164,11 @@ func (api *API) removeCluster(w http.ResponseWriter, r *http.Request) {
 	if err := api.d.Store.RemoveCluster(r.Context(), name); err != nil {
 		writeStoreError(w, err, name)
 		return
+	}
+	// A cluster registered again under this name starts unsuspended.
+	if err := api.d.Store.DeleteRecord(r.Context(), controller.RecordSuspend, name, store.AnyVersion); err != nil && !errors.Is(err, store.ErrNotFound) {
+		api.d.Logger.Warn("cluster removed, but its suspension was not; it holds a cluster registered again under this name until `flotilla cluster resume`",
+			"cluster", name, "error", err)
 	}
 	// Its certificates are revoked in the store; end its open streams now.
 	api.d.ClusterRemoved(name)
