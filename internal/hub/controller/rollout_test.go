@@ -56,7 +56,7 @@ type rolloutHarness struct {
 	events []hubapi.RolloutEvent
 }
 
-func newRolloutHarness(t *testing.T, s Store) *rolloutHarness {
+func newRolloutHarness(t *testing.T, s Store, extraYAML ...string) *rolloutHarness {
 	h := &rolloutHarness{t: t, clk: clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))}
 	fs, _ := s.(*fakeStore)
 	if fs == nil {
@@ -80,7 +80,7 @@ func newRolloutHarness(t *testing.T, s Store) *rolloutHarness {
 		fs.docs[cl.Name] = store.DesiredState{Cluster: cl.Name, Generation: 1, Document: doc}
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(rolloutFleetYAML), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(rolloutFleetYAML+strings.Join(extraYAML, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	arts, err := artifact.NewStore(t.TempDir())
@@ -397,4 +397,32 @@ func TestRolloutContinuesAfterTakeover(t *testing.T) {
 	if got := strings.Join(announced, " "); got != "wave-done wave-started" {
 		t.Errorf("the new controller announced %q, want only what happened since: wave-done wave-started", got)
 	}
+}
+
+// A wave waits for its clusters' windows: the canary, inside a deny window, is not started
+// (and neither is the next wave), and the rollout is due again when the window closes.
+func TestRolloutWaitsForAWindow(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{}, `---
+apiVersion: flotilla.dev/v1alpha1
+kind: Window
+metadata: {name: office-hours}
+spec:
+  type: deny
+  schedule: "0 9 * * *"
+  duration: 9h
+  clusterSelector: {matchLabels: {ring: canary}}
+`)
+	h.newest(2) // at 12:00 UTC: the window is open until 18:00
+	h.want("c1", 1, `office-hours`)
+	h.want("c2", 1, "wave rest waits for canary")
+	if want := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC); !h.c.rolloutDue.Equal(want) {
+		t.Errorf("rollouts due at %s, want when the window closes, %s", h.c.rolloutDue, want)
+	}
+	if v := rollout.View("web", nil, func() *rollout.State { st, _ := h.state(); return &st }()); v.Waves[0].Phase != rollout.WaveWaitingWindow {
+		t.Errorf("wave canary is %s, want %s", v.Waves[0].Phase, rollout.WaveWaitingWindow)
+	}
+	h.clk.Advance(6 * time.Hour)
+	h.c.reschedule(t.Context())
+	h.want("c1", 2, "")
+	h.want("c2", 1, "wave rest waits for canary")
 }

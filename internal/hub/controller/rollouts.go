@@ -27,4 +27,3 @@ func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, c
 func (c *Controller) rolloutsDue() bool {
 	return !c.rolloutDue.IsZero() && !c.clock.Now().Before(c.rolloutDue)
 }
-

@@ -85,8 +85,8 @@ func New(d Deps) *Stepper {
 	return &Stepper{d: d, log: d.Logger, seen: map[string]time.Time{}}
 }
 
-// rolloutPoll is how soon a rollout with clusters in progress is stepped again: soon after
-// their agents report, without a reschedule for every report.
+// rolloutPoll is how soon a rollout with a cluster waiting for its agent's report is
+// stepped again: soon after the report, without a reschedule for every report.
 const rolloutPoll = 2 * time.Second
 
 // Apply moves every release of fleet that has a rollout one step (rollout.Step) and sets,

@@ -74,12 +74,27 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 	if !gateNext.IsZero() && (next.IsZero() || gateNext.Before(next)) {
 		next = gateNext
 	}
-	if st.Phase == rollout.PhaseProgressing && !st.Paused {
+	if awaitsReports(&st) {
 		if poll := now.Add(rolloutPoll); next.IsZero() || poll.Before(next) {
 			next = poll
 		}
 	}
 	return &st, next
+}
+
+// awaitsReports reports whether a started cluster waits for its agent's report: only then
+// is the rollout stepped every rolloutPoll (a wave waiting for a window, an approval or a
+// bake is due at a known time).
+func awaitsReports(st *rollout.State) bool {
+	if st.Phase != rollout.PhaseProgressing {
+		return false
+	}
+	for _, cs := range st.Clusters {
+		if cs.Phase == rollout.ClusterProgressing && cs.HeldSince.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // cas steps the rollout record of release (rec, when had) with step and stores the
