@@ -68,7 +68,7 @@ type Result struct {
 // Step moves st one step for in and returns what each cluster is assigned. It is
 // deterministic: the same state and input give the same result.
 func Step(st *State, in Input) Result {
-	p := planner{st: st, in: in, now: in.Now, byName: map[string]*Cluster{}}
+	p := planner{st: st, in: in, now: in.Now, byName: make(map[string]*Cluster, len(in.Clusters))}
 	if st.Removing {
 		// The release was deleted and has come back: it starts afresh from what the
 		// clusters run.
@@ -116,27 +116,34 @@ func (p *planner) event(typ, wave, cluster, format string, args ...any) {
 // order of the stable hash of its clusters' names.
 func (p *planner) waves() {
 	spec := p.st.Spec
-	p.waveOf = map[string]int{}
+	p.waveOf = make(map[string]int, len(p.in.Clusters))
 	if spec == nil {
 		return
 	}
 	p.st.syncWaves(spec)
-	p.members = make([][]*Cluster, len(spec.Waves))
+	type ranked struct {
+		c    *Cluster
+		rank uint64
+	}
+	byWave := make([][]ranked, len(spec.Waves))
 	for i := range p.in.Clusters {
 		c := &p.in.Clusters[i]
 		p.waveOf[c.Name] = -1
 		for w, wave := range spec.Waves {
 			if wave.Selector == nil || wave.Selector.Matches(c.Labels) {
-				p.members[w] = append(p.members[w], c)
+				byWave[w] = append(byWave[w], ranked{c, rank(c.Name)})
 				p.waveOf[c.Name] = w
 				break
 			}
 		}
 	}
-	for _, m := range p.members {
-		slices.SortFunc(m, func(a, b *Cluster) int {
-			return cmp.Or(cmp.Compare(rank(a.Name), rank(b.Name)), strings.Compare(a.Name, b.Name))
-		})
+	p.members = make([][]*Cluster, len(spec.Waves))
+	for w, m := range byWave {
+		slices.SortFunc(m, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.c.Name, b.c.Name)) })
+		p.members[w] = make([]*Cluster, len(m))
+		for i, r := range m {
+			p.members[w][i] = r.c
+		}
 	}
 }
 
