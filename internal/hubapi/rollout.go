@@ -25,6 +25,9 @@ type RolloutView struct {
 	Events         []RolloutEvent `json:"events,omitempty"`
 	StartedAt      *time.Time     `json:"startedAt,omitempty"`
 	UpdatedAt      *time.Time     `json:"updatedAt,omitempty"`
+	// Removal: the release was deleted from the fleet and leaves its clusters along the
+	// waves of its last rollout (docs/rollouts.md); its waves' phases are the removal's.
+	Removal bool `json:"removal,omitempty"`
 }
 
 // WaveView is one wave of a rollout.

@@ -65,8 +65,32 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out = append(out, rollout.View(rel.Metadata.Name, rel.Spec.Rollout, st))
+		delete(byRelease, rel.Metadata.Name)
+	}
+	// Deleted releases leaving their clusters along their waves, by name.
+	for _, rec := range records {
+		if _, left := byRelease[rec.Key]; !left {
+			continue
+		}
+		st, err := decodeRollout(rec)
+		if err != nil {
+			userapi.WriteError(w, http.StatusInternalServerError, err)
+			return
+		}
+		if st.Removing && !inFleet(fleet, rec.Key) && p.Can(access.Viewer, st.Project) {
+			out = append(out, rollout.View(rec.Key, st.Spec, st))
+		}
 	}
 	userapi.WriteJSON(w, http.StatusOK, out)
+}
+
+func inFleet(fleet *v1alpha1.Fleet, release string) bool {
+	for i := range fleet.Releases {
+		if fleet.Releases[i].Metadata.Name == release {
+			return true
+		}
+	}
+	return false
 }
 
 // getRollout answers one release's rollout. A release the principal may not view is not
@@ -163,7 +187,8 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 }
 
 // rolloutRelease returns the release the path names, when it has a rollout and the
-// principal may view it; otherwise it answers the error itself.
+// principal may view it, or a deleted release's removal; otherwise it answers the error
+// itself.
 func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.Release, bool) {
 	name := r.PathValue("release")
 	fleet := a.d.View().Fleet
@@ -182,6 +207,17 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 			return nil, false
 		}
 		return rel, true
+	}
+	if !inFleet(fleet, name) {
+		// A deleted release whose removal goes along its waves: its record stands for it.
+		rec, err := a.d.Store.GetRecord(r.Context(), rollout.RecordKind, name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", name, err))
+			return nil, false
+		}
+		if st, err := decodeRollout(rec); err == nil && st.Removing && st.Spec != nil && p.Can(access.Viewer, st.Project) {
+			return &v1alpha1.Release{Metadata: v1alpha1.ObjectMeta{Name: name}, Spec: v1alpha1.ReleaseSpec{Project: st.Project, Rollout: st.Spec}}, true
+		}
 	}
 	userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", textcut.Cut(name, 64)))
 	return nil, false

@@ -80,6 +80,20 @@ func newRolloutAPI(t *testing.T, now time.Time) *rolloutAPI {
 	if _, err := st.PutRecord(t.Context(), store.Record{Kind: rollout.RecordKind, Key: "web", Data: data}, 0); err != nil {
 		t.Fatal(err)
 	}
+	// old-web (team-a) was deleted: it leaves its clusters along its waves, and its second
+	// wave waits for approval.
+	old := rollout.State{Spec: waves(v1alpha1.ApprovalRequired), Project: "team-a"}
+	rollout.StepRemoval(&old, rollout.Input{Now: now, Clusters: []rollout.Cluster{
+		{Name: "c1", Labels: map[string]string{"ring": "canary"}, Reachable: true, Had: art("r1")},
+		{Name: "c2", Reachable: true, Had: art("r1")},
+	}})
+	if old.Phase != rollout.PhaseWaitingApproval {
+		t.Fatalf("old-web's removal is %s, want WaitingApproval", old.Phase)
+	}
+	data, _ = json.Marshal(&old)
+	if _, err := st.PutRecord(t.Context(), store.Record{Kind: rollout.RecordKind, Key: "old-web", Data: data}, 0); err != nil {
+		t.Fatal(err)
+	}
 	view := func() controller.View { return controller.View{Fleet: fleet} }
 	ra := &rolloutAPI{store: st}
 	record := func(_ context.Context, e audit.Event) {
@@ -133,7 +147,7 @@ func TestRolloutRoutes(t *testing.T) {
 	ra := newRolloutAPI(t, now)
 
 	t.Run("the list holds the rollouts the principal may view", func(t *testing.T) {
-		for token, want := range map[string]string{"viewer-a-token": "web", "viewer-token": "web baseline", "admin-token": "web baseline"} {
+		for token, want := range map[string]string{"viewer-a-token": "web old-web", "viewer-token": "web baseline old-web", "admin-token": "web baseline old-web"} {
 			rec := ra.do("GET", token, "/api/v1/rollouts", "")
 			var views []hubapi.RolloutView
 			if err := json.Unmarshal(rec.Body.Bytes(), &views); rec.Code != http.StatusOK || err != nil {
@@ -261,6 +275,28 @@ func TestRolloutRoutes(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a deleted release's removal is shown, and approved by a deployer of every project", func(t *testing.T) {
+		rec := ra.do("GET", "viewer-a-token", "/api/v1/rollouts/old-web", "")
+		var v hubapi.RolloutView
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("status %d %s", rec.Code, rec.Body)
+		}
+		if !v.Removal || v.Phase != rollout.PhaseWaitingApproval || len(v.Waves) != 2 {
+			t.Errorf("view %+v: want a removal waiting for approval", v)
+		}
+		if rec := ra.do("POST", "team-a-token", "/api/v1/rollouts/old-web/approve", ""); rec.Code != http.StatusForbidden {
+			t.Errorf("a deployer of team-a approved a deleted release's removal: status %d %s", rec.Code, rec.Body)
+		}
+		if rec := ra.do("POST", "admin-token", "/api/v1/rollouts/old-web/abort", ""); rec.Code != http.StatusConflict ||
+			errorOf(rec) != "rollout of old-web: abort: the release was deleted and leaves its clusters wave by wave; to keep it, add it back to the fleet: rollout action refused" {
+			t.Errorf("abort of a removal: status %d %q", rec.Code, errorOf(rec))
+		}
+		rec = ra.do("POST", "admin-token", "/api/v1/rollouts/old-web/approve", "")
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil || v.Waves[1].ApprovedBy != "token:admin" {
+			t.Errorf("approve: status %d %s", rec.Code, rec.Body)
+		}
+	})
 
 	t.Run("rollback sends the started clusters back to the stable revision", func(t *testing.T) {
 		rec := ra.do("POST", "team-a-token", "/api/v1/rollouts/web/rollback", "")

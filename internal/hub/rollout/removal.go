@@ -21,7 +21,7 @@ func StepRemoval(st *State, in Input) Result {
 	p := planner{st: st, in: in, now: in.Now, byName: map[string]*Cluster{}}
 	if !st.Removing {
 		spec := st.Spec
-		*st = State{Removing: true, Phase: PhaseProgressing, Spec: spec, Clusters: map[string]*ClusterState{},
+		*st = State{Removing: true, Phase: PhaseProgressing, Spec: spec, Project: st.Project, Clusters: map[string]*ClusterState{},
 			StartedAt: in.Now, Events: st.Events, Stable: st.Stable, Current: st.Current}
 		p.st.syncWaves(spec)
 		p.event(EventStarted, "", "", "removal of the deleted release started: %d clusters, wave by wave", len(in.Clusters))

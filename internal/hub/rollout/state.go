@@ -41,6 +41,9 @@ type State struct {
 	Events []hubapi.RolloutEvent `json:"events,omitempty"`
 	// Removing is set while a deleted release leaves its clusters wave by wave.
 	Removing bool `json:"removing,omitempty"`
+	// Project is the release's project as last seen: who may view a deleted release's
+	// removal.
+	Project string `json:"project,omitempty"`
 }
 
 // WaveState is where one wave stands.

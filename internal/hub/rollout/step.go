@@ -36,8 +36,9 @@ type Report struct {
 
 // Input is what one Step reads.
 type Input struct {
-	// Spec is the release's rollout; nil when the release has none.
-	Spec *v1alpha1.Rollout
+	// Spec is the release's rollout; nil when the release has none. Project is its project.
+	Spec    *v1alpha1.Rollout
+	Project string
 	// Newest is the newest artifact of the release's source; zero when there is none yet.
 	Newest Artifact
 	// Clusters are the clusters the release selects, in any order.
@@ -77,6 +78,7 @@ func Step(st *State, in Input) Result {
 	if in.Spec != nil {
 		st.Spec = in.Spec
 	}
+	st.Project = in.Project
 	if st.Clusters == nil {
 		st.Clusters = map[string]*ClusterState{}
 	}
@@ -199,7 +201,7 @@ func (p *planner) canStartNext() bool {
 func (p *planner) start(n, stable Artifact) {
 	st := p.st
 	*st = State{
-		Phase: PhaseProgressing, Paused: st.Paused, Current: n, Stable: stable, Spec: st.Spec,
+		Phase: PhaseProgressing, Paused: st.Paused, Current: n, Stable: stable, Spec: st.Spec, Project: st.Project,
 		Clusters: map[string]*ClusterState{}, StartedAt: p.now, Events: st.Events,
 	}
 	st.syncWaves(st.Spec)

@@ -25,7 +25,7 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 		StableRevision: st.Stable.Revision, StableDigest: st.Stable.Digest,
 		QueuedRevision: st.Queued.Revision, QueuedDigest: st.Queued.Digest,
 		Waves: []hubapi.WaveView{}, Events: slices.Clone(st.Events),
-		StartedAt: timePtr(st.StartedAt), UpdatedAt: timePtr(st.UpdatedAt),
+		StartedAt: timePtr(st.StartedAt), UpdatedAt: timePtr(st.UpdatedAt), Removal: st.Removing,
 	}
 	if spec == nil {
 		return v

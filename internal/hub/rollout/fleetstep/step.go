@@ -29,7 +29,7 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 	newest schedule.Artifact, clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]schedule.Document) (*rollout.State, time.Time) {
 	name := r.Metadata.Name
 	now := s.now
-	input := rollout.Input{Spec: r.Spec.Rollout, Now: now,
+	input := rollout.Input{Spec: r.Spec.Rollout, Project: r.Spec.Project, Now: now,
 		Newest: rollout.Artifact{Digest: newest.Digest, Revision: newest.Revision, URL: newest.URL}}
 	var gateNext time.Time
 	for _, cl := range clusters {
