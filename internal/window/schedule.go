@@ -76,16 +76,28 @@ func (o occurrences) next(t time.Time) time.Time {
 
 // latest returns the last opening in (lo, hi], or the zero time when there is none.
 func (o occurrences) latest(lo, hi time.Time) time.Time {
-	if n := o.next(lo); n.IsZero() || n.After(hi) {
+	n := o.next(lo)
+	if n.IsZero() || n.After(hi) {
 		return time.Time{}
 	}
-	// next(x) <= hi holds for x below the last opening and fails from it on; a binary search
-	// to the second finds it in a few dozen schedule steps whatever the schedule's density
-	// or the window's length (openings fall on whole seconds).
-	a, b := lo, hi
+	// Most windows open a few times at most within their duration: step through them.
+	for range 16 {
+		m := o.next(n)
+		if m.IsZero() || m.After(hi) {
+			return n
+		}
+		n = m
+	}
+	if m := o.next(n); m.IsZero() || m.After(hi) {
+		return n
+	}
+	// A dense schedule (every minute of the working day, open for eight hours): next(x) <= hi
+	// holds for x below the last opening and fails from it on, so a binary search to the
+	// second finds it in a few dozen steps (openings fall on whole seconds).
+	a, b := n, hi
 	for b.Sub(a) > time.Second {
 		mid := a.Add(b.Sub(a) / 2)
-		if n := o.next(mid); !n.IsZero() && !n.After(hi) {
+		if m := o.next(mid); !m.IsZero() && !m.After(hi) {
 			a = mid
 		} else {
 			b = mid

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // agents run in minimal images: a window's zone must not depend on them
 
@@ -272,12 +273,31 @@ func location(name string) (*time.Location, error) {
 	if name == "Local" {
 		return nil, fmt.Errorf("is not an IANA time zone name (such as Europe/Berlin)")
 	}
+	zones.Lock()
+	defer zones.Unlock()
+	if loc, ok := zones.m[name]; ok {
+		return loc, nil
+	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("is not an IANA time zone name (such as Europe/Berlin): %w", err)
 	}
+	if zones.m == nil || len(zones.m) >= maxZones {
+		zones.m = map[string]*time.Location{}
+	}
+	zones.m[name] = loc
 	return loc, nil
 }
+
+// zones caches loaded time zones: loading one reads and parses its file, a quarter of an
+// Evaluate otherwise, and the hub evaluates gates for every cluster. A Location never
+// changes once loaded, so sharing one is safe; the cache is bounded by emptying it.
+var zones struct {
+	sync.Mutex
+	m map[string]*time.Location
+}
+
+const maxZones = 64
 
 func (v *Verdict) hold(b [3]bool) {
 	v.Revisions = v.Revisions || b[0]

@@ -1,6 +1,8 @@
 package window
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +209,17 @@ func TestEvaluate(t *testing.T) {
 			want: Verdict{Revisions: true, Reason: `window "december" closes 2027-01-01 00:00 UTC`, Next: at("2027-01-01T00:00:00Z")},
 		},
 		{
+			name: "a dense schedule closes a duration after its last opening",
+			// Opens every minute from 09:00 to 17:59, each time for 8 hours.
+			gates: []Gate{deny("office", "* 9-17 * * *", 8*time.Hour, "")}, now: "2026-07-01T12:00:30Z",
+			want: Verdict{Revisions: true, Reason: `window "office" closes 01:59 UTC`, Next: at("2026-07-02T01:59:00Z")},
+		},
+		{
+			name:  "a dense schedule is closed a duration after its last opening",
+			gates: []Gate{deny("office", "* 9-17 * * *", 8*time.Hour, "")}, now: "2026-07-02T01:59:00Z",
+			want: Verdict{Next: at("2026-07-02T09:00:00Z")},
+		},
+		{
 			name:  "a window every minute open for two never closes within the followed horizon",
 			gates: []Gate{deny("always", "* * * * *", 2*time.Minute, "")}, now: "2026-07-01T12:00:30Z",
 			want: Verdict{Revisions: true, Reason: `window "always" closes 13:06 UTC`, Next: at("2026-07-01T13:06:00Z")},
@@ -285,4 +298,77 @@ func FuzzCheck(f *testing.F) {
 		_ = Check(g)
 		Evaluate([]Gate{g}, "web", at("2026-03-29T01:10:00Z"))
 	})
+}
+
+// TestStateAgainstAMinuteScan compares a window's state and next change with a scan of every
+// minute, for random schedules, durations and instants in UTC (where wall-clock and instants
+// agree, so the scan is plainly right).
+func TestStateAgainstAMinuteScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	field := func(lo, hi int) string {
+		switch rng.IntN(4) {
+		case 0:
+			return "*"
+		case 1:
+			return fmt.Sprint(lo + rng.IntN(hi-lo+1))
+		case 2:
+			a := lo + rng.IntN(hi-lo+1)
+			return fmt.Sprintf("%d-%d", a, a+rng.IntN(hi-a+1))
+		default:
+			return fmt.Sprintf("*/%d", 1+rng.IntN(hi-lo))
+		}
+	}
+	base := at("2026-07-01T00:00:00Z")
+	for i := range 120 {
+		schedule := strings.Join([]string{field(0, 59), field(0, 23), "*", "*", field(0, 6)}, " ")
+		d := time.Duration(1+rng.IntN(6*60)) * time.Minute
+		now := base.Add(time.Duration(rng.IntN(14*24*3600)) * time.Second)
+		g := deny("w", schedule, d, "")
+		o, err := compile(g)
+		if err != nil {
+			t.Fatalf("%q: %v", schedule, err)
+		}
+		// Openings minute by minute from a duration before now to four days after, and
+		// prefix sums of them: open at x when an opening falls in (x-d, x].
+		first := now.Add(-d).Truncate(time.Minute)
+		n := int((4*24*time.Hour + d) / time.Minute)
+		sum := make([]int, n+2)
+		for k := 0; k <= n; k++ {
+			m := first.Add(time.Duration(k) * time.Minute)
+			sum[k+1] = sum[k]
+			if o.sched.Next(m.Add(-time.Second)).Equal(m) {
+				sum[k+1]++
+			}
+		}
+		count := func(lo, hi time.Time) int { // openings in (lo, hi], both within the range
+			idx := func(x time.Time) int { // openings at minutes <= x
+				k := int(x.Sub(first)/time.Minute) + 1
+				return sum[min(max(k, 0), n+1)]
+			}
+			return idx(hi) - idx(lo)
+		}
+		openAt := func(x time.Time) bool { return count(x.Add(-d), x) > 0 }
+		wantOpen := openAt(now)
+		var wantNext time.Time
+		for m := now.Truncate(time.Minute).Add(time.Minute); m.Before(first.Add(time.Duration(n-1) * time.Minute)); m = m.Add(time.Minute) {
+			if openAt(m) != wantOpen {
+				wantNext = m
+				break
+			}
+		}
+		gotOpen, gotNext := o.state(d, now)
+		switch {
+		case gotOpen != wantOpen:
+			t.Errorf("case %d %q for %s at %s: open %t; the scan says %t", i, schedule, d, now, gotOpen, wantOpen)
+		case gotNext.Equal(wantNext):
+		case wantOpen && (wantNext.IsZero() || gotNext.Before(wantNext)) && gotNext.Sub(now) >= time.Duration(maxExtensions)*time.Minute:
+			// An open window whose openings keep overlapping reports where it stopped
+			// following them (each one at least a minute later): the caller evaluates
+			// again then.
+		case wantNext.IsZero() && !wantOpen && gotNext.After(first.Add(time.Duration(n-1)*time.Minute)):
+			// Opens beyond the scan (a weekly schedule).
+		default:
+			t.Errorf("case %d %q for %s at %s: open %t next %s; the scan says next %s", i, schedule, d, now, gotOpen, gotNext, wantNext)
+		}
+	}
 }
