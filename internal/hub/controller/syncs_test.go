@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/syncreq"
 )
 
 // syncStore is the fake store whose record reads can be made to fail.
@@ -34,13 +35,13 @@ func (s *syncStore) ListRecords(ctx context.Context, kind string) ([]store.Recor
 	return s.fakeStore.ListRecords(ctx, kind)
 }
 
-func putSync(t *testing.T, st Store, r SyncRecord) {
+func putSync(t *testing.T, st Store, r syncreq.Request) {
 	t.Helper()
 	data, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutRecord(t.Context(), store.Record{Kind: KindSync, Key: r.ID, Data: data}, 0); err != nil {
+	if _, err := st.PutRecord(t.Context(), store.Record{Kind: syncreq.Kind, Key: r.ID, Data: data}, 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -76,11 +77,11 @@ func TestApplySyncs(t *testing.T) {
 	c.artifacts["platform"] = schedule.Artifact{Source: "platform", URL: "https://git.example.com/platform.git", Revision: "main@sha1:2222", Digest: fmt.Sprintf("sha256:%064d", 2)}
 	c.loadFleet(t.Context())
 
-	putSync(t, st, SyncRecord{ID: "s-all", Release: "baseline", Actor: "token:ops", Created: now})
-	putSync(t, st, SyncRecord{ID: "s-c1-override", Release: "baseline", Cluster: "c1", Override: true, Reason: "hotfix", Actor: "token:ops", Created: now})
-	putSync(t, st, SyncRecord{ID: "s-every-release-c3", Cluster: "c3", Actor: "token:ops", Created: now})
-	putSync(t, st, SyncRecord{ID: "s-other-release", Release: "web", Actor: "token:ops", Created: now})
-	putSync(t, st, SyncRecord{ID: "s-old", Release: "baseline", Actor: "token:ops", Created: now.Add(-SyncTTL)})
+	putSync(t, st, syncreq.Request{ID: "s-all", Release: "baseline", Actor: "token:ops", Created: now})
+	putSync(t, st, syncreq.Request{ID: "s-c1-override", Release: "baseline", Cluster: "c1", Override: true, Reason: "hotfix", Actor: "token:ops", Created: now})
+	putSync(t, st, syncreq.Request{ID: "s-every-release-c3", Cluster: "c3", Actor: "token:ops", Created: now})
+	putSync(t, st, syncreq.Request{ID: "s-other-release", Release: "web", Actor: "token:ops", Created: now})
+	putSync(t, st, syncreq.Request{ID: "s-old", Release: "baseline", Actor: "token:ops", Created: now.Add(-syncreq.TTL)})
 	c.reschedule(t.Context())
 
 	want := map[string][]string{"c1": {"s-all", "s-c1-override"}, "c2": {"s-all"}, "c3": {"s-every-release-c3"}}
@@ -99,10 +100,10 @@ func TestApplySyncs(t *testing.T) {
 		doc.Syncs[i] != (schedule.SyncRequest{ID: "s-c1-override", Release: "baseline", Override: true, Actor: "token:ops"}) {
 		t.Errorf("c1's override request: %+v", doc.Syncs)
 	}
-	if _, err := st.GetRecord(t.Context(), KindSync, "s-old"); err == nil {
+	if _, err := st.GetRecord(t.Context(), syncreq.Kind, "s-old"); err == nil {
 		t.Error("the expired request s-old is still stored")
 	}
-	if _, err := st.GetRecord(t.Context(), KindSync, "s-other-release"); err == nil {
+	if _, err := st.GetRecord(t.Context(), syncreq.Kind, "s-other-release"); err == nil {
 		t.Error("s-other-release, which concerns no cluster (none holds release web), is still stored")
 	}
 
@@ -122,10 +123,10 @@ func TestApplySyncs(t *testing.T) {
 	c.reschedule(t.Context())
 	want = map[string][]string{"c2": {"s-all"}, "c3": {"s-every-release-c3"}}
 	check("c1 reported both")
-	if _, err := st.GetRecord(t.Context(), KindSync, "s-c1-override"); err == nil {
+	if _, err := st.GetRecord(t.Context(), syncreq.Kind, "s-c1-override"); err == nil {
 		t.Error("s-c1-override is still stored after its one cluster reported it")
 	}
-	if _, err := st.GetRecord(t.Context(), KindSync, "s-all"); err != nil {
+	if _, err := st.GetRecord(t.Context(), syncreq.Kind, "s-all"); err != nil {
 		t.Errorf("s-all was deleted before c2 reported it: %v", err)
 	}
 
@@ -139,7 +140,7 @@ func TestApplySyncs(t *testing.T) {
 	st.mu.Unlock()
 	c.reschedule(t.Context())
 	check("c1's next report, without the ids")
-	if rec, err := st.GetRecord(t.Context(), KindSync, "s-all"); err != nil || !strings.Contains(string(rec.Data), `"reported":["c1"]`) {
+	if rec, err := st.GetRecord(t.Context(), syncreq.Kind, "s-all"); err != nil || !strings.Contains(string(rec.Data), `"reported":["c1"]`) {
 		t.Errorf("s-all does not remember that c1 reported it: %s (%v)", rec.Data, err)
 	}
 
@@ -149,14 +150,14 @@ func TestApplySyncs(t *testing.T) {
 	default:
 	}
 	waitFor(t, "a wake-up pending at the requests' expiry", func() bool { return clk.Waiters() > 0 })
-	clk.Advance(SyncTTL)
+	clk.Advance(syncreq.TTL)
 	waitFor(t, "the wake-up at the expiry", func() bool { return len(c.trigger) == 1 })
 
 	report("c2", "s-all")
 	c.reschedule(t.Context())
 	want = map[string][]string{}
 	check("c2 reported, and c3's request expired")
-	recs, _ := st.ListRecords(t.Context(), KindSync)
+	recs, _ := st.ListRecords(t.Context(), syncreq.Kind)
 	var left []string
 	for _, r := range recs {
 		left = append(left, r.Key)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
-	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/syncreq"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -81,7 +81,7 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	rec := controller.SyncRecord{
+	rec := syncreq.Request{
 		ID: id, Release: release, Cluster: req.Cluster, Override: req.Override, Reason: req.Reason,
 		Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC(),
 	}
@@ -90,7 +90,7 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.KindSync, Key: id, Data: data}, 0); err != nil {
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: syncreq.Kind, Key: id, Data: data}, 0); err != nil {
 		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store sync request %s: %w", id, err))
 		return
 	}
@@ -114,9 +114,9 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	userapi.WriteJSON(w, http.StatusAccepted, syncView(rec))
 }
 
-func syncView(r controller.SyncRecord) hubapi.SyncView {
+func syncView(r syncreq.Request) hubapi.SyncView {
 	return hubapi.SyncView{ID: r.ID, Release: r.Release, Cluster: r.Cluster, Override: r.Override, Reason: r.Reason,
-		Actor: r.Actor, Created: r.Created, Expires: r.Created.Add(controller.SyncTTL)}
+		Actor: r.Actor, Created: r.Created, Expires: r.Expires()}
 }
 
 // readSyncRequest reads and checks the body; an empty body is a sync of every cluster.

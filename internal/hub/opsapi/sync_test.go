@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/syncreq"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -117,19 +120,19 @@ func TestSyncRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(v.ID, "sync-") || len(v.ID) != len("sync-")+16 || v.Release != "web" || v.Cluster != "c1" ||
-			v.Override || v.Actor != "oidc:alice" || !v.Created.Equal(now) || !v.Expires.Equal(now.Add(controller.SyncTTL)) {
+			v.Override || v.Actor != "oidc:alice" || !v.Created.Equal(now) || !v.Expires.Equal(now.Add(syncreq.TTL)) {
 			t.Errorf("answer %+v", v)
 		}
-		r, err := sa.store.GetRecord(t.Context(), controller.KindSync, v.ID)
+		r, err := sa.store.GetRecord(t.Context(), syncreq.Kind, v.ID)
 		if err != nil {
 			t.Fatalf("the request was not stored: %v", err)
 		}
-		var stored controller.SyncRecord
+		var stored syncreq.Request
 		if err := json.Unmarshal(r.Data, &stored); err != nil {
 			t.Fatal(err)
 		}
-		if want := (controller.SyncRecord{ID: v.ID, Release: "web", Cluster: "c1", Actor: "oidc:alice", Created: now}); stored != want {
-			t.Errorf("stored %+v, want %+v", stored, want)
+		if diff := cmp.Diff(syncreq.Request{ID: v.ID, Release: "web", Cluster: "c1", Actor: "oidc:alice", Created: now}, stored); diff != "" {
+			t.Errorf("stored request (-want +got):\n%s", diff)
 		}
 		evs := sa.eventsOf(ActionSyncRequested)
 		if len(evs) != 1 || evs[0].Actor != "oidc:alice" || evs[0].Release != "web" || evs[0].Cluster != "c1" ||
@@ -189,14 +192,14 @@ func TestSyncRequests(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run("refuses "+tt.name, func(t *testing.T) {
-			before, _ := sa.store.ListRecords(t.Context(), controller.KindSync)
+			before, _ := sa.store.ListRecords(t.Context(), syncreq.Kind)
 			rec := sa.post(tt.token, tt.path, tt.body)
 			var e hubapi.APIError
 			_ = json.Unmarshal(rec.Body.Bytes(), &e)
 			if rec.Code != tt.status || e.Error != tt.want {
 				t.Errorf("status %d %q, want %d %q", rec.Code, e.Error, tt.status, tt.want)
 			}
-			after, _ := sa.store.ListRecords(t.Context(), controller.KindSync)
+			after, _ := sa.store.ListRecords(t.Context(), syncreq.Kind)
 			if len(after) != len(before) {
 				t.Errorf("a refused request was stored: %d records, were %d", len(after), len(before))
 			}
