@@ -315,3 +315,20 @@ func TestSettingsChangeUnderAFreeze(t *testing.T) {
 	r.idle("new content held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@1", waiting: "frozen by token:admin: incident 4711"})
 }
+
+// A release that left the cluster has nothing in force: assigned again under a freeze, it
+// waits with nothing applied rather than bringing back its old revision.
+func TestAReleaseThatLeftHasNothingInForce(t *testing.T) {
+	r := newLoopRig(t, noon)
+	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
+	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.idle("applied", "app@v1 prune=true selfHeal=true")
+	left := desired(2, nil)
+	left.Removed = []*agentv1.Tombstone{{Release: "app", Reason: "release-deleted"}}
+	r.a.setDesired(left)
+	r.idleWhen("removed", func() bool { return r.a.st.applied("app") == nil }, "app@v1 prune=true selfHeal=true")
+	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident"}
+	r.a.setDesired(desired(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.idleWhen("assigned again, frozen", r.reported("app", 2), "app@v1 prune=true selfHeal=true")
+	r.expect("app", wantStatus{phase: "Waiting", waiting: "frozen: incident", pending: "main@2"})
+}

@@ -159,15 +159,25 @@ func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) 
 			a.log.Info("removed release that left the cluster", "release", name, "reason", t.Reason,
 				"fleetRevision", t.FleetRevision, "pruned", res.Count(reconcile.Pruned))
 			a.opts.Metrics.forget(name)
-			if err := a.st.forgetRelease(name); err != nil {
-				a.log.Error("forget the removed release's revision in force", "release", name, "error", err)
-			}
 			if err := a.enqueue(removalStatus(ds.Generation, t, res)); err != nil {
 				a.log.Error("write removal report to the outbox", "release", name, "error", err)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Nothing of a tombstoned release is in force any more (its inventory is gone, now or
+	// before): were it assigned again while a window holds it, the agent must apply nothing
+	// rather than bring its old revision back.
+	for _, t := range ds.Removed {
+		if !assigned[t.Release] {
+			if err := a.st.forgetRelease(t.Release); err != nil {
+				a.log.Error("forget the revision in force of a release that left the cluster", "release", t.Release, "error", err)
+			}
+		}
+	}
+	return nil
 }
 
 // maxRemovalObjects bounds the objects a removal report names; Pruned counts them all.
