@@ -248,7 +248,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 				Release: as.Release, Generation: generation, Phase: string(hubapi.PhaseWaiting),
 				Waiting: waiting, PendingRevision: as.Revision, PendingDigest: as.Digest, SyncId: h.sync.GetId(),
 			}
-			a.setReady(as, false)
+			a.record(as, false, false)
 			a.log.Info("waiting", "release", as.Release, "pending", as.Revision, "for", waiting)
 			a.report(st)
 			return 0, hubapi.PhaseWaiting
@@ -263,11 +263,8 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	if ctx.Err() != nil {
 		return 0, "" // shutting down: this result is not the assignment's state
 	}
-	if reached && eff == as {
-		// Applied (in part at least): this is the revision in force from now on, kept in the
-		// state dir so that a gate holds it across restarts and with the hub away.
-		a.setApplied(as)
-	}
+	// Applied (in part at least), as is the revision in force from now on.
+	applied := reached && eff == as
 	if busy, ok := asHubBusy(err); ok {
 		a.log.Info("artifact download deferred", "release", as.Release, "error", err)
 		if retryIn = busy.RetryIn; !first {
@@ -286,7 +283,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		a.log.Info("gates hold back prune or self-heal", "release", as.Release, "prune", !h.verdict.Prune, "selfHeal", !h.verdict.SelfHeal, "reason", h.verdict.Reason)
 	}
 	st.DurationSeconds = clock.Since(a.clock, start).Seconds()
-	a.setReady(as, hubapi.Phase(st.Phase) == hubapi.PhaseReady)
+	a.record(as, applied, hubapi.Phase(st.Phase) == hubapi.PhaseReady)
 	a.log.Info("reconciled", "release", as.Release, "revision", eff.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error, "waiting", st.Waiting)
 	a.report(st)
 	return retryIn, hubapi.Phase(st.Phase)
@@ -314,28 +311,26 @@ func (a *Agent) report(st *agentv1.AssignmentStatus) {
 	}
 }
 
-// setApplied records as as the assignment in force for its release.
-func (a *Agent) setApplied(as *agentv1.Assignment) {
-	data, err := proto.Marshal(as)
-	if err == nil {
-		rec := a.st.release(as.Release)
-		rec.Applied = data
-		err = a.st.setRelease(as.Release, rec)
-	}
-	if err != nil {
-		a.log.Error("record the revision in force; a gate may not hold it after a restart", "release", as.Release, "error", err)
-	}
-}
-
-// setReady records whether as's reconcile was Ready, for the releases that depend on it.
-func (a *Agent) setReady(as *agentv1.Assignment, ready bool) {
+// record keeps in the state dir, in one write when anything changed, whether as is now the
+// revision in force (applied), so that a gate holds it across restarts and with the hub
+// away, and whether its reconcile was Ready, for the releases that depend on it.
+func (a *Agent) record(as *agentv1.Assignment, applied, ready bool) {
 	rec := a.st.release(as.Release)
+	if applied {
+		// Deterministic, so that an unchanged assignment (its vars a map) is not rewritten.
+		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(as)
+		if err != nil {
+			a.log.Error("record the revision in force; a gate may not hold it after a restart", "release", as.Release, "error", err)
+		} else {
+			rec.Applied = data
+		}
+	}
 	rec.ReadyKey = ""
 	if ready {
 		rec.ReadyKey = assignmentKey(as)
 	}
 	if err := a.st.setRelease(as.Release, rec); err != nil {
-		a.log.Error("record the release's readiness", "release", as.Release, "error", err)
+		a.log.Error("record the revision in force and readiness; a gate or dependsOn may not see them after a restart", "release", as.Release, "error", err)
 	}
 }
 
