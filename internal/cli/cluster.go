@@ -231,6 +231,7 @@ func printCluster(w io.Writer, v hubapi.ClusterView) {
 			phaseText(a), orDash(a.Health), driftText(a.Drifted), a.Conflicts, a.Objects, a.Error)
 	}
 	tw.Flush()
+	printHeldBack(w, v.Status, true)
 }
 
 func ago(t *time.Time) string {

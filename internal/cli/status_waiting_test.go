@@ -65,6 +65,9 @@ func TestStatusWaiting(t *testing.T) {
 	if out := run("status", "--cluster", desired.Cluster); !strings.Contains(out, desired.Release+" on "+desired.Cluster+": Waiting: "+window) {
 		t.Errorf("flotilla status --cluster names the release:\n%s", out)
 	}
+	if out := run("cluster", "show", desired.Cluster); !strings.Contains(out, desired.Release+" on "+desired.Cluster+": Waiting: "+window) {
+		t.Errorf("flotilla cluster show says what holds the release back:\n%s", out)
+	}
 
 	var v hubapi.StatusView
 	if err := json.Unmarshal([]byte(run("status", desired.Release, "-o", "json")), &v); err != nil {
