@@ -9,9 +9,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/cli"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
@@ -104,5 +106,45 @@ func TestGitHubWebhookLandsACommit(t *testing.T) {
 	f.waitStatus("v2 applied after the webhook, with an hour-long poll interval", 90*time.Second, converged(v2, map[string][]string{"hook-1": {"web"}}))
 	if v, _ := configMapData(t, f.clusters["hook-1"], "web", "web", "version"); v != "v2" {
 		t.Errorf("web's version %q after the webhook, want v2", v)
+	}
+}
+
+// TestSyncNowReconcilesAtOnce: `flotilla sync` makes the agent reconcile now, through the
+// watch it holds: a change by hand to an object of a release checked only every hour is
+// healed at once, and the request is on the audit trail with its actor.
+func TestSyncNowReconcilesAtOnce(t *testing.T) {
+	srcDir, fleetDir := t.TempDir(), t.TempDir()
+	newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
+	hourly := strings.Replace(fmt.Sprintf(webhookFleet, srcDir), "  prune: true\n", "  prune: true\n  interval: 1h\n", 1)
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": hourly})
+	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{"sn-1": {"env": "prod"}})
+	f.waitStatus("v1 applied", 90*time.Second, converged("", map[string][]string{"sn-1": {"web"}}))
+	c := f.clusters["sn-1"]
+	if _, err := c.Kubectl(t.Context(), nil, "-n", "web", "patch", "configmap/web", "--type=merge", "-p", `{"data":{"version":"by-hand"}}`); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := configMapData(t, c, "web", "web", "version"); v != "by-hand" {
+		t.Fatalf("web's version %q after the change by hand", v)
+	}
+
+	var out, errOut bytes.Buffer
+	args := []string{"sync", "web", "-o", "json", "--hub", f.hub.APIURL(), "--token", f.hub.AdminToken(), "--ca", f.hub.CAPath()}
+	if code := cli.Run(t.Context(), args, &out, &errOut); code != 0 {
+		t.Fatalf("flotilla sync web: exit %d: %s", code, errOut.String())
+	}
+	var sv hubapi.SyncView
+	if err := json.Unmarshal(out.Bytes(), &sv); err != nil || sv.Release != "web" || sv.Override {
+		t.Fatalf("sync web -o json: %s (%v)", out.String(), err)
+	}
+	waitFor(t, "the change by hand healed by the sync, with an hour-long interval", 60*time.Second, func() bool {
+		v, _ := configMapData(t, c, "web", "web", "version")
+		return v == "v1"
+	})
+	recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Action: "sync.requested"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Actor != "token:admin" || recs[0].Release != "web" || recs[0].Detail["id"] != sv.ID {
+		t.Errorf("sync.requested audit records: %+v", recs)
 	}
 }
