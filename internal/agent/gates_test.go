@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -331,4 +333,24 @@ func TestAReleaseThatLeftHasNothingInForce(t *testing.T) {
 	r.a.setDesired(desired(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
 	r.idleWhen("assigned again, frozen", r.reported("app", 2), "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", waiting: "frozen: incident", pending: "main@2"})
+}
+
+func TestGateFromProtoKeepsBadDurationsBad(t *testing.T) {
+	for _, tc := range []struct {
+		seconds int64
+		want    string
+	}{
+		{seconds: 3600, want: ""},
+		{seconds: 0, want: `window "w": duration 0s must be more than 0 and at most 8784h0m0s`},
+		{seconds: -1, want: `window "w": duration -1s must be more than 0 and at most 8784h0m0s`},
+		// Would wrap round to a valid-looking duration if converted blindly.
+		{seconds: math.MaxInt64/int64(time.Second) + 3600, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
+		{seconds: 1 << 62, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
+	} {
+		g := gateFromProto(&agentv1.Gate{Name: "w", Kind: "window", Type: "deny", Schedule: "0 1 * * *", DurationSeconds: tc.seconds})
+		err := window.Check(g)
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%d seconds: Check says %v, want %q", tc.seconds, err, tc.want)
+		}
+	}
 }
