@@ -132,7 +132,7 @@ func TestLoadDirInvalid(t *testing.T) {
 		{ntf, "Notification/chat", "spec.rateLimit.messages", "must be a whole number, not a string", 0},
 		{ntf, "Notification/pager", "spec.type", `"pagerduty" is not a notification type: want webhook or slack`, 0},
 		{ntf, "Notification/pager", "spec", "set url or urlFile, not both", 0},
-		{ntf, "Notification/pager", "spec.events[1]", `"exploded" is not an event: want failed, drifted, skewed, unreachable, recovered`, 0},
+		{ntf, "Notification/pager", "spec.events[1]", `"exploded" is not an event: want failed, drifted, skewed, unreachable, recovered, rollout`, 0},
 		{ntf, "Notification/pager", "spec.events[2]", `"failed" is listed twice`, 0},
 		{ntf, "Notification/pager", "spec.releases[0]", `release "nope" is not defined`, 0},
 		{ntf, "Notification/pager", "spec.rateLimit.messages", "must be at least 1, not 0", 0},

@@ -32,10 +32,13 @@ const (
 	// EventRecovered: an assignment that was announced in one of the states above is back
 	// on the desired revision, healthy and reachable.
 	EventRecovered = "recovered"
+	// EventRollout: a step of a release's rollout (started, wave started or done, approved,
+	// halted, rolled back, completed).
+	EventRollout = "rollout"
 )
 
 // NotificationEvents are every event, in the order messages list them.
-var NotificationEvents = []string{EventFailed, EventDrifted, EventSkewed, EventUnreachable, EventRecovered}
+var NotificationEvents = []string{EventFailed, EventDrifted, EventSkewed, EventUnreachable, EventRecovered, EventRollout}
 
 // NotificationSpec says where messages go, about which assignments, and how many at most.
 type NotificationSpec struct {

@@ -51,7 +51,7 @@ func TestParseNotification(t *testing.T) {
 
 func TestNotificationDefaults(t *testing.T) {
 	var s NotificationSpec
-	if got := s.EventsOrDefault(); !cmp.Equal(got, []string{"failed", "drifted", "skewed", "unreachable", "recovered"}) {
+	if got := s.EventsOrDefault(); !cmp.Equal(got, []string{"failed", "drifted", "skewed", "unreachable", "recovered", "rollout"}) {
 		t.Errorf("default events = %v", got)
 	}
 	if s.SkewAfterOrDefault() != 10*time.Minute {
