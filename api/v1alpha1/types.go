@@ -97,6 +97,25 @@ type ReleaseSpec struct {
 	// DependsOn names releases that must be Ready on a cluster before this one is applied
 	// there.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// Adopt takes over, on first apply, objects another tool (Argo CD, Flux, Helm, kubectl)
+	// applied, without deleting or re-creating them.
+	Adopt *Adopt `json:"adopt,omitempty"`
+}
+
+// Adopt names the field managers whose fields a release takes over, and what of the old
+// tool's bookkeeping goes with them.
+type Adopt struct {
+	// FromManagers are field managers ("argocd-controller", "kustomize-controller",
+	// "helm-controller", "kubectl-client-side-apply", "helm"): the fields they own on the
+	// release's objects become Flotilla's. An object one of them wrote within the release's
+	// interval is refused: stop that tool first.
+	FromManagers []string `json:"fromManagers"`
+	// HelmRelease, when set, also removes Helm's ownership marks (app.kubernetes.io/managed-by:
+	// Helm, meta.helm.sh/release-name and -namespace) and deletes that Helm release's
+	// storage Secrets (sh.helm.release.v1.NAME.vN in HelmReleaseNamespace, default the
+	// release's namespace), so that `helm` no longer believes it manages the objects.
+	HelmRelease          string `json:"helmRelease,omitempty"`
+	HelmReleaseNamespace string `json:"helmReleaseNamespace,omitempty"`
 }
 
 // ProjectPlatform is the built-in project of releases that name none: it allows everything

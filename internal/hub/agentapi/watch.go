@@ -89,6 +89,9 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 			})
 		}
 		pa.RespectManagers, pa.DependsOn, pa.Rollout = a.RespectManagers, a.DependsOn, a.Rollout
+		if a.Adopt != nil {
+			pa.Adopt = &agentv1.AdoptRules{FromManagers: a.Adopt.FromManagers, HelmRelease: a.Adopt.HelmRelease, HelmReleaseNamespace: a.Adopt.HelmReleaseNamespace}
+		}
 		out.Assignments = append(out.Assignments, pa)
 	}
 	for _, g := range doc.Gates {

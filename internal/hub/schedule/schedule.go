@@ -57,6 +57,7 @@ type Assignment struct {
 	Ignore          []v1alpha1.IgnoreRule `json:"ignore,omitempty"`
 	RespectManagers []string              `json:"respectManagers,omitempty"`
 	DependsOn       []string              `json:"dependsOn,omitempty"`
+	Adopt           *v1alpha1.Adopt       `json:"adopt,omitempty"`
 	// Rollout is set while the release's rollout holds this cluster at an earlier revision
 	// than the newest: a line for status ("wave eu waits for canary").
 	Rollout string `json:"rollout,omitempty"`
@@ -277,6 +278,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 				Ignore:          r.Spec.Ignore,
 				RespectManagers: r.Spec.RespectManagers,
 				DependsOn:       r.Spec.DependsOn,
+				Adopt:           r.Spec.Adopt,
 			},
 		}
 		if strings.Contains(r.Spec.Path, "{{") {

@@ -764,7 +764,9 @@ type Assignment struct {
 	DependsOn []string `protobuf:"bytes,18,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
 	// Set while the release's rollout holds this cluster at an earlier revision than the
 	// newest: for status only.
-	Rollout       string `protobuf:"bytes,19,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	Rollout string `protobuf:"bytes,19,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Takes over objects other tools applied (Release.spec.adopt); unset: no adoption.
+	Adopt         *AdoptRules `protobuf:"bytes,20,opt,name=adopt,proto3" json:"adopt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -932,6 +934,75 @@ func (x *Assignment) GetRollout() string {
 	return ""
 }
 
+func (x *Assignment) GetAdopt() *AdoptRules {
+	if x != nil {
+		return x.Adopt
+	}
+	return nil
+}
+
+// AdoptRules: the field managers whose fields the release takes over, and the Helm release
+// whose ownership marks and storage Secrets go (opt-in).
+type AdoptRules struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	FromManagers         []string               `protobuf:"bytes,1,rep,name=from_managers,json=fromManagers,proto3" json:"from_managers,omitempty"`
+	HelmRelease          string                 `protobuf:"bytes,2,opt,name=helm_release,json=helmRelease,proto3" json:"helm_release,omitempty"`
+	HelmReleaseNamespace string                 `protobuf:"bytes,3,opt,name=helm_release_namespace,json=helmReleaseNamespace,proto3" json:"helm_release_namespace,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *AdoptRules) Reset() {
+	*x = AdoptRules{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdoptRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdoptRules) ProtoMessage() {}
+
+func (x *AdoptRules) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdoptRules.ProtoReflect.Descriptor instead.
+func (*AdoptRules) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AdoptRules) GetFromManagers() []string {
+	if x != nil {
+		return x.FromManagers
+	}
+	return nil
+}
+
+func (x *AdoptRules) GetHelmRelease() string {
+	if x != nil {
+		return x.HelmRelease
+	}
+	return ""
+}
+
+func (x *AdoptRules) GetHelmReleaseNamespace() string {
+	if x != nil {
+		return x.HelmReleaseNamespace
+	}
+	return ""
+}
+
 // IgnoreRule: paths (JSON pointers) of the objects it targets; an empty target field matches
 // any value.
 type IgnoreRule struct {
@@ -947,7 +1018,7 @@ type IgnoreRule struct {
 
 func (x *IgnoreRule) Reset() {
 	*x = IgnoreRule{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1030,7 @@ func (x *IgnoreRule) String() string {
 func (*IgnoreRule) ProtoMessage() {}
 
 func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1043,7 @@ func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IgnoreRule.ProtoReflect.Descriptor instead.
 func (*IgnoreRule) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *IgnoreRule) GetGroup() string {
@@ -1027,7 +1098,7 @@ type ProjectRules struct {
 
 func (x *ProjectRules) Reset() {
 	*x = ProjectRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1110,7 @@ func (x *ProjectRules) String() string {
 func (*ProjectRules) ProtoMessage() {}
 
 func (x *ProjectRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1123,7 @@ func (x *ProjectRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectRules.ProtoReflect.Descriptor instead.
 func (*ProjectRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProjectRules) GetName() string {
@@ -1107,7 +1178,7 @@ type GroupKind struct {
 
 func (x *GroupKind) Reset() {
 	*x = GroupKind{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1190,7 @@ func (x *GroupKind) String() string {
 func (*GroupKind) ProtoMessage() {}
 
 func (x *GroupKind) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1203,7 @@ func (x *GroupKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKind.ProtoReflect.Descriptor instead.
 func (*GroupKind) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GroupKind) GetGroup() string {
@@ -1158,7 +1229,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1241,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1254,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -1207,7 +1278,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1290,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1303,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -1306,7 +1377,7 @@ type AssignmentStatus struct {
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1389,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1402,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -1506,7 +1577,7 @@ type Removal struct {
 
 func (x *Removal) Reset() {
 	*x = Removal{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1589,7 @@ func (x *Removal) String() string {
 func (*Removal) ProtoMessage() {}
 
 func (x *Removal) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1602,7 @@ func (x *Removal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removal.ProtoReflect.Descriptor instead.
 func (*Removal) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Removal) GetReason() string {
@@ -1597,7 +1668,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1680,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1693,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -1724,7 +1795,7 @@ type FieldDrift struct {
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1807,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1820,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -1792,7 +1863,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1875,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1888,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -1847,7 +1918,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1930,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1943,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1912,7 +1983,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +1995,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2008,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -1963,7 +2034,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2046,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2059,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -2034,7 +2105,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2117,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2130,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -2118,7 +2189,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xc8\x05\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xfd\x05\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -2141,10 +2212,16 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x10respect_managers\x18\x11 \x03(\tR\x0frespectManagers\x12\x1d\n" +
 	"\n" +
 	"depends_on\x18\x12 \x03(\tR\tdependsOn\x12\x18\n" +
-	"\arollout\x18\x13 \x01(\tR\arollout\x1a7\n" +
+	"\arollout\x18\x13 \x01(\tR\arollout\x123\n" +
+	"\x05adopt\x18\x14 \x01(\v2\x1d.flotilla.agent.v1.AdoptRulesR\x05adopt\x1a7\n" +
 	"\tVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +
+	"\n" +
+	"AdoptRules\x12#\n" +
+	"\rfrom_managers\x18\x01 \x03(\tR\ffromManagers\x12!\n" +
+	"\fhelm_release\x18\x02 \x01(\tR\vhelmRelease\x124\n" +
+	"\x16helm_release_namespace\x18\x03 \x01(\tR\x14helmReleaseNamespace\"~\n" +
 	"\n" +
 	"IgnoreRule\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
@@ -2267,7 +2344,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -2280,22 +2357,23 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*SyncRequest)(nil),           // 8: flotilla.agent.v1.SyncRequest
 	(*Tombstone)(nil),             // 9: flotilla.agent.v1.Tombstone
 	(*Assignment)(nil),            // 10: flotilla.agent.v1.Assignment
-	(*IgnoreRule)(nil),            // 11: flotilla.agent.v1.IgnoreRule
-	(*ProjectRules)(nil),          // 12: flotilla.agent.v1.ProjectRules
-	(*GroupKind)(nil),             // 13: flotilla.agent.v1.GroupKind
-	(*ReportRequest)(nil),         // 14: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 15: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 16: flotilla.agent.v1.AssignmentStatus
-	(*Removal)(nil),               // 17: flotilla.agent.v1.Removal
-	(*ObjectDetail)(nil),          // 18: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 19: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 20: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 21: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 22: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 23: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 24: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 25: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*AdoptRules)(nil),            // 11: flotilla.agent.v1.AdoptRules
+	(*IgnoreRule)(nil),            // 12: flotilla.agent.v1.IgnoreRule
+	(*ProjectRules)(nil),          // 13: flotilla.agent.v1.ProjectRules
+	(*GroupKind)(nil),             // 14: flotilla.agent.v1.GroupKind
+	(*ReportRequest)(nil),         // 15: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 16: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 17: flotilla.agent.v1.AssignmentStatus
+	(*Removal)(nil),               // 18: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 19: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 20: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 21: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 22: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 23: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 24: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 25: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 26: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
@@ -2303,34 +2381,35 @@ var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	9,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
 	7,  // 3: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
 	8,  // 4: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
-	25, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	12, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
-	11, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
-	13, // 8: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
-	13, // 9: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
-	15, // 10: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	26, // 11: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	16, // 12: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	21, // 13: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	18, // 14: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	17, // 15: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	19, // 16: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	20, // 17: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 18: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 19: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 20: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	14, // 21: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	23, // 22: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 23: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 24: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 25: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	22, // 26: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	24, // 27: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	23, // [23:28] is the sub-list for method output_type
-	18, // [18:23] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	26, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	13, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	12, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
+	11, // 8: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
+	14, // 9: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	14, // 10: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	16, // 11: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	27, // 12: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	17, // 13: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	22, // 14: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	19, // 15: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	18, // 16: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	20, // 17: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	21, // 18: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 19: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 20: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 21: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	15, // 22: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	24, // 23: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 24: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 25: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 26: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	23, // 27: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	25, // 28: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	24, // [24:29] is the sub-list for method output_type
+	19, // [19:24] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -2344,7 +2423,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
