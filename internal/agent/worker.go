@@ -255,11 +255,20 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		}
 		eff = withContent(as, inForce)
 	}
+	if eff == as && h.verdict.Prune && as.Prune && inForce != nil && !sameContent(inForce, as) {
+		// With prune off the reconciler stops managing the objects a new revision drops, so
+		// they would never be pruned once the gate allows it: a revision that would prune
+		// anything waits for the gate too. One that prunes nothing goes ahead.
+		if n := a.wouldPrune(ctx, as); n > 0 {
+			waiting = fmt.Sprintf("%s (it holds prune, and revision %s would prune %d %s)", h.verdict.Reason, as.Revision, n, plural(n, "object"))
+			eff = withContent(as, inForce)
+		}
+	}
 	if waiting != "" {
 		a.prefetch(ctx, as)
 	}
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.sync.GetId()}
-	res, reached, err := a.apply(ctx, eff, !h.verdict.Prune, !h.verdict.SelfHeal)
+	res, reached, err := a.apply(ctx, eff, applyMode{prune: !h.verdict.Prune, selfHeal: !h.verdict.SelfHeal})
 	if ctx.Err() != nil {
 		return 0, "" // shutting down: this result is not the assignment's state
 	}
@@ -346,10 +355,33 @@ func (a *Agent) enqueue(st *agentv1.AssignmentStatus) error {
 	return a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox)
 }
 
+// applyMode is what the gates allow one reconcile: prune and self-heal (where the assignment
+// asks for them), or only a dry run.
+type applyMode struct {
+	prune, selfHeal, dryRun bool
+}
+
+// wouldPrune returns how many objects applying as would prune, from a dry run (0 when the
+// dry run fails: the apply then reports the same failure, before anything is applied).
+func (a *Agent) wouldPrune(ctx context.Context, as *agentv1.Assignment) int {
+	res, _, err := a.apply(ctx, as, applyMode{prune: true, selfHeal: true, dryRun: true})
+	if err != nil || res == nil {
+		return 0
+	}
+	return res.Count(reconcile.Pruned)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return what
+	}
+	return what + "s"
+}
+
 // apply renders and reconciles as, with prune and self-heal only where the assignment and
 // the gates allow them. reached says the artifact was at hand, so the reconcile ran (or the
-// artifact did not render): as is then the revision in force.
-func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, prune, selfHeal bool) (res *reconcile.Result, reached bool, err error) {
+// artifact did not render): as is then the revision in force, unless this was a dry run.
+func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMode) (res *reconcile.Result, reached bool, err error) {
 	root, err := a.artifactRoot(ctx, as.Digest)
 	if err != nil {
 		return nil, false, err
@@ -362,10 +394,11 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, prune, selfHe
 		Name:            as.Release,
 		Namespace:       as.Namespace,
 		CreateNamespace: as.CreateNamespace,
-		Prune:           as.Prune && prune,
+		Prune:           as.Prune && mode.prune,
 		Wait:            as.Wait,
 		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
-		SelfHeal:        as.SelfHeal && selfHeal,
+		SelfHeal:        as.SelfHeal && mode.selfHeal,
+		DryRun:          mode.dryRun,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
 		Project:         project.FromProto(as.Project),

@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// TestWindowHoldsPruneOnARealCluster: a real agent against the package's API server. A deny
+// window that blocks prune holds a new revision that would prune an object (applying it with
+// prune off would leave that object unmanaged for good) and lets one that prunes nothing
+// land; once the window is gone, the held revision lands and prunes.
+func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
+	hub := newFakeHub(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	hub.identity(stateDir, "edge-prune")
+	release := uniqueName("quiet")
+	cm := func(name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {a: b}\n", name)
+	}
+	both := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep"), "app/dropped.yaml": cm("dropped")})
+	one := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep")})
+	assign := func(digest, revision string) *agentv1.Assignment {
+		return &agentv1.Assignment{Release: release, Revision: revision, Digest: digest, Path: "app", Namespace: release,
+			CreateNamespace: true, Prune: true, SelfHeal: true, IntervalSeconds: 1}
+	}
+	ready := func(gen int64, revision string) func(*agentv1.AssignmentStatus) bool {
+		return func(st *agentv1.AssignmentStatus) bool {
+			return st.Release == release && st.Generation == gen && st.Phase == "Ready" && st.Revision == revision
+		}
+	}
+	startAgent(t, hub, stateDir)
+	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign(both, "main@1")}})
+	waitFor(t, hub, time.Minute, "main@1 Ready", func() bool { return hub.reported(ready(1, "main@1")) > 0 })
+	if !configMapExists(t, release, "dropped") {
+		t.Fatal("main@1's ConfigMap is missing")
+	}
+
+	// Open since this minute, for two hours, on the agent's (wall) clock.
+	now := time.Now().UTC()
+	quiet := &agentv1.Gate{Name: "quiet", Kind: "window", Type: "deny", Schedule: fmt.Sprintf("%d %d * * *", now.Minute(), now.Hour()),
+		DurationSeconds: 2 * 3600, Blocks: []string{"prune"}}
+	closes := time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), now.Minute(), 0, 0, time.UTC).Add(2 * time.Hour).Format("15:04")
+	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 2, ExplicitRemovals: true,
+		Assignments: []*agentv1.Assignment{assign(one, "main@2")}, Gates: []*agentv1.Gate{quiet}})
+	held := func(st *agentv1.AssignmentStatus) bool {
+		return st.Release == release && st.Generation == 2 && st.Phase == "Waiting" && st.Revision == "main@1" && st.PendingRevision == "main@2"
+	}
+	// Two reconciles at generation 2: the second is an interval after the first.
+	waitFor(t, hub, time.Minute, "main@2 held twice inside the window", func() bool { return hub.reported(held) >= 2 })
+	if !configMapExists(t, release, "dropped") {
+		t.Fatal("the ConfigMap main@2 drops was pruned while a window blocks prune")
+	}
+	hub.mu.Lock()
+	var waiting string
+	for _, st := range hub.statuses {
+		if held(st) {
+			waiting = st.Waiting
+		}
+	}
+	hub.mu.Unlock()
+	if want := `window "quiet" closes ` + closes + ` UTC (it holds prune, and revision main@2 would prune 1 object)`; waiting != want {
+		t.Errorf("waiting %q\nwant    %q", waiting, want)
+	}
+
+	// A revision that prunes nothing lands inside the window.
+	three := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep"), "app/dropped.yaml": cm("dropped"), "app/new.yaml": cm("new")})
+	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 3, ExplicitRemovals: true,
+		Assignments: []*agentv1.Assignment{assign(three, "main@3")}, Gates: []*agentv1.Gate{quiet}})
+	waitFor(t, hub, time.Minute, "main@3 Ready inside the window", func() bool { return hub.reported(ready(3, "main@3")) > 0 })
+	if !configMapExists(t, release, "new") {
+		t.Fatal("main@3's new ConfigMap is missing")
+	}
+
+	// main@2 again, without the window: it lands and prunes.
+	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 4, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign(one, "main@2")}})
+	waitFor(t, hub, time.Minute, "pruned without the window", func() bool {
+		return hub.reported(ready(4, "main@2")) > 0 && !configMapExists(t, release, "dropped") && !configMapExists(t, release, "new")
+	})
+	if !configMapExists(t, release, "keep") {
+		t.Error("the ConfigMap main@2 keeps was pruned")
+	}
+}
