@@ -42,6 +42,7 @@ type Deps struct {
 	// PollNow polls at once the sources whose URL and branch match, and returns their names
 	// (webhooks).
 	PollNow func(url, branch string) []string
+	Plan    PlanDeps // POST /api/v1/plan (plan.go)
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -79,7 +80,7 @@ func New(d Deps, o Options) *API {
 
 // Routes are the authenticated routes, for userapi.Deps.Extra.
 func (a *API) Routes() []userapi.Route {
-	return slices.Concat(a.rolloutRoutes(), a.gateRoutes(), a.syncRoutes())
+	return slices.Concat(a.rolloutRoutes(), a.gateRoutes(), a.syncRoutes(), a.planRoutes())
 }
 
 // Public are the routes that check their callers themselves, for userapi.Deps.Public.

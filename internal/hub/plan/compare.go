@@ -1,0 +1,384 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// errLimit marks a render left out by a limit of the plan.
+var errLimit = errors.New("left out: the plan's limit")
+
+// rendered is one render's objects, by key, in render order.
+type rendered struct {
+	keys []string
+	objs map[string]*unstructured.Unstructured
+	err  error
+}
+
+// renderer renders assignments once per (artifact, path, variables), within the limits.
+type renderer struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	dir    func(ctx context.Context, digest string) (string, error)
+	lim    Limits
+	cache  map[string]*rendered
+	count  int
+	// cut counts renders the limits left out, by limit.
+	overCount, overTime int
+}
+
+func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
+	rctx, cancel := context.WithTimeout(ctx, lim.RenderTime)
+	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}}
+}
+
+func (r *renderer) close() { r.cancel() }
+
+func (r *renderer) truncated() []string {
+	var out []string
+	if r.overCount > 0 {
+		out = append(out, fmt.Sprintf("%d renders over the limit of %d were left out", r.overCount, r.lim.Renders))
+	}
+	if r.overTime > 0 {
+		out = append(out, fmt.Sprintf("%d renders were left out when the render time limit of %s ran out", r.overTime, r.lim.RenderTime))
+	}
+	return out
+}
+
+// render returns what assignment a renders to.
+func (r *renderer) render(a schedule.Assignment) *rendered {
+	key := a.Digest + "\x00" + a.Path
+	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
+		key += "\x00" + k + "=" + a.Vars[k]
+	}
+	if res, ok := r.cache[key]; ok {
+		return res
+	}
+	res := &rendered{objs: map[string]*unstructured.Unstructured{}}
+	switch {
+	case r.count >= r.lim.Renders:
+		r.overCount++
+		res.err = fmt.Errorf("not rendered: %w of %d renders", errLimit, r.lim.Renders)
+		return res // not cached: counted once per assignment left out
+	case r.ctx.Err() != nil:
+		r.overTime++
+		res.err = fmt.Errorf("not rendered: %w of %s of rendering", errLimit, r.lim.RenderTime)
+		return res
+	}
+	r.count++
+	r.cache[key] = res
+	root, err := r.dir(r.ctx, a.Digest)
+	if err != nil {
+		res.err = fmt.Errorf("artifact %s of source %s (%s): %w", a.Digest, a.Source, a.Revision, err)
+		return res
+	}
+	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars})
+	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+			r.overTime++
+			res.err = fmt.Errorf("not rendered: %w of %s of rendering", errLimit, r.lim.RenderTime)
+			delete(r.cache, key)
+			return res
+		}
+		res.err = err
+		return res
+	}
+	for _, o := range objs {
+		k := objectKey(o)
+		if _, dup := res.objs[k]; !dup {
+			res.keys = append(res.keys, k)
+		}
+		res.objs[k] = o
+	}
+	return res
+}
+
+// objectKey identifies an object: apiVersion's group, kind, namespace, name.
+func objectKey(o *unstructured.Unstructured) string {
+	gv := o.GetAPIVersion()
+	group, _, _ := strings.Cut(gv, "/")
+	if !strings.Contains(gv, "/") {
+		group = ""
+	}
+	return group + "\x00" + o.GetKind() + "\x00" + o.GetNamespace() + "\x00" + o.GetName()
+}
+
+// compare returns release's change on a cluster from assignment a (in force, when had) to b
+// (the candidate's, when has); false when nothing changes.
+func (r *renderer) compare(release string, a schedule.Assignment, had bool, b schedule.Assignment, has bool) (hubapi.PlanGroup, bool) {
+	g := hubapi.PlanGroup{Release: release}
+	var before, after *rendered
+	switch {
+	case !had && !has:
+		return g, false
+	case !had:
+		g.Change = hubapi.PlanGained
+		g.Assignment = []string{"path: " + shownPath(b.Path), "revision: " + b.Revision}
+		after = r.render(b)
+	case !has:
+		g.Change = hubapi.PlanLost
+		g.Assignment = []string{"removed from the cluster: its objects are pruned"}
+		before = r.render(a)
+	default:
+		g.Change = hubapi.PlanChanged
+		g.Assignment = settings(a, b)
+		if a.Digest != b.Digest || a.Path != b.Path || !maps.Equal(a.Vars, b.Vars) {
+			before, after = r.render(a), r.render(b)
+		}
+	}
+	switch {
+	case before != nil && before.err != nil:
+		g.Error = "what runs now: " + before.err.Error()
+	case after != nil && after.err != nil:
+		g.Error = after.err.Error()
+	default:
+		g.Objects = diffObjects(before, after)
+	}
+	if g.Change == hubapi.PlanChanged && len(g.Assignment) == 0 && len(g.Objects) == 0 && g.Error == "" {
+		return g, false
+	}
+	g.Hash = contentHash(g)
+	for i := range g.Objects {
+		g.Objects[i].Diff = cut(g.Objects[i].Diff, r.lim.DiffBytes)
+	}
+	return g, true
+}
+
+func shownPath(p string) string {
+	if p == "" {
+		return "(the source's root)"
+	}
+	return p
+}
+
+// settings lists the assignment's settings that change, one line each.
+func settings(a, b schedule.Assignment) []string {
+	var out []string
+	line := func(name, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", name, x, y))
+		}
+	}
+	line("path", shownPath(a.Path), shownPath(b.Path))
+	line("revision", a.Revision, b.Revision)
+	if a.Revision == b.Revision {
+		line("artifact", a.Digest, b.Digest)
+	}
+	line("source", a.Source, b.Source)
+	line("namespace", a.Namespace, b.Namespace)
+	line("createNamespace", fmt.Sprint(a.CreateNamespace), fmt.Sprint(b.CreateNamespace))
+	line("prune", fmt.Sprint(a.Prune), fmt.Sprint(b.Prune))
+	line("selfHeal", fmt.Sprint(a.SelfHeal), fmt.Sprint(b.SelfHeal))
+	line("wait", fmt.Sprint(a.Wait), fmt.Sprint(b.Wait))
+	line("timeout", a.Timeout.String(), b.Timeout.String())
+	line("interval", a.Interval.String(), b.Interval.String())
+	for _, k := range slices.Sorted(maps.Keys(union2(a.Vars, b.Vars))) {
+		x, okx := a.Vars[k]
+		y, oky := b.Vars[k]
+		switch {
+		case !okx:
+			out = append(out, fmt.Sprintf("variable %s: set to %q", k, y))
+		case !oky:
+			out = append(out, fmt.Sprintf("variable %s: unset (was %q)", k, x))
+		case x != y:
+			out = append(out, fmt.Sprintf("variable %s: %q -> %q", k, x, y))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		x, y any
+	}{{"project rules", a.Project, b.Project}, {"ignore", a.Ignore, b.Ignore}, {"respectManagers", a.RespectManagers, b.RespectManagers},
+		{"dependsOn", a.DependsOn, b.DependsOn}, {"adopt", a.Adopt, b.Adopt}} {
+		x, _ := json.Marshal(f.x)
+		y, _ := json.Marshal(f.y)
+		if string(x) != string(y) {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", f.name, x, y))
+		}
+	}
+	return out
+}
+
+func union2(a, b map[string]string) map[string]bool {
+	m := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return m
+}
+
+// diffObjects compares two renders: the candidate's objects in its order, then those it
+// removes in the order they were rendered.
+func diffObjects(before, after *rendered) []hubapi.PlanObject {
+	if before == nil {
+		before = &rendered{}
+	}
+	if after == nil {
+		after = &rendered{}
+	}
+	var out []hubapi.PlanObject
+	for _, k := range after.keys {
+		b := after.objs[k]
+		a, had := before.objs[k]
+		var x, y string
+		if had {
+			x, y = redactedPair(a, b)
+			if x == y && secretEqual(a, b) {
+				continue
+			}
+		} else {
+			_, y = redactedPair(nil, b)
+		}
+		o := planObject(b, objectAction(had))
+		o.Diff = unified(x, y, o, had, true)
+		out = append(out, o)
+	}
+	for _, k := range before.keys {
+		if _, kept := after.objs[k]; kept {
+			continue
+		}
+		a := before.objs[k]
+		x, _ := redactedPair(a, nil)
+		o := planObject(a, hubapi.ObjectRemoved)
+		o.Diff = unified(x, "", o, true, false)
+		out = append(out, o)
+	}
+	return out
+}
+
+// objectAction is ObjectChanged for an object that was there, ObjectAdded otherwise.
+func objectAction(had bool) string {
+	if had {
+		return hubapi.ObjectChanged
+	}
+	return hubapi.ObjectAdded
+}
+
+func planObject(o *unstructured.Unstructured, action string) hubapi.PlanObject {
+	return hubapi.PlanObject{Action: action, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// unified is the unified diff of one object's YAML, named by the object.
+func unified(x, y string, o hubapi.PlanObject, had, has bool) string {
+	name := o.Kind + "/" + o.Name
+	if o.Namespace != "" {
+		name = o.Kind + "/" + o.Namespace + "/" + o.Name
+	}
+	from, to := "a/"+name, "b/"+name
+	if !had {
+		from = "/dev/null"
+	}
+	if !has {
+		to = "/dev/null"
+	}
+	return unifiedDiff(x, y, from, to)
+}
+
+// redacted is how a Secret's value reads in a plan.
+const (
+	redacted        = "(redacted)"
+	redactedChanged = "(redacted, changed)"
+)
+
+// isSecret: a core Secret, whose data and stringData values never leave the hub.
+func isSecret(o *unstructured.Unstructured) bool {
+	return o != nil && o.GetKind() == "Secret" && o.GetAPIVersion() == "v1"
+}
+
+// redactedPair returns the YAML of a and b (either may be nil) with Secrets' values
+// replaced: "(redacted)", or "(redacted, changed)" in b where the value differs from a's.
+func redactedPair(a, b *unstructured.Unstructured) (string, string) {
+	return toYAML(redact(a, nil)), toYAML(redact(b, a))
+}
+
+func redact(o, before *unstructured.Unstructured) *unstructured.Unstructured {
+	if o == nil || !isSecret(o) {
+		return o
+	}
+	c := o.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := c.Object[field].(map[string]any)
+		if !ok {
+			if _, set := c.Object[field]; set {
+				c.Object[field] = redacted
+			}
+			continue
+		}
+		var prev map[string]any
+		if before != nil {
+			prev, _ = before.Object[field].(map[string]any)
+		}
+		for k, v := range m {
+			m[k] = redacted
+			if before != nil {
+				if pv, ok := prev[k]; ok && fmt.Sprint(pv) != fmt.Sprint(v) {
+					m[k] = redactedChanged
+				}
+			}
+		}
+	}
+	return c
+}
+
+// secretEqual: two objects whose redacted YAML is equal are equal, unless they are Secrets
+// with different values.
+func secretEqual(a, b *unstructured.Unstructured) bool {
+	if !isSecret(a) {
+		return true
+	}
+	x, _ := json.Marshal(a.Object)
+	y, _ := json.Marshal(b.Object)
+	return string(x) == string(y)
+}
+
+func toYAML(o *unstructured.Unstructured) string {
+	if o == nil {
+		return ""
+	}
+	data, err := yaml.Marshal(o.Object)
+	if err != nil {
+		return fmt.Sprintf("(not shown: %v)\n", err)
+	}
+	return string(data)
+}
+
+// contentHash identifies a change by its full content, before any cut.
+func contentHash(g hubapi.PlanGroup) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", g.Release, g.Change, g.Error)
+	for _, l := range g.Assignment {
+		fmt.Fprintf(h, "a%s\x00", l)
+	}
+	for _, o := range g.Objects {
+		fmt.Fprintf(h, "o%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", o.Action, o.APIVersion, o.Kind, o.Namespace, o.Name, o.Diff)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cut shortens s to at most n bytes at a line boundary, saying so.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := strings.LastIndexByte(s[:n], '\n')
+	if i < 0 {
+		i = n
+	}
+	return s[:i+1] + fmt.Sprintf("... (%d more bytes of diff left out)\n", len(s)-i-1)
+}
