@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
@@ -425,4 +426,101 @@ spec:
 	h.c.reschedule(t.Context())
 	h.want("c1", 2, "")
 	h.want("c2", 1, "wave rest waits for canary")
+}
+
+// relabel changes cluster's labels in the store, as the user API does, and tells the
+// controller who did it.
+func (h *rolloutHarness) relabel(cluster, actor string, labels map[string]string) {
+	h.st.mu.Lock()
+	for i := range h.st.clusters {
+		if h.st.clusters[i].Name == cluster {
+			h.st.clusters[i].Labels = labels
+		}
+	}
+	h.st.mu.Unlock()
+	h.c.Relabelled(cluster, actor)
+}
+
+// removedBy returns who the audit trail says removed web from cluster, "" when nobody yet.
+func (h *rolloutHarness) removedBy(cluster string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var by []string
+	for _, e := range h.audit {
+		if e.Action == "assignment.removed" && e.Release == "web" && e.Cluster == cluster {
+			by = append(by, e.Actor)
+		}
+	}
+	return by
+}
+
+// Clusters relabelled out of a release with a rollout leave it along the waves: the canary
+// at once, the rest only once the canary's removal has baked, each tombstone (and its
+// audit record) naming who relabelled the cluster, even when it goes out reschedules later.
+func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.c.mu.Lock()
+	h.c.fleet.Releases[0].Spec.Targets = []v1alpha1.Target{{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}
+	h.c.merged = nil
+	h.c.mu.Unlock()
+	h.st.mu.Lock()
+	h.st.clusters[0].Labels = map[string]string{"ring": "canary", "env": "prod"}
+	h.st.clusters[1].Labels = map[string]string{"env": "prod"}
+	h.st.clusters[2].Labels = map[string]string{"env": "prod"}
+	h.st.mu.Unlock()
+	h.newest(1) // every cluster already runs revision 1: the rollout is complete at once
+
+	// Both leave in one reschedule; c1 loses every label but leaves in the wave it was in.
+	h.relabel("c1", "user:alice", map[string]string{})
+	h.relabel("c2", "user:bob", map[string]string{"env": "staging"})
+	h.c.reschedule(t.Context())
+	h.want("c1", 0, "")
+	h.want("c2", 1, "no longer selected: removal waits for wave rest")
+	h.want("c3", 1, "")
+	doc, _ := h.st.doc(t, "c1")
+	if len(doc.Removed) != 1 || doc.Removed[0].Reason != schedule.ReasonNotSelected || doc.Removed[0].Actor != "user:alice" {
+		t.Errorf("c1's tombstones %+v, want web's, not selected, by user:alice", doc.Removed)
+	}
+	if doc, _ := h.st.doc(t, "c2"); len(doc.Removed) != 0 {
+		t.Errorf("c2 got tombstones %+v before the canary's removal baked", doc.Removed)
+	}
+	if by := h.removedBy("c1"); len(by) != 1 || by[0] != "user:alice" {
+		t.Errorf("c1's removal audited by %q, want user:alice", by)
+	}
+	if by := h.removedBy("c2"); len(by) != 0 {
+		t.Errorf("c2's removal audited (by %q) before it happened", by)
+	}
+	if due := h.c.rolloutDue.Sub(h.clk.Now()); due != 5*time.Minute {
+		t.Errorf("rollouts due in %s, want when the canary's removal has baked (5m)", due)
+	}
+
+	h.clk.Advance(4 * time.Minute)
+	h.c.reschedule(t.Context())
+	h.want("c2", 1, "no longer selected")
+	h.clk.Advance(time.Minute)
+	h.c.reschedule(t.Context())
+	h.want("c2", 0, "")
+	h.want("c3", 1, "")
+	doc, _ = h.st.doc(t, "c2")
+	if len(doc.Removed) != 1 || doc.Removed[0].Reason != schedule.ReasonNotSelected || doc.Removed[0].Actor != "user:bob" {
+		t.Errorf("c2's tombstones %+v, want web's, not selected, by user:bob", doc.Removed)
+	}
+	if by := h.removedBy("c2"); len(by) != 1 || by[0] != "user:bob" {
+		t.Errorf("c2's removal audited by %q, want user:bob", by)
+	}
+	if st, _ := h.state(); st.Leaving != nil || st.Phase != rollout.PhaseCompleted {
+		t.Errorf("rollout %s with removal %+v, want Completed with no removal under way", st.Phase, st.Leaving)
+	}
+	var types []string
+	h.mu.Lock()
+	for _, e := range h.audit {
+		if strings.HasPrefix(e.Action, "rollout.") {
+			types = append(types, e.Action+":"+fmt.Sprint(e.Detail["wave"]))
+		}
+	}
+	h.mu.Unlock()
+	want := "rollout.started:<nil> rollout.wave-started:canary rollout.wave-done:canary rollout.wave-started:rest rollout.wave-done:rest rollout.completed:<nil>"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("audited rollout events %q, want %q", got, want)
+	}
 }

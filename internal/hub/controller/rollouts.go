@@ -16,8 +16,13 @@ func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, c
 	c.mu.Lock()
 	arts := maps.Clone(c.artifacts)
 	c.mu.Unlock()
-	out := c.rollouts.Apply(ctx, c.clock.Now(), fleet, arts, clusters, plan, previous)
+	out := c.rollouts.Apply(ctx, c.clock.Now(), fleet, arts, clusters, plan, previous, c.relabels.peek())
 	c.rolloutDue, c.rolloutKeep = out.Due, out.Keep
+	for cluster, actor := range out.Relabelled {
+		// A tombstone a rollout held back goes out now: it names who relabelled the
+		// cluster, unless someone relabelled it again since (their change is the newer).
+		c.relabels.noteIfNone(cluster, actor)
+	}
 	if out.Retry {
 		c.retryAt = c.clock.Now().Add(retryAfterFailure)
 	}
@@ -26,4 +31,23 @@ func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, c
 // rolloutsDue reports whether a rollout's bake, deadline or window is due.
 func (c *Controller) rolloutsDue() bool {
 	return !c.rolloutDue.IsZero() && !c.clock.Now().Before(c.rolloutDue)
+}
+
+// peek returns who relabelled each cluster since the last reschedule, keeping it noted.
+func (r *relabels) peek() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.by)
+}
+
+// noteIfNone notes actor for cluster unless someone is noted already.
+func (r *relabels) noteIfNone(cluster, actor string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.by == nil {
+		r.by = map[string]string{}
+	}
+	if r.by[cluster] == "" {
+		r.by[cluster] = actor
+	}
 }

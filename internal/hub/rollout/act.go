@@ -28,27 +28,66 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 	}
 	switch action {
 	case ActionPause:
-		if !running || st.Paused {
+		lv := st.Leaving
+		if (!running || st.Paused) && (lv == nil || lv.Paused) {
 			return refuse("the rollout is %s", phase)
 		}
-		st.Paused = true
+		if running {
+			st.Paused = true
+		}
+		if lv != nil {
+			lv.Paused = true
+			if !running {
+				what = "removal from the clusters no longer selected"
+			}
+		}
 		e = st.event(now, EventPaused, "", "", what+" paused: no further cluster starts")
 	case ActionResume:
-		if !st.Paused {
+		lv := st.Leaving
+		if !st.Paused && (lv == nil || !lv.Paused) {
 			return refuse("the rollout is %s, not paused", phase)
 		}
+		if !st.Paused {
+			what = "removal from the clusters no longer selected"
+		}
 		st.Paused = false
+		if lv != nil {
+			lv.Paused = false
+		}
 		e = st.event(now, EventResumed, "", "", what+" resumed")
 	case ActionApprove:
-		if !running {
-			return refuse("the rollout is %s", phase)
+		// One approval of a wave lets it go for the rollout and for the removal from the
+		// clusters no longer selected, whichever waits for it.
+		var w, lw *WaveState
+		var err error
+		if running {
+			w, err = approvable(st, wave)
 		}
-		w, err := approvable(st, wave)
-		if err != nil {
+		if lv := st.Leaving; lv != nil && st.Spec != nil && (wave != "" || (w == nil && lv.WaitsApproval != "")) {
+			lv.Waves = syncWaveStates(lv.Waves, st.Spec)
+			name := wave
+			if name == "" {
+				name = lv.WaitsApproval
+			}
+			lw, _ = approvableIn(st.Spec, lv.Waves, name)
+		}
+		switch {
+		case w == nil && lw == nil && !running:
+			return refuse("the rollout is %s", phase)
+		case w == nil && lw == nil:
 			return refuse("%s", err)
 		}
-		w.ApprovedBy = actor
-		e = st.event(now, EventApproved, w.Name, "", "wave "+w.Name+" approved")
+		name := ""
+		for _, ws := range []*WaveState{w, lw} {
+			if ws != nil {
+				ws.ApprovedBy, name = actor, ws.Name
+			}
+		}
+		msg := "wave " + name + " approved"
+		if w == nil {
+			msg += " for the removal from the clusters no longer selected"
+		}
+		e = st.event(now, EventApproved, name, "", msg)
 	case ActionAbort:
 		if !active(st.Phase) {
 			return refuse("the rollout is %s", phase)
@@ -91,8 +130,13 @@ func approvable(st *State, name string) (*WaveState, error) {
 	if len(st.Waves) != len(st.Spec.Waves) {
 		st.syncWaves(st.Spec)
 	}
-	for i, w := range st.Spec.Waves {
-		ws := &st.Waves[i]
+	return approvableIn(st.Spec, st.Waves, name)
+}
+
+// approvableIn returns, among waves (the states of spec's waves), the one to approve.
+func approvableIn(spec *v1alpha1.Rollout, waves []WaveState, name string) (*WaveState, error) {
+	for i, w := range spec.Waves {
+		ws := &waves[i]
 		if name != "" && w.Name != name {
 			continue
 		}

@@ -25,7 +25,10 @@ import (
 //	                     c1's agent reports (rev: default the one assigned now)
 //	reachable c1 false   c1's agent is (un)reachable
 //	block c1 reason...   c1's gates hold new revisions back; unblock c1
-//	relabel c1 k=v,...   c1's labels change
+//	targets k=v,...      the release selects only the clusters with these labels ("all": every
+//	                     one); a cluster that had it and is no longer selected is leaving
+//	relabel c1 k=v,... [by=actor]
+//	                     c1's labels change (by actor: the tombstone names them)
 //	remove c1            c1 leaves the release
 //	tick 5m              time passes, then a step
 //	step                 a step now
@@ -39,7 +42,9 @@ import (
 // assigned with its status line. The state goes through JSON between steps, as the store
 // keeps it.
 type scenario struct {
-	removed  bool // the release was deleted: StepRemoval
+	removed  bool              // the release was deleted: StepRemoval
+	targets  map[string]string // nil: every cluster
+	actors   map[string]string // who relabelled each cluster since the last step
 	spec     *v1alpha1.Rollout
 	newest   Artifact
 	clusters []*Cluster
@@ -142,7 +147,24 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		s.cluster(t, arg(0)).Blocked = ""
 		return s.step(), nil
 	case "relabel":
-		s.cluster(t, arg(0)).Labels = labels(argStrings(d.CmdArgs[1:]))
+		var kv []string
+		for _, a := range d.CmdArgs[1:] {
+			if a.Key == "by" {
+				if s.actors == nil {
+					s.actors = map[string]string{}
+				}
+				s.actors[arg(0)] = a.Vals[0]
+				continue
+			}
+			kv = append(kv, a.String())
+		}
+		s.cluster(t, arg(0)).Labels = labels(kv)
+		return s.step(), nil
+	case "targets":
+		s.targets = nil
+		if arg(0) != "all" {
+			s.targets = labels(argStrings(d.CmdArgs))
+		}
 		return s.step(), nil
 	case "add":
 		s.clusters = append(s.clusters, &Cluster{Name: arg(0), Labels: labels([]string{strings.Join(argStrings(d.CmdArgs[1:]), ",")}), Reachable: true})
@@ -211,6 +233,16 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 	return "", nil
 }
 
+// selects reports whether the release's targets select c.
+func (s *scenario) selects(c *Cluster) bool {
+	for k, v := range s.targets {
+		if c.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 func argStrings(args []datadriven.CmdArg) []string {
 	var out []string
 	for _, a := range args {
@@ -235,10 +267,20 @@ func labels(fields []string) map[string]string {
 func (s *scenario) step() string {
 	in := Input{Spec: s.spec, Newest: s.newest, Now: s.now}
 	for _, c := range s.clusters {
-		if !s.removed || c.Had.Digest != "" {
-			in.Clusters = append(in.Clusters, *c)
+		cl := *c
+		cl.Actor = s.actors[c.Name]
+		switch {
+		case s.removed:
+			if c.Had.Digest != "" {
+				in.Clusters = append(in.Clusters, cl)
+			}
+		case s.selects(c):
+			in.Clusters = append(in.Clusters, cl)
+		case c.Had.Digest != "":
+			in.Leaving = append(in.Leaving, cl)
 		}
 	}
+	s.actors = nil
 	var res Result
 	if s.removed {
 		in.Spec, in.Newest = nil, Artifact{}
@@ -272,9 +314,12 @@ func (s *scenario) step() string {
 		fmt.Fprintf(&b, ": %s", s.st.Message)
 	}
 	b.WriteString("\n")
+	if lv := s.st.Leaving; lv != nil {
+		fmt.Fprintf(&b, "leaving: %s\n", lv.Message)
+	}
 	for _, c := range s.clusters {
 		dec, ok := res.Assign[c.Name]
-		if !ok && !(s.removed && c.Had.Digest == "") {
+		if !ok && !(s.removed && c.Had.Digest == "") && (s.removed || s.selects(c)) {
 			panic("no decision for " + c.Name)
 		}
 		rev := dec.Artifact.Revision
@@ -284,6 +329,9 @@ func (s *scenario) step() string {
 		fmt.Fprintf(&b, "%s: %s", c.Name, rev)
 		if dec.Line != "" {
 			fmt.Fprintf(&b, "  (%s)", dec.Line)
+		}
+		if ok && !s.removed && !s.selects(c) && dec.Artifact.Digest == "" && c.Had.Digest != "" {
+			fmt.Fprintf(&b, "  (tombstone, by %q)", dec.Actor)
 		}
 		b.WriteString("\n")
 		c.Had = dec.Artifact

@@ -44,6 +44,13 @@ type State struct {
 	// Project is the release's project as last seen: who may view a deleted release's
 	// removal.
 	Project string `json:"project,omitempty"`
+	// Leaving is the removal, wave by wave, from the clusters the release (still in the
+	// fleet, with its rollout) no longer selects; nil when none is under way.
+	Leaving *Leaving `json:"leaving,omitempty"`
+	// Placed is the wave ("" none) of each cluster the release selected at the last step:
+	// a cluster that stops matching leaves in the wave its labels matched before the
+	// change.
+	Placed map[string]string `json:"placed,omitempty"`
 }
 
 // WaveState is where one wave stands.
@@ -79,6 +86,26 @@ type ClusterState struct {
 // Phase returns the phase users see: Idle for a release that never rolled out, Paused
 // for a paused rollout.
 func (st *State) viewPhase() string {
+	if lv := st.Leaving; lv != nil && !st.running() && st.Phase != PhaseHalted {
+		// Only the removal from clusters no longer selected is under way: it is what moves.
+		switch {
+		case lv.Paused:
+			return PhasePaused
+		case lv.WaitsApproval != "":
+			return PhaseWaitingApproval
+		}
+		return PhaseProgressing
+	}
+	return st.rolloutPhase()
+}
+
+// running reports whether the rollout itself moves (Progressing or WaitingApproval).
+func (st *State) running() bool {
+	return st.Phase == PhaseProgressing || st.Phase == PhaseWaitingApproval
+}
+
+// rolloutPhase is the rollout's phase as users see it, apart from a removal under way.
+func (st *State) rolloutPhase() string {
 	switch {
 	case st.Phase == "":
 		return PhaseIdle
@@ -114,13 +141,20 @@ func (st *State) syncWaves(spec *v1alpha1.Rollout) {
 	if spec == nil {
 		return
 	}
+	st.Waves = syncWaveStates(st.Waves, spec)
+}
+
+// syncWaveStates returns the states of spec's waves, taken from old by name.
+func syncWaveStates(old []WaveState, spec *v1alpha1.Rollout) []WaveState {
 	out := make([]WaveState, len(spec.Waves))
 	for i, w := range spec.Waves {
-		if old := st.wave(w.Name); old != nil {
-			out[i] = *old
-		} else {
-			out[i] = WaveState{Name: w.Name}
+		out[i] = WaveState{Name: w.Name}
+		for _, o := range old {
+			if o.Name == w.Name {
+				out[i] = o
+				break
+			}
 		}
 	}
-	st.Waves = out
+	return out
 }

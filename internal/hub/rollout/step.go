@@ -24,6 +24,9 @@ type Cluster struct {
 	Had Artifact
 	// Report is its agent's last report for the release; nil when none.
 	Report *Report
+	// Actor changed its labels since the last step ("" when unknown, or the fleet changed):
+	// for a cluster leaving the release, who its tombstone names.
+	Actor string
 }
 
 // Report is the part of an agent's last report the planner reads.
@@ -43,7 +46,10 @@ type Input struct {
 	Newest Artifact
 	// Clusters are the clusters the release selects, in any order.
 	Clusters []Cluster
-	Now      time.Time
+	// Leaving are the clusters that still hold the release (Had) but that its targets no
+	// longer select: a relabel, a narrowed selector. They leave wave by wave (Leaving).
+	Leaving []Cluster
+	Now     time.Time
 }
 
 // Decision is what one cluster is assigned.
@@ -53,11 +59,14 @@ type Decision struct {
 	Artifact Artifact
 	// Line says, for status, why it is not the newest artifact; "" when it is.
 	Line string
+	// Actor is, for a cluster of Input.Leaving whose tombstone goes out (zero Artifact),
+	// who changed its labels: the tombstone and the audit trail name them.
+	Actor string
 }
 
 // Result is what one Step decided.
 type Result struct {
-	// Assign holds a decision for every cluster of the input.
+	// Assign holds a decision for every cluster of the input, Leaving included.
 	Assign map[string]Decision
 	// Events happened in this step, oldest first.
 	Events []hubapi.RolloutEvent
@@ -86,6 +95,7 @@ func Step(st *State, in Input) Result {
 		p.byName[in.Clusters[i].Name] = &in.Clusters[i]
 	}
 	p.waves()
+	p.intakeLeaving()
 	p.newest()
 	p.progress()
 	// A rollout that ended here lets the one queued behind it start at once.
@@ -93,8 +103,16 @@ func Step(st *State, in Input) Result {
 		p.newest()
 		p.progress()
 	}
+	leaveNext := p.stepLeaving()
 	st.UpdatedAt = p.now
-	return Result{Assign: p.assign(), Events: p.events, Next: p.next()}
+	res := Result{Assign: p.assign(), Events: p.events, Next: p.next()}
+	for _, c := range in.Leaving {
+		res.Assign[c.Name] = p.decideLeaving(c)
+	}
+	if !leaveNext.IsZero() && (res.Next.IsZero() || leaveNext.Before(res.Next)) {
+		res.Next = leaveNext
+	}
+	return res
 }
 
 // planner is one call of Step.
@@ -108,6 +126,9 @@ type planner struct {
 	// waveOf is each cluster's wave index; -1: in no wave.
 	waveOf map[string]int
 	events []hubapi.RolloutEvent
+	// leaving is the removal from clusters no longer selected as this step left it, even
+	// when it ended (st.Leaving is then nil).
+	leaving *Leaving
 }
 
 func (p *planner) event(typ, wave, cluster, format string, args ...any) {
@@ -202,7 +223,7 @@ func (p *planner) start(n, stable Artifact) {
 	st := p.st
 	*st = State{
 		Phase: PhaseProgressing, Paused: st.Paused, Current: n, Stable: stable, Spec: st.Spec, Project: st.Project,
-		Clusters: map[string]*ClusterState{}, StartedAt: p.now, Events: st.Events,
+		Clusters: map[string]*ClusterState{}, StartedAt: p.now, Events: st.Events, Leaving: st.Leaving, Placed: st.Placed,
 	}
 	st.syncWaves(st.Spec)
 	from := ""
@@ -602,7 +623,7 @@ func (p *planner) decide(c Cluster) Decision {
 	if cs != nil {
 		switch cs.Phase {
 		case ClusterRolledBack:
-			return Decision{Artifact: st.Stable, Line: fmt.Sprintf("rolled back to %s: rollout of %s %s", short(st.Stable.Revision), cur, phaseWords[st.viewPhase()])}
+			return Decision{Artifact: st.Stable, Line: fmt.Sprintf("rolled back to %s: rollout of %s %s", short(st.Stable.Revision), cur, phaseWords[st.rolloutPhase()])}
 		case ClusterProgressing, ClusterBaking, ClusterDone, ClusterFailed, ClusterSkipped:
 			line := ""
 			if st.Queued.Digest != "" {

@@ -27,11 +27,31 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 		Waves: []hubapi.WaveView{}, Events: slices.Clone(st.Events),
 		StartedAt: timePtr(st.StartedAt), UpdatedAt: timePtr(st.UpdatedAt), Removal: st.Removing,
 	}
+	if lv := st.Leaving; lv != nil && lv.Message != "" {
+		v.Message = strings.TrimPrefix(v.Message+"; "+lv.Message, "; ")
+	}
 	if spec == nil {
 		return v
 	}
 	byWave := map[string][]hubapi.RolloutClusterView{}
+	if lv := st.Leaving; lv != nil {
+		for name, lc := range lv.Clusters {
+			c := hubapi.RolloutClusterView{Cluster: name, Phase: lc.Phase, Since: timePtr(lc.Since)}
+			switch lc.Phase {
+			case ClusterPending:
+				c.Message = "no longer selected: keeps the release until its wave's removal"
+			case ClusterProgressing:
+				c.Message = "no longer selected: removed, within the wave's bake"
+			default:
+				c.Message = "no longer selected: removed"
+			}
+			byWave[lc.Wave] = append(byWave[lc.Wave], c)
+		}
+	}
 	for name, cs := range st.Clusters {
+		if st.Leaving != nil && st.Leaving.Clusters[name] != nil {
+			continue // shown as leaving
+		}
 		rev := st.Current.Revision
 		if cs.Phase == ClusterRolledBack {
 			rev = st.Stable.Revision
@@ -54,8 +74,12 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 		if cl == nil {
 			cl = []hubapi.RolloutClusterView{}
 		}
+		phase := wavePhase(st, i, w, ws, cl)
+		if st.Leaving != nil && !st.running() && st.Phase != PhaseHalted {
+			phase = leavingWavePhase(st.Leaving, w, i)
+		}
 		wv := hubapi.WaveView{
-			Name: w.Name, Phase: wavePhase(st, i, w, ws, cl), Approval: w.Approval == v1alpha1.ApprovalRequired,
+			Name: w.Name, Phase: phase, Approval: w.Approval == v1alpha1.ApprovalRequired,
 			ApprovedBy: ws.ApprovedBy, MaxConcurrent: w.MaxConcurrent.Of(max(len(cl), 1), true, v1alpha1.IntOrPercent{Value: 100, Percent: true, Set: true}),
 			MaxFailures: w.MaxFailures.Of(len(cl), false, v1alpha1.IntOrPercent{}), Clusters: cl,
 		}
@@ -92,6 +116,27 @@ func wavePhase(st *State, i int, w v1alpha1.Wave, ws WaveState, cl []hubapi.Roll
 		}
 		return WaveProgressing
 	case st.Phase == PhaseWaitingApproval && w.Approval == v1alpha1.ApprovalRequired && ws.ApprovedBy == "" && firstPending(st, i):
+		return WaveWaitingApproval
+	}
+	return WavePending
+}
+
+// leavingWavePhase is wave w's phase in the removal from clusters no longer selected.
+func leavingWavePhase(lv *Leaving, w v1alpha1.Wave, i int) string {
+	has := false
+	for _, lc := range lv.Clusters {
+		has = has || lc.Wave == w.Name
+	}
+	var ws WaveState
+	if i < len(lv.Waves) {
+		ws = lv.Waves[i]
+	}
+	switch {
+	case !has || ws.Done:
+		return WaveDone
+	case ws.Started:
+		return WaveProgressing
+	case lv.WaitsApproval == w.Name:
 		return WaveWaitingApproval
 	}
 	return WavePending

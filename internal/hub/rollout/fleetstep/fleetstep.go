@@ -54,6 +54,9 @@ type Outcome struct {
 	Keep map[string]bool
 	// Retry: a rollout's state could not be read or stored; reschedule soon.
 	Retry bool
+	// Relabelled are, by cluster, who relabelled the clusters whose tombstone a rollout
+	// held back and lets go now: the controller attributes the removal to them.
+	Relabelled map[string]string
 }
 
 // Stepper steps rollouts; use it from one goroutine (the controller's).
@@ -63,9 +66,10 @@ type Stepper struct {
 	// seen is, by release, the time of the newest rollout event this stepper has seen:
 	// users' actions newer than it go to the notifications.
 	seen map[string]time.Time
-	// now and out belong to the Apply under way.
-	now time.Time
-	out Outcome
+	// now, out and relabelled belong to the Apply under way.
+	now        time.Time
+	out        Outcome
+	relabelled map[string]string
 }
 
 // New returns a stepper.
@@ -95,13 +99,17 @@ const rolloutPoll = 2 * time.Second
 // the newest artifacts by source name; clusters, plan and previous are the reschedule's.
 //
 // A release without spec.rollout is left exactly as Schedule made it, and its rollout
-// record, if it had one, is deleted. When the inputs of the rollouts cannot be read (the
+// record, if it had one, is deleted. A release with a rollout leaves the clusters it no
+// longer selects wave by wave (rollout.Leaving): until a cluster's turn its previous
+// assignment is kept, and Schedule's tombstone taken back; relabelled names, by cluster, who
+// changed its labels since the last reschedule. When the inputs of the rollouts cannot be read (the
 // store's statuses, clusters or records), every cluster of every release with a rollout
 // keeps the artifact it had: a rollout never advances on what it could not read.
 func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Fleet, arts map[string]schedule.Artifact, clusters []schedule.Cluster,
-	plan *schedule.Plan, previous map[string]schedule.Document) Outcome {
+	plan *schedule.Plan, previous map[string]schedule.Document, relabelled map[string]string) Outcome {
 	s.now = now
 	s.out = Outcome{}
+	s.relabelled = relabelled
 	var releases []*v1alpha1.Release
 	for i := range fleet.Releases {
 		if fleet.Releases[i].Spec.Rollout != nil {

@@ -30,8 +30,17 @@ func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.
 }
 
 // holdRollout keeps release at what each cluster had: its previous assignment's artifact,
-// or no assignment for a cluster that never had it.
+// or no assignment for a cluster that never had it. A cluster the release no longer selects
+// keeps it too: its removal waits for a rollout state that could be read and stored.
 func holdRollout(plan *schedule.Plan, release string, previous map[string]schedule.Document) {
+	for cluster, doc := range previous {
+		if _, ok := findAssignment(doc.Assignments, release); !ok {
+			continue
+		}
+		if _, ok := findAssignment(plan.Assignments[cluster], release); !ok {
+			keepAssignment(plan, cluster, release, previous, "removal held: the rollout's state could not be read or stored")
+		}
+	}
 	for cluster := range plan.Assignments {
 		d := rollout.Decision{Line: "held: the rollout's state could not be read or stored"}
 		if a, ok := findAssignment(previous[cluster].Assignments, release); ok {

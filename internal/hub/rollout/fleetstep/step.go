@@ -32,14 +32,21 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 	input := rollout.Input{Spec: r.Spec.Rollout, Project: r.Spec.Project, Now: now,
 		Newest: rollout.Artifact{Digest: newest.Digest, Revision: newest.Revision, URL: newest.URL}}
 	var gateNext time.Time
+	leaving := map[string]bool{}
 	for _, cl := range clusters {
-		if _, ok := findAssignment(plan.Assignments[cl.Name], name); !ok {
-			continue // the release does not select it (any more): Schedule decided
-		}
 		rc := rollout.Cluster{Name: cl.Name, Labels: cl.Labels, Reachable: in.reachable[cl.Name]}
 		if i, ok := findAssignment(previous[cl.Name].Assignments, name); ok {
 			a := previous[cl.Name].Assignments[i]
 			rc.Had = rollout.Artifact{Digest: a.Digest, Revision: a.Revision, URL: a.URL}
+		}
+		if _, ok := findAssignment(plan.Assignments[cl.Name], name); !ok {
+			if rc.Had.Digest != "" {
+				// It holds the release, which no longer selects it: it leaves wave by wave.
+				rc.Actor = s.relabelled[cl.Name]
+				input.Leaving = append(input.Leaving, rc)
+				leaving[cl.Name] = true
+			}
+			continue
 		}
 		if gates := plan.Gates[cl.Name]; len(gates) > 0 {
 			v := window.Evaluate(gates, name, now)
@@ -68,7 +75,18 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 		s.announce(ctx, name, &st, e)
 	}
 	for cluster, d := range res.Assign {
-		overrideAssignment(plan, cluster, name, d)
+		switch {
+		case !leaving[cluster]:
+			overrideAssignment(plan, cluster, name, d)
+		case d.Artifact.Digest != "":
+			keepAssignment(plan, cluster, name, previous, d.Line)
+		case d.Actor != "":
+			// Its tombstone goes out now, later than the relabel that caused it.
+			if s.out.Relabelled == nil {
+				s.out.Relabelled = map[string]string{}
+			}
+			s.out.Relabelled[cluster] = d.Actor
+		}
 	}
 	next := res.Next
 	if !gateNext.IsZero() && (next.IsZero() || gateNext.Before(next)) {
