@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,8 +54,8 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		var appliers, paths []string
 		var conflicts []FieldConflict
 		for _, c := range others {
-			if appliedBy(it.live, c.manager) {
-				owner := fmt.Sprintf("field manager %q", c.manager)
+			if appliedBy(it.live, c.manager) && !slices.Contains(it.adoptFrom, c.manager) {
+				owner := ownerOf(it.live, c.manager)
 				appliers = append(appliers, owner)
 				paths = append(paths, c.field)
 				conflicts = append(conflicts, FieldConflict{Field: c.field, Owner: owner})
@@ -93,6 +94,11 @@ func (r *Reconciler) check(ctx context.Context, it *item, opts Options, own *inv
 		}
 		return ""
 	}
+	if len(it.adoptFrom) > 0 {
+		// Taken over at apply, even with values that agree: the old tool's fields and marks go.
+		it.result.Action, it.result.AdoptedFrom, it.apply = Adopted, it.adoptFrom, true
+		return ""
+	}
 	fields := changedFields(it.live, result)
 	if len(fields) == 0 {
 		it.result.Action = Unchanged
@@ -127,6 +133,13 @@ func (r *Reconciler) applyItems(ctx context.Context, items []*item, opts Options
 		}
 	}
 	err := r.forEach(ctx, todo, func(ctx context.Context, it *item) error {
+		if len(it.adoptFrom) > 0 && opts.Adopt != nil {
+			if err := r.takeOver(ctx, it, opts.Adopt); err != nil {
+				it.failure = err.Error()
+				it.result.Error = err.Error()
+				return nil
+			}
+		}
 		if err := r.serverApply(ctx, it.desired.DeepCopy(), false, it.force || opts.Force); err != nil {
 			it.failure = fmt.Sprintf("%s in namespace %q: apply failed: %s", it.ref, it.ref.Namespace, apiReason(err))
 			it.result.Error = "apply failed: " + apiReason(err)

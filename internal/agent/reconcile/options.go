@@ -52,6 +52,8 @@ type Options struct {
 	// once they have written them. Fields written through the scale subresource are always
 	// respected.
 	RespectManagers []string
+	// Adopt takes over the fields of other tools' field managers (Release.spec.adopt).
+	Adopt *Adopt
 }
 
 // IgnoreRule is one Release.spec.ignore entry: JSON pointer paths of the objects whose group,

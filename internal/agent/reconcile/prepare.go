@@ -35,6 +35,8 @@ type item struct {
 	failure   string // why the apply failed
 	// namespaced: as the cluster serves the kind, or the set's CRD declares it.
 	namespaced bool
+	// adoptFrom are the adopted managers (Options.Adopt) holding fields of the live object.
+	adoptFrom []string
 }
 
 func (it *item) deferred() bool { return it.newKind || it.inNewNamespace }

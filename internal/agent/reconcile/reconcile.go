@@ -17,6 +17,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err == nil {
 		err = checkRespectManagers(opts.RespectManagers)
 	}
+	if err == nil {
+		err = checkAdopt(opts.Adopt)
+	}
 	if err != nil {
 		return fmt.Errorf("%w; nothing applied", err)
 	}
@@ -64,6 +67,10 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return fmt.Errorf("%w; nothing applied", err)
 	}
 	undeferExistingNamespaces(items)
+	// Before anything is written: refuse while the tool adopted from still writes.
+	if err := markAdoptions(items, opts.Adopt, r.now()); err != nil {
+		return err
+	}
 	// Fields flotilla leaves alone take their live values before anything is compared.
 	leaveAlone(items, rules, opts.RespectManagers)
 
@@ -84,7 +91,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 			continue
 		}
 		if e, ok := own.entries[it.ref.id()]; ok && it.live != nil && e.hash == it.hash &&
-			ownsByApply(it.live) && coveredBy(it.desired.Object, it.live.Object, true) {
+			ownsByApply(it.live) && coveredBy(it.desired.Object, it.live.Object, true) && len(it.adoptFrom) == 0 {
 			it.result.Action = Unchanged
 			continue
 		}
@@ -177,6 +184,12 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return err
 	}
 	failures = append(failures, f...)
+
+	if len(failures) == 0 {
+		if res.HelmStorageDeleted, err = r.finishAdoption(ctx, items, opts); err != nil {
+			return err
+		}
+	}
 
 	pruned, f, unpruned := r.prune(ctx, own, items, opts, false)
 	res.Objects = pruned

@@ -72,6 +72,8 @@ type ObjectResult struct {
 	Health *Health      `json:"health,omitempty"`
 	// Error is why applying this object failed, if it did.
 	Error string `json:"error,omitempty"`
+	// AdoptedFrom are the field managers whose fields flotilla took over (Adopted).
+	AdoptedFrom []string `json:"adoptedFrom,omitempty"`
 }
 
 // DeletedPath is the drift path of an object that was applied and then deleted by someone
@@ -154,6 +156,8 @@ type Result struct {
 	Ready *bool `json:"ready,omitempty"`
 	// Error is the failure, if any, in words; Reconcile also returns it.
 	Error string `json:"error,omitempty"`
+	// HelmStorageDeleted names the storage Secrets of the adopted Helm release deleted.
+	HelmStorageDeleted []string `json:"helmStorageDeleted,omitempty"`
 }
 
 // Count returns how many objects had action a.
@@ -201,6 +205,11 @@ func (r *Result) String() string {
 				verb = "not healed (self-heal off)"
 			}
 			fmt.Fprintf(&b, "drift: %s %s: %s\n", o.ObjectRef, verb, strings.Join(o.driftTexts(), ", "))
+		}
+	}
+	for _, o := range r.Objects {
+		if o.Action == Adopted {
+			fmt.Fprintf(&b, "adopted: %s from %s\n", o.ObjectRef, strings.Join(o.AdoptedFrom, ", "))
 		}
 	}
 	for _, o := range r.Objects {
