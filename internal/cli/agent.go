@@ -17,6 +17,7 @@ func newAgentCommand(s streams) *cobra.Command {
 		hubs        []string
 		kubeconfig  string
 		metricsAddr string
+		tokenFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --hub URL --join-token T --state-dir D",
@@ -48,6 +49,16 @@ in-cluster configuration (the agent's service account).`,
 				opts.HubURL, opts.HubURLs = hubs[0], hubs[1:]
 			}
 			var err error
+			// In a cluster the token comes from a Secret mounted as a file (deploy/chart,
+			// flotilla agent install), so that no process listing shows it.
+			if tokenFile != "" {
+				if opts.JoinToken != "" {
+					return usageError{fmt.Errorf("give the join token once: --join-token or --join-token-file, not both")}
+				}
+				if opts.JoinToken, err = readJoinTokenFile(tokenFile, cmd.InOrStdin()); err != nil {
+					return usageError{err}
+				}
+			}
 			if kubeconfig != "" {
 				opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 			} else {
@@ -82,6 +93,7 @@ in-cluster configuration (the agent's service account).`,
 	f := cmd.Flags()
 	f.StringSliceVar(&hubs, "hub", nil, "the hub's agent endpoint, https://HOST:PORT (required to join); repeat it, or separate with commas, for several hub replicas: the agent moves to the next when one cannot be reached")
 	f.StringVar(&opts.JoinToken, "join-token", "", "one-time join token from \"flotilla cluster add\" (first start only)")
+	f.StringVar(&tokenFile, "join-token-file", "", "read the join token from this file (- for standard input), e.g. a mounted Secret, so that no process listing shows it")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to reconcile (default: in-cluster config)")
 	f.StringVar(&opts.StateDir, "state-dir", "", "directory for identity, desired state, outbox and artifacts (required)")
 	// The defaults are the agent package's (opts starts as agent.DefaultOptions()), so --help
@@ -91,5 +103,6 @@ in-cluster configuration (the agent's service account).`,
 	f.DurationVar(&opts.MaxBackoff, "max-backoff", opts.MaxBackoff, "cap of the jittered exponential backoff between reconnects to the hub")
 	f.IntVar(&opts.MaxOutbox, "max-outbox", opts.MaxOutbox, "reports kept while the hub is unreachable; beyond it, reports superseded by a newer one of the same release are compacted away (and counted)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
+	cmd.AddCommand(newAgentInstallCommand(s))
 	return cmd
 }
