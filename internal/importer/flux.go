@@ -184,7 +184,10 @@ func (x *flux) source(o *Object) {
 		x.find(o, Action, "spec.secretRef", fmt.Sprintf("Secret %s became credentials %q; its values were not read or copied", k, name),
 			fmt.Sprintf("write a credentials file from the Secret (username:/password:, or bearerToken as token:, or identity as sshPrivateKey: with known_hosts as sshKnownHosts:) and add it to the hub's --credentials-config: credentials: {%s: {file: %s.creds, hosts: [%s]}} (docs/credentials.md)", name, name, host))
 	}
-	for _, k := range []struct{ field, msg, do string; l Level }{
+	for _, k := range []struct {
+		field, msg, do string
+		l              Level
+	}{
 		{"spec.timeout", "fetch timeout: the hub bounds fetches itself", "", Note},
 		{"spec.ignore", ".sourceignore rules: the artifact holds the whole repository, and a release renders only its path", "keep other files out of the release's path", LeftOut},
 		{"spec.include", "included repositories: not converted", "make each included repository a Source of its own", LeftOut},
