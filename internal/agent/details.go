@@ -38,7 +38,8 @@ func needsLook(o reconcile.ObjectResult) bool {
 	switch {
 	case o.Action == reconcile.Pruned || o.Action == reconcile.PruneSkipped:
 		return false
-	case o.Error != "", o.Action == reconcile.Conflict, o.Action == reconcile.Drifted, o.Action == reconcile.Healed:
+	case o.Error != "", o.Action == reconcile.Conflict, o.Action == reconcile.Drifted, o.Action == reconcile.Healed,
+		o.Action == reconcile.Adopted: // the hub records the adoption in its audit trail
 		return true
 	case len(o.DriftPaths) > 0 || len(o.Drift) > 0:
 		return true

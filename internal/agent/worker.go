@@ -404,6 +404,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		Project:         project.FromProto(as.Project),
 		Ignore:          ignoreRules(as.Ignore),
 		RespectManagers: as.RespectManagers,
+		Adopt:           adoptRules(as, a.clock.Now()),
 	})
 	return res, true, err
 }

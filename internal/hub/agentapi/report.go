@@ -189,5 +189,6 @@ func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Re
 				"revision": st.GetRevision(), "digest": st.GetDigest(), "objects": healed,
 			}})
 		}
+		s.recordAdoption(ctx, actor, cluster, st)
 	}
 }
