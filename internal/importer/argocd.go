@@ -174,6 +174,11 @@ func (a *argo) app(o *Object, prefix, name string, ctx *appContext) {
 		return
 	}
 	cleanPath, ok := releasePath(p)
+	if ok {
+		if _, err := (v1alpha1.ReleaseSpec{Path: cleanPath}).PathTemplate(); err != nil {
+			ok = false
+		}
+	}
 	if !ok {
 		f(LeftOut, "spec.source.path", fmt.Sprintf("path %q cannot be converted (absolute, with \"..\", or a generator parameter Flotilla cannot fill); the release was not converted", show(p)), "")
 		return
@@ -281,7 +286,7 @@ func (a *argo) source(o *Object, prefix, repoURL, rev string) string {
 	case tagRE.MatchString(rev):
 		g.Tag = rev
 		f(Note, "spec.source.targetRevision", fmt.Sprintf("%q taken as a tag", rev), "if it is a branch, change tag: to branch: in "+SourcesFile)
-	case semverRE.MatchString(rev):
+	case semverRE.MatchString(rev) && validSemver(rev):
 		g.Semver = rev
 	default:
 		g.Branch = rev
@@ -402,11 +407,21 @@ func (a *argo) ignoreDifferences(o *Object, f func(Level, string, string, string
 		m, _ := it.(map[string]any)
 		field := fmt.Sprintf("spec.ignoreDifferences[%d]", i)
 		str := func(k string) string { s, _ := m[k].(string); return s }
-		target := v1alpha1.IgnoreTarget{Group: str("group"), Kind: str("kind"), Name: str("name"), Namespace: str("namespace")}
+		anyStar := func(k string) string {
+			if v := str(k); v != "*" {
+				return v
+			}
+			return ""
+		}
+		target := v1alpha1.IgnoreTarget{Group: anyStar("group"), Kind: anyStar("kind"), Name: anyStar("name"), Namespace: anyStar("namespace")}
+		if target.Kind != "" && !kindRE.MatchString(target.Kind) {
+			f(LeftOut, field+".kind", fmt.Sprintf("%q is not a kind", target.Kind), "")
+			continue
+		}
 		var paths []string
 		if ps, _ := m["jsonPointers"].([]any); len(ps) > 0 {
 			for _, p := range ps {
-				if s, ok := p.(string); ok && strings.HasPrefix(s, "/") && s != "/" {
+				if s, ok := p.(string); ok && jsonPointerOK(s) {
 					paths = append(paths, s)
 				} else {
 					f(LeftOut, field+".jsonPointers", fmt.Sprintf("%v is not a JSON pointer Flotilla accepts", p), "")
@@ -422,7 +437,7 @@ func (a *argo) ignoreDifferences(o *Object, f func(Level, string, string, string
 		}
 		if mgrs, _ := m["managedFieldsManagers"].([]any); len(mgrs) > 0 {
 			for _, mg := range mgrs {
-				if s, ok := mg.(string); ok && s != "" && !slices.Contains(rel.Spec.RespectManagers, s) {
+				if s, ok := mg.(string); ok && strings.TrimSpace(s) != "" && len(s) <= 128 && !slices.Contains(rel.Spec.RespectManagers, s) {
 					rel.Spec.RespectManagers = append(rel.Spec.RespectManagers, s)
 				}
 			}

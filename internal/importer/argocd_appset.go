@@ -128,6 +128,10 @@ func (a *argo) generator(o *Object, field string, g map[string]any, goTpl bool, 
 					sel.MatchLabels[lk] = fmt.Sprint(lv)
 				}
 			}
+			if msg := labelsProblem(sel.MatchLabels); msg != "" {
+				f(LeftOut, gf+".selector.matchLabels", msg+": not a Flotilla cluster label; the generator was not converted", "")
+				continue
+			}
 			vals := map[string]string{}
 			if vv, ok := v["values"].(map[string]any); ok {
 				flatten("values", vv, vals)

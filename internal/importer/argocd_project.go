@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 )
 
@@ -170,7 +172,7 @@ func (a *argo) projectServiceAccount(o *Object, f func(Level, string, string, st
 			f(LeftOut, field, "a Flotilla project applies as one ServiceAccount: only the first destinationServiceAccounts entry was taken", "")
 			continue
 		}
-		if sa == "" || ns == "" || strings.ContainsAny(ns, "*?[!") || namePatternProblem(ns) != "" {
+		if sa == "" || ns == "" || strings.ContainsAny(ns, "*?[!") || namePatternProblem(ns) != "" || len(validation.IsDNS1123Subdomain(sa)) > 0 {
 			f(LeftOut, field, fmt.Sprintf("ServiceAccount %q in namespace %q: a Flotilla project needs one ServiceAccount in a named namespace", sa, ns), "")
 			continue
 		}

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"fmt"
+
+	"github.com/Masterminds/semver/v3"
 	"regexp"
 	"strings"
 
@@ -59,6 +61,38 @@ func groupKindProblem(gk v1alpha1.GroupKind) string {
 		return fmt.Sprintf("group %q has a version", gk.Group)
 	case gk.Group != "" && gk.Group != "*" && len(validation.IsDNS1123Subdomain(gk.Group)) > 0:
 		return fmt.Sprintf("%q is not an API group", gk.Group)
+	}
+	return ""
+}
+
+func validSemver(s string) bool {
+	_, err := semver.NewConstraint(s)
+	return err == nil
+}
+
+// jsonPointerOK checks p as v1alpha1 checks an ignore rule's path: RFC 6901, not the whole
+// object.
+func jsonPointerOK(p string) bool {
+	if !strings.HasPrefix(p, "/") || p == "/" {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
+			return false
+		}
+	}
+	return true
+}
+
+// labelsProblem says what is wrong with a label selector's keys and values, or "".
+func labelsProblem(m map[string]string) string {
+	for _, k := range sortedKeys(m) {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Sprintf("label key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(m[k]); len(msgs) > 0 {
+			return fmt.Sprintf("label value %q: %s", m[k], strings.Join(msgs, "; "))
+		}
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,13 +69,17 @@ func Flux(objs []*Object, opts FluxOptions) *Result {
 			if ns == "" {
 				ns = p.o.Namespace
 			}
+			spec := &x.res.Releases[p.rel].Spec
 			if r, ok := x.releases[ns+"/"+name]; ok {
-				x.res.Releases[p.rel].Spec.DependsOn = append(x.res.Releases[p.rel].Spec.DependsOn, r)
+				if r != x.res.Releases[p.rel].Metadata.Name && !slices.Contains(spec.DependsOn, r) {
+					spec.DependsOn = append(spec.DependsOn, r)
+				}
 			} else {
 				x.find(p.o, LeftOut, fmt.Sprintf("spec.dependsOn[%d]", i), fmt.Sprintf("Kustomization %s/%s is not among the converted ones: the dependency was dropped", ns, name), "import it too, or set spec.dependsOn by hand")
 			}
 		}
 	}
+	x.breakCycles()
 	for _, o := range objs {
 		switch {
 		case o.Group() == src, o.Group() == ks && o.Kind == "Kustomization":
@@ -134,6 +139,10 @@ func (x *flux) source(o *Object) {
 		return
 	}
 	raw := o.str("spec.url")
+	if raw == "" {
+		x.find(o, LeftOut, "spec.url", "no url: the GitRepository was not converted", "")
+		return
+	}
 	clean, hadUser := stripUserinfo(raw)
 	if hadUser {
 		x.find(o, LeftOut, "spec.url", "the URL holds credentials: they were removed and not copied", "name credentials the hub's operator configures instead (docs/credentials.md)")
@@ -333,4 +342,47 @@ func (x *flux) secret(o *Object) {
 		return
 	}
 	x.find(o, Note, "", "Secret: not read", "")
+}
+
+// breakCycles drops dependsOn edges that close a cycle (Flux would never become ready on
+// one; the hub refuses it), each with a report line.
+func (x *flux) breakCycles() {
+	index := map[string]int{}
+	for i, r := range x.res.Releases {
+		index[r.Metadata.Name] = i
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(x.res.Releases))
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = onPath
+		spec := &x.res.Releases[i].Spec
+		kept := spec.DependsOn[:0]
+		for _, d := range spec.DependsOn {
+			j := index[d]
+			if state[j] == onPath {
+				x.res.Report.add(Finding{Level: LeftOut, Object: "Release/" + x.res.Releases[i].Metadata.Name, Field: "spec.dependsOn",
+					Message: fmt.Sprintf("dependsOn %s closes a cycle: dropped", d), Do: "fix the order of the Kustomizations"})
+				continue
+			}
+			if state[j] == unseen {
+				visit(j)
+			}
+			kept = append(kept, d)
+		}
+		spec.DependsOn = kept
+		if len(kept) == 0 {
+			spec.DependsOn = nil
+		}
+		state[i] = done
+	}
+	for i := range x.res.Releases {
+		if state[i] == unseen {
+			visit(i)
+		}
+	}
 }
