@@ -24,6 +24,10 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := NewRootCommand(out, errOut)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code) // the command said what it had to (plan.go)
+		}
 		fmt.Fprintln(errOut, "Error:", err)
 		if h := hint(err); h != "" {
 			fmt.Fprintln(errOut, "Hint:", h)
@@ -98,6 +102,9 @@ the hub or the network is gone, and reports back.`,
 		newRolloutCommand(s),
 		newLoginCommand(s),
 		newBenchCommand(s),
+		newPlanCommand(s),
+		newImageCommand(s),
+		newImportCommand(s),
 	)
 	withUsageErrors(root)
 	return root

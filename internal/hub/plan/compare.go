@@ -148,7 +148,9 @@ func (r *renderer) compare(release string, a schedule.Assignment, had bool, b sc
 	default:
 		g.Objects = diffObjects(before, after)
 	}
-	if g.Change == hubapi.PlanChanged && len(g.Assignment) == 0 && len(g.Objects) == 0 && g.Error == "" {
+	if g.Change == hubapi.PlanChanged && len(g.Objects) == 0 && g.Error == "" && onlyRevision(g.Assignment) {
+		// A new revision of the source that renders the same objects changes nothing on
+		// the cluster: the agent applies what it already runs.
 		return g, false
 	}
 	g.Hash = contentHash(g)
@@ -156,6 +158,16 @@ func (r *renderer) compare(release string, a schedule.Assignment, had bool, b sc
 		g.Objects[i].Diff = cut(g.Objects[i].Diff, r.lim.DiffBytes)
 	}
 	return g, true
+}
+
+// onlyRevision: the settings that change are at most the revision and artifact.
+func onlyRevision(lines []string) bool {
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "revision: ") && !strings.HasPrefix(l, "artifact: ") {
+			return false
+		}
+	}
+	return true
 }
 
 func shownPath(p string) string {

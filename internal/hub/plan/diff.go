@@ -130,12 +130,12 @@ func lineOps(a, b []string) []op {
 			case i < n && j < m && ma[i] == mb[j]:
 				ops = append(ops, op{' ', ma[i], p + i, p + j})
 				i, j = i+1, j+1
-			case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-				ops = append(ops, op{'+', mb[j], p + i, p + j})
-				j++
-			default:
+			case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 				ops = append(ops, op{'-', ma[i], p + i, p + j})
 				i++
+			default:
+				ops = append(ops, op{'+', mb[j], p + i, p + j})
+				j++
 			}
 		}
 	}

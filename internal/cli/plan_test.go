@@ -1,0 +1,420 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files of the plan tests")
+
+// planRepo is one Git repository holding the fleet (fleet/) and the manifests its source
+// apps reads (regions/, base/), as a fleet monorepo does.
+type planRepo struct {
+	t    *testing.T
+	dir  string
+	repo *git.Repository
+	n    int
+}
+
+func newPlanRepo(t *testing.T, dir string) *planRepo {
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &planRepo{t: t, dir: dir, repo: r}
+}
+
+// commit writes files (content "" removes one) on branch, starting it from main when new,
+// and commits at a fixed time so that commit hashes, and the golden file, are stable.
+func (p *planRepo) commit(branch string, files map[string]string) {
+	t := p.t
+	wt, err := p.repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	if head, err := p.repo.Head(); err == nil && head.Name() != ref {
+		_, exists := p.repo.Reference(ref, false)
+		if err := wt.Checkout(&git.CheckoutOptions{Branch: ref, Create: exists != nil, Keep: false}); err != nil {
+			t.Fatalf("checkout %s: %v", branch, err)
+		}
+	}
+	for name, content := range files {
+		full := filepath.Join(p.dir, filepath.FromSlash(name))
+		if content == "" {
+			if _, err := wt.Remove(name); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.n++
+	when := time.Date(2026, 1, 2, 3, 4, p.n, 0, time.UTC)
+	sig := &object.Signature{Name: "plan-test", Email: "plan@flotilla.dev", When: when}
+	if _, err := wt.Commit(fmt.Sprintf("commit %d on %s", p.n, branch), &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("main")}); err != nil {
+		t.Fatalf("checkout main: %v", err)
+	}
+}
+
+func configMap(name, key, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: apps\ndata:\n  %s: %q\n  region: ${cluster_label_region}\n", name, key, value)
+}
+
+const planFleetMain = `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata:
+  name: apps
+spec:
+  git:
+    url: file://%s
+    branch: main
+  interval: 1h
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata:
+  name: web
+spec:
+  source: apps
+  path: regions/{{ .Cluster.Labels.region }}
+  targets:
+    - selector: {}
+  namespace: apps
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata:
+  name: baseline
+spec:
+  source: apps
+  path: base
+  targets:
+    - selector: {}
+  namespace: apps
+`
+
+// planFixture is a hub reading its fleet from the repository's main branch, with five
+// clusters, three in region eu and two in us (label webdir: eu, and us-v2), and every
+// assignment written.
+type planFixture struct {
+	repo                    *planRepo
+	api, token, ca, fleetMD string
+	st                      store.Store
+}
+
+var planClusters = []struct{ name, region string }{
+	{"eu-1", "eu"}, {"eu-2", "eu"}, {"eu-3", "eu"}, {"us-1", "us"}, {"us-2", "us"},
+}
+
+func startPlanHub(t *testing.T) *planFixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	repoDir := filepath.Join(dir, "repo")
+	p := newPlanRepo(t, repoDir)
+	fleet := fmt.Sprintf(planFleetMain, repoDir)
+	p.commit("main", map[string]string{
+		"fleet/fleet.yaml":        fleet,
+		"regions/eu/web.yaml":     configMap("web", "replicas", "2"),
+		"regions/us/web.yaml":     configMap("web", "replicas", "2"),
+		"regions/us-v2/web.yaml":  configMap("web", "replicas", "3"),
+		"base/baseline.yaml":      configMap("baseline", "level", "info"),
+		"base/secret.yaml":        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: apps\nstringData:\n  token: s3cret-main\n",
+		"regions/eu/.keep.yaml.x": "x",
+	})
+
+	dataDir := filepath.Join(dir, "hub")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenSQLite(ctx, filepath.Join(dataDir, "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range planClusters {
+		labels := map[string]string{"region": c.region, "webdir": map[string]string{"eu": "eu", "us": "us-v2"}[c.region]}
+		if err := st.AddCluster(ctx, store.Cluster{Name: c.name, Labels: labels, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := hub.New(ctx, hub.Options{DataDir: dataDir, Fleet: "file://" + repoDir, FleetBranch: "main", FleetPath: "fleet",
+		AllowFileSources: []string{repoDir}, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0"}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub: %v", err)
+		}
+		st.Close()
+	})
+	// Wait for the hub to assign both releases to every cluster (no timed assertion: the
+	// deadline only ends a test that would hang).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, c := range planClusters {
+		for {
+			ds, err := st.GetDesiredState(ctx, c.name)
+			if err == nil {
+				if as, err := schedule.Decode(ds.Document); err == nil && len(as) == 2 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				fs, _ := st.GetFleetStatus(ctx)
+				ss, _ := st.ListSourceStatuses(ctx)
+				t.Fatalf("cluster %s: both releases not assigned in time (fleet %+v, sources %+v)", c.name, fs, ss)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return &planFixture{repo: p, api: h.APIURL(), token: h.AdminToken(), ca: h.CAPath(), st: st}
+}
+
+func (f *planFixture) run(t *testing.T, wantCode int, args ...string) (string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	all := append([]string{"plan"}, args...)
+	all = append(all, "--hub", f.api, "--token", f.token, "--ca", f.ca)
+	if code := Run(t.Context(), all, &out, &errOut); code != wantCode {
+		t.Fatalf("flotilla plan %s: exit %d, want %d:\n%s%s", strings.Join(args, " "), code, wantCode, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// groupSummary reads "release change: cluster,cluster [objects]" per group, for assertions.
+func groupSummary(p hubapi.Plan) []string {
+	var out []string
+	for _, g := range p.Groups {
+		var objs []string
+		for _, o := range g.Objects {
+			objs = append(objs, o.Action+" "+objectName(o))
+		}
+		s := fmt.Sprintf("%s %s: %s [%s]", g.Release, g.Change, strings.Join(g.Clusters, ","), strings.Join(objs, "; "))
+		if g.Waiting != "" {
+			s += " waits"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestPlan plans branches of a fleet monorepo against a real hub: a branch that changes a
+// path template and one manifest lists exactly the affected clusters and objects, grouped;
+// an unchanged branch and an unchanged upload plan to nothing; an invalid candidate is
+// reported with its file and line.
+func TestPlan(t *testing.T) {
+	f := startPlanHub(t)
+	repoDir := f.repo.dir
+	fleetMain := fmt.Sprintf(planFleetMain, repoDir)
+	// feature: web's path template sends the us clusters to regions/us-v2 (replicas 3), and
+	// the baseline manifest changes for every cluster; a deny window holds web back in us.
+	featureFleet := strings.Replace(fleetMain, "path: regions/{{ .Cluster.Labels.region }}",
+		`path: regions/{{ .Cluster.Labels.webdir }}`, 1) + `---
+apiVersion: flotilla.dev/v1alpha1
+kind: Window
+metadata:
+  name: us-business-hours
+spec:
+  type: deny
+  schedule: "* * * * *"
+  duration: 1h
+  releases: [web]
+  clusterSelector:
+    matchLabels: {region: us}
+`
+	f.repo.commit("feature", map[string]string{
+		"fleet/fleet.yaml":   featureFleet,
+		"base/baseline.yaml": configMap("baseline", "level", "debug"),
+		"base/secret.yaml":   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: apps\nstringData:\n  token: s3cret-feature\n",
+	})
+	f.repo.commit("same", map[string]string{"README.md": "nothing the fleet reads\n"})
+
+	t.Run("a path template and a manifest change", func(t *testing.T) {
+		out, _ := f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature", "-o", "json")
+		var p hubapi.Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("plan -o json: %v\n%s", err, out)
+		}
+		want := []string{
+			// The baseline ConfigMap holds the cluster's region: one diff per region.
+			"baseline changed: eu-1,eu-2,eu-3 [changed ConfigMap/apps/baseline; changed Secret/apps/token]",
+			"baseline changed: us-1,us-2 [changed ConfigMap/apps/baseline; changed Secret/apps/token]",
+			"web changed: us-1,us-2 [changed ConfigMap/apps/web] waits",
+		}
+		if got := groupSummary(p); !slices.Equal(got, want) {
+			t.Errorf("groups:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if !p.Changes || p.Errors || p.Summary.ClustersChanged != 5 || p.Summary.Changed != 7 || p.Summary.Waiting != 2 {
+			t.Errorf("summary: changes %v errors %v %+v", p.Changes, p.Errors, p.Summary)
+		}
+		web := p.Groups[2]
+		if !slices.Contains(web.Assignment, "path: regions/us -> regions/us-v2") || !strings.Contains(web.Waiting, "us-business-hours") {
+			t.Errorf("web group: assignment %q, waiting %q", web.Assignment, web.Waiting)
+		}
+		if d := web.Objects[0].Diff; !strings.Contains(d, "-  replicas: \"2\"\n+  replicas: \"3\"\n") {
+			t.Errorf("web diff:\n%s", d)
+		}
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("the plan shows a Secret's value:\n%s", out)
+		}
+		if d := p.Groups[0].Objects[1].Diff; !strings.Contains(d, "+  token: (redacted, changed)") {
+			t.Errorf("secret diff:\n%s", d)
+		}
+
+		md, _ := f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature", "-o", "markdown")
+		checkGolden(t, "plan-feature.md", md, repoDir)
+		if len(md) > commentLimit {
+			t.Errorf("markdown of %d characters: over the comment limit", len(md))
+		}
+	})
+
+	t.Run("an unchanged branch plans to nothing", func(t *testing.T) {
+		out, _ := f.run(t, 0, "--fleet", "ref:same")
+		if !strings.Contains(out, "No changes: 5 clusters run the same with the candidate.") {
+			t.Errorf("plan of an unchanged branch:\n%s", out)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleetMain), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := f.run(t, 0, "--fleet", dir, "-o", "markdown"); !strings.Contains(out, "**No changes: 5 clusters") {
+			t.Errorf("plan of the uploaded configuration in force:\n%s", out)
+		}
+	})
+
+	t.Run("an uploaded candidate that drops a release", func(t *testing.T) {
+		dir := t.TempDir()
+		only := fleetMain[:strings.Index(fleetMain, "---\napiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata:\n  name: baseline")]
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(only), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := f.run(t, 1, "--fleet", dir, "-o", "json")
+		var p hubapi.Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"baseline lost: eu-1,eu-2,eu-3 [removed ConfigMap/apps/baseline; removed Secret/apps/token]",
+			"baseline lost: us-1,us-2 [removed ConfigMap/apps/baseline; removed Secret/apps/token]",
+		}
+		if got := groupSummary(p); !slices.Equal(got, want) {
+			t.Errorf("groups:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("an invalid candidate", func(t *testing.T) {
+		dir := t.TempDir()
+		bad := strings.Replace(fleetMain, "  source: apps\n  path: base", "  source: nope\n  path: base", 1) + "---\nkind: Release\nmetadata: {name: [x\n"
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := f.run(t, 2, "--fleet", dir)
+		for _, want := range []string{"invalid: fleet.yaml:", "Release/baseline", `"nope"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("plan of an invalid candidate does not say %q:\n%s", want, out)
+			}
+		}
+		if !regexp.MustCompile(`invalid: fleet\.yaml:\d+: `).MatchString(out) {
+			t.Errorf("no file:line in:\n%s", out)
+		}
+	})
+
+	t.Run("a render error", func(t *testing.T) {
+		f.repo.commit("undefined", map[string]string{"base/baseline.yaml": configMap("baseline", "level", "${log_level}")})
+		out, _ := f.run(t, 2, "--fleet", "ref:main", "--source", "apps=undefined")
+		if !strings.Contains(out, "undefined variable") || !strings.Contains(out, "log_level") || !strings.Contains(out, "base/baseline.yaml") {
+			t.Errorf("plan with an undefined variable:\n%s", out)
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{nil, "--fleet is required"},
+			{[]string{"--fleet", "ref:"}, "--fleet ref: needs a branch"},
+			{[]string{"--fleet", "ref:main", "--source", "apps"}, `--source "apps": want NAME=REF`},
+			{[]string{"--fleet", filepath.Join(t.TempDir(), "nope")}, "no such file or directory"},
+			{[]string{"--fleet", "ref:no-such-branch"}, "fleet repository at no-such-branch"},
+			{[]string{"--fleet", "ref:main", "--source", "other=main"}, `the candidate has no source "other"`},
+			{[]string{"--fleet", "ref:--upload-pack=x"}, `ref "--upload-pack=x": want a branch name or a full commit`},
+		} {
+			_, errOut := f.run(t, 2, tt.args...)
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("plan %q: %s\nwant %q", tt.args, errOut, tt.want)
+			}
+		}
+	})
+}
+
+// checkGolden compares got (with the test's temporary paths, commits and the window's
+// times, which vary from run to run, replaced) with testdata/name; -update rewrites it.
+func checkGolden(t *testing.T, name, got, repoDir string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, repoDir, "REPO")
+	got = regexp.MustCompile(`\b\d\d:\d\d\b`).ReplaceAllString(got, "HH:MM")
+	got = regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) HH:MM`).ReplaceAllString(got, "DAY HH:MM")
+	// The fleet file names the repository's temporary path, so commits differ per run.
+	got = regexp.MustCompile(`\b[0-9a-f]{40}\b`).ReplaceAllString(got, "COMMIT")
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("markdown differs from %s (run with -update after checking):\n%s", path, got)
+	}
+}
+
+func TestPlanHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), []string{"plan", "--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("plan --help: exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"Examples:", "flotilla plan --fleet ref:feature/eu-paths --source apps=feature/eu-paths -o markdown", "Exit status: 0 nothing changes, 1 something changes, 2 errors"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan --help does not contain %q:\n%s", want, out.String())
+		}
+	}
+}
