@@ -103,8 +103,6 @@ the hub or the network is gone, and reports back.`,
 		newLoginCommand(s),
 		newBenchCommand(s),
 		newPlanCommand(s),
-		newImageCommand(s),
-		newImportCommand(s),
 	)
 	withUsageErrors(root)
 	return root
