@@ -221,3 +221,84 @@ func TestRolloutApprovalAndMidRolloutCommit(t *testing.T) {
 		}
 	})
 }
+
+// Two clusters relabelled out of a release with a rollout, in different waves: the canary
+// loses the release at once, and the later wave's cluster keeps it (applied, not pruned)
+// until the canary's removal has baked; its removal is then audited as the relabel of the
+// user who made it.
+func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
+	srcDir, fleetDir := t.TempDir(), t.TempDir()
+	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
+	r1 := src.head()
+	waves := `    waves:
+      - {name: canary, selector: {matchLabels: {ring: canary}}, bake: 1h}
+      - {name: rest}`
+	fleetYAML := strings.Replace(fmt.Sprintf(rolloutFleet, srcDir, waves), "targets: [{selector: {}}]", "targets: [{selector: {matchLabels: {env: prod}}}]", 1)
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fleetYAML})
+	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{
+		"canary-1": {"ring": "canary", "env": "prod"}, "prod-1": {"env": "prod"},
+	})
+	// The first rollout: the canary bakes an hour (on the hub's clock) before the rest.
+	f.waitRollout("the canary baking r1", 120*time.Second, func(v hubapi.RolloutView) bool {
+		return len(v.Waves) == 2 && len(v.Waves[0].Clusters) == 1 && v.Waves[0].Clusters[0].Phase == "Baking"
+	})
+	f.clock.advance(time.Hour)
+	f.waitStatus("r1 everywhere", 120*time.Second, converged(r1, map[string][]string{"canary-1": {"web"}, "prod-1": {"web"}}))
+	f.waitRollout("the rollout completed", 30*time.Second, func(v hubapi.RolloutView) bool { return v.Phase == "Completed" })
+
+	// The canary loses every label: it leaves in the wave it was in, the first, at once.
+	if _, err := f.client.LabelCluster(t.Context(), "canary-1", map[string]*string{"env": nil, "ring": nil}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, ok := configMapData(t, f.clusters["canary-1"], "web", "web", "version"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("canary-1 still runs web 90s after it was relabelled out of the first wave")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	staging := "staging"
+	relabelled := time.Now()
+	if _, err := f.client.LabelCluster(t.Context(), "prod-1", map[string]*string{"env": &staging}); err != nil {
+		t.Fatal(err)
+	}
+	// prod-1 keeps web through a reconcile after its relabel: its wave waits for the
+	// canary's removal to bake.
+	st := f.waitStatus("prod-1 held, and reconciled since its relabel", 60*time.Second, func(s hubapi.StatusView) bool {
+		a, ok := webOn(s, "prod-1")
+		return ok && strings.Contains(a.Rollout, "no longer selected") && a.ReportedAt != nil && a.ReportedAt.After(relabelled.Add(time.Second))
+	})
+	if a, _ := webOn(st, "prod-1"); !webAt(st, "prod-1", r1) || !strings.Contains(a.Rollout, "removal waits for wave rest") {
+		t.Errorf("prod-1: desired %s phase %s (%q); want r1, Ready, its removal waiting for wave rest", a.DesiredRevision, a.Phase, a.Rollout)
+	}
+	if got, _ := configMapData(t, f.clusters["prod-1"], "web", "web", "version"); got != "1" {
+		t.Errorf("prod-1 runs web version %q while the canary's removal bakes, want 1", got)
+	}
+	v, err := f.client.Rollout(t.Context(), "web")
+	if err != nil || v.Phase != "Progressing" || !strings.Contains(v.Message, "removal: wave canary") {
+		t.Errorf("rollout %s %q (%v) while the canary's removal bakes; want Progressing, removal in wave canary", v.Phase, v.Message, err)
+	}
+	if recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "prod-1", Release: "web", Action: "assignment.removed"}); err != nil || len(recs) != 0 {
+		t.Errorf("prod-1's removal audited before its turn: %+v (%v)", recs, err)
+	}
+
+	f.clock.advance(time.Hour)
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		if _, ok := configMapData(t, f.clusters["prod-1"], "web", "web", "version"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("prod-1 still runs web 90s after the canary's removal baked")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "prod-1", Release: "web", Action: "assignment.removed"})
+	if err != nil || len(recs) != 1 || recs[0].Actor != "token:admin" || recs[0].Detail["reason"] != "not-selected" {
+		t.Errorf("prod-1's removal audit: %+v (%v); want one record by token:admin, reason not-selected", recs, err)
+	}
+	f.waitRollout("the removal completed", 30*time.Second, func(v hubapi.RolloutView) bool { return v.Phase == "Completed" })
+}
