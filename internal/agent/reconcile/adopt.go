@@ -80,6 +80,9 @@ func checkAdopt(a *Adopt) error {
 	if len(a.HelmRelease) > 53 {
 		return fmt.Errorf("adopt: helmRelease %q is %d bytes long: a Helm release name has at most 53", a.HelmRelease, len(a.HelmRelease))
 	}
+	if len(a.HelmReleaseNamespace) > 63 {
+		return fmt.Errorf("adopt: helmReleaseNamespace is %d bytes long: a namespace's name has at most 63", len(a.HelmReleaseNamespace))
+	}
 	return nil
 }
 

@@ -440,6 +440,7 @@ func TestAdoptRulesRefused(t *testing.T) {
 		{&Adopt{FromManagers: []string{strings.Repeat("m", 129)}}, "adopt: fromManagers entry 1 is 129 bytes long: a field manager's name has 1 to 128"},
 		{&Adopt{FromManagers: make([]string, 33)}, "adopt: fromManagers has 33 entries, more than 32"},
 		{&Adopt{FromManagers: []string{"helm"}, HelmRelease: strings.Repeat("h", 54)}, "is 54 bytes long: a Helm release name has at most 53"},
+		{&Adopt{FromManagers: []string{"helm"}, HelmRelease: "x", HelmReleaseNamespace: strings.Repeat("n", 64)}, "adopt: helmReleaseNamespace is 64 bytes long: a namespace's name has at most 63"},
 	}
 	for _, tc := range cases {
 		_, err := r.Reconcile(t.Context(), nil, Options{Name: "refused", Adopt: tc.adopt})
