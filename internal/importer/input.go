@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,7 +147,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // ReadInputs reads every object of the YAML or JSON files at path: the file itself, or every
 // *.yaml, *.yml and *.json below the directory (hidden files and directories skipped,
-// symbolic links not followed). Files are named relative to path's parent as given. A
+// symbolic links not followed). Files are named by their path as found under path. A
 // document that is not an object with apiVersion and kind is a finding, not an error; an
 // unreadable file or a broken bound is an error.
 func ReadInputs(path string, lim Limits, rep *Report) ([]*Object, error) {
@@ -219,7 +220,7 @@ func readBounded(path string, max int64) ([]byte, error) {
 	}
 	defer f.Close()
 	buf := &bytes.Buffer{}
-	n, err := buf.ReadFrom(ioLimit(f, max+1))
+	n, err := buf.ReadFrom(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, err)
 	}
