@@ -86,6 +86,39 @@ func checkAdopt(a *Adopt) error {
 	return nil
 }
 
+// checkAdoptBounds holds the Helm storage Secrets adoption deletes to the release's bounds:
+// never in the inventory namespace, and with a project, in one of its namespaces and only
+// if it allows Secrets. Otherwise helmReleaseNamespace would let a release delete Secrets
+// anywhere the agent may.
+func checkAdoptBounds(opts Options, inventoryNamespace string) error {
+	a := opts.Adopt
+	if a == nil || a.HelmRelease == "" {
+		return nil
+	}
+	ns := a.HelmReleaseNamespace
+	if ns == "" {
+		ns = opts.Namespace
+	}
+	var problem string
+	switch rules := opts.Project; {
+	case ns == inventoryNamespace:
+		problem = fmt.Sprintf("namespace %s holds the agent's inventories; only the agent writes there", ns)
+	case rules == nil:
+	case !rules.AllowsNamespace(ns):
+		problem = fmt.Sprintf("namespace %s is not one of project %q's namespaces (%s)", ns, rules.Name, namespaceList(rules.Namespaces))
+	case rules.KindRule("", "Secret", true) != "":
+		problem = fmt.Sprintf("kind Secret is not allowed by project %q: it %s", rules.Name, rules.KindRule("", "Secret", true))
+	}
+	if problem == "" {
+		return nil
+	}
+	name := ""
+	if opts.Project != nil {
+		name = opts.Project.Name
+	}
+	return &BoundsError{Project: name, Problems: []string{fmt.Sprintf("adopt: the storage Secrets of Helm release %q in namespace %q: %s", a.HelmRelease, ns, problem)}}
+}
+
 // adoptable returns the entries of live's managedFields (main resource only) that belong to
 // the adopted managers.
 func adoptable(live *unstructured.Unstructured, a *Adopt) []metav1.ManagedFieldsEntry {

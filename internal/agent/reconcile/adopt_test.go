@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/project"
 )
 
 // oldTool writes objects the way another tool does: server-side apply under its field
@@ -447,6 +450,38 @@ func TestAdoptRulesRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing applied") {
 			t.Errorf("adopt %+v: error %v, want %q and nothing applied", tc.adopt, err, tc.want)
 		}
+	}
+}
+
+// The Helm Secrets adoption deletes are held to the release's bounds.
+func TestAdoptHelmStorageBounds(t *testing.T) {
+	teamA := &project.Rules{Name: "team-a", Namespaces: []string{"team-a"}}
+	noSecrets := &project.Rules{Name: "team-a", Namespaces: []string{"team-a"}, Deny: []v1alpha1.GroupKind{{Kind: "Secret"}}}
+	cases := []struct {
+		name      string
+		rules     *project.Rules
+		namespace string
+		want      string
+	}{
+		{"other namespace", teamA, "kube-system", `adopt: the storage Secrets of Helm release "legacy" in namespace "kube-system": namespace kube-system is not one of project "team-a"'s namespaces (team-a)`},
+		{"inventory namespace", nil, "flotilla-system", `namespace flotilla-system holds the agent's inventories`},
+		{"secrets denied", noSecrets, "", `kind Secret is not allowed by project "team-a"`},
+		{"allowed", teamA, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkAdoptBounds(Options{Namespace: "team-a", Project: tc.rules,
+				Adopt: &Adopt{FromManagers: []string{"helm"}, HelmRelease: "legacy", HelmReleaseNamespace: tc.namespace}}, "flotilla-system")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !IsOutOfBounds(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing applied") {
+				t.Errorf("error %v, want a bounds error saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -34,6 +34,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err := checkBounds(items, opts.Project, r.cfg.InventoryNamespace); err != nil {
 		return err
 	}
+	if err := checkAdoptBounds(opts, r.cfg.InventoryNamespace); err != nil {
+		return err
+	}
 	// From here on objects are read and written as the project's ServiceAccount, if it names
 	// one; inventories stay the agent's (r.agent).
 	sa := serviceAccountOf(opts.Project)
