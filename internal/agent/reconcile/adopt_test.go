@@ -218,6 +218,11 @@ func oldToolObjects(t *testing.T, old *oldTool, ns string) map[string]*unstructu
 	if _, err := old.apply("kustomize-controller", false, sub(fluxConfigMap)); err != nil {
 		t.Fatal(err)
 	}
+	// Someone relabelled it by hand: a tracking label held by a manager not adopted goes too.
+	if _, err := clientset(t).CoreV1().ConfigMaps(ns).Patch(t.Context(), "settings", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"kustomize.toolkit.fluxcd.io/namespace":"flux-apps"}}}`), metav1.PatchOptions{FieldManager: "kubectl-label"}); err != nil {
+		t.Fatal(err)
+	}
 	// kubectl apply (client-side): a create that carries the last-applied annotation.
 	svc := clustertestObject(t, sub(gitService))
 	lastApplied, _ := svc.MarshalJSON()
