@@ -29,13 +29,20 @@ type Result struct {
 	Ref       string `json:"ref"`
 	Namespace string `json:"namespace,omitempty"`
 	Action    Action `json:"action"`
+	// NotValidated is set by a dry-run for an object in a namespace that does not exist
+	// yet: the API server cannot check it until the namespace is created.
+	NotValidated bool `json:"notValidated,omitempty"`
 }
 
 func (r Result) String() string {
+	s := fmt.Sprintf("%s %s", r.Ref, r.Action)
 	if r.Namespace != "" {
-		return fmt.Sprintf("%s %s (namespace %s)", r.Ref, r.Action, r.Namespace)
+		s += " (namespace " + r.Namespace + ")"
 	}
-	return fmt.Sprintf("%s %s", r.Ref, r.Action)
+	if r.NotValidated {
+		s += ", not validated: its namespace does not exist yet"
+	}
+	return s
 }
 
 // ApplyOptions say how to apply.
@@ -81,8 +88,15 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 		opts = append(opts, client.DryRunAll)
 	}
 	results := make([]Result, 0, len(objs))
+	// Namespaces a dry-run would create: the API server cannot validate what goes in them.
+	pending := map[string]bool{}
 	for _, obj := range objs {
 		res := Result{Ref: ref(obj), Namespace: obj.GetNamespace()}
+		if pending[obj.GetNamespace()] {
+			res.Action, res.NotValidated = Created, true
+			results = append(results, res)
+			continue
+		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(obj.GroupVersionKind())
 		err := a.c.Get(ctx, client.ObjectKeyFromObject(obj), live)
@@ -92,17 +106,30 @@ func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 		case err != nil:
 			return results, fmt.Errorf("read %s: %w", describe(obj), err)
 		}
-		applied := obj.DeepCopy()
-		if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
+		// An object that exists is first applied as a dry-run, and only applied for real when
+		// that changes it: an apply that changes nothing may still be written (the API server
+		// rewrites some kinds, such as a PersistentVolumeClaim, once), and a second install
+		// must write nothing.
+		if live != nil {
+			preview := obj.DeepCopy()
+			if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(preview), append(opts, client.DryRunAll)...); err != nil {
+				return results, fmt.Errorf("apply %s: %w", describe(obj), err)
+			}
+			if sameContent(live, preview) {
+				res.Action = Unchanged
+				results = append(results, res)
+				continue
+			}
+		}
+		if err := a.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...); err != nil {
 			return results, fmt.Errorf("apply %s: %w", describe(obj), err)
 		}
-		switch {
-		case live == nil:
+		res.Action = Configured
+		if live == nil {
 			res.Action = Created
-		case sameContent(live, applied):
-			res.Action = Unchanged
-		default:
-			res.Action = Configured
+			if o.DryRun && obj.GetKind() == "Namespace" && obj.GroupVersionKind().Group == "" {
+				pending[obj.GetName()] = true
+			}
 		}
 		results = append(results, res)
 	}
