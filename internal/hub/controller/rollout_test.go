@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,6 +442,19 @@ func (h *rolloutHarness) relabel(cluster, actor string, labels map[string]string
 	h.c.Relabelled(cluster, actor)
 }
 
+// targetProd makes web select the clusters labelled env=prod, which every cluster is.
+func (h *rolloutHarness) targetProd() {
+	h.c.mu.Lock()
+	h.c.fleet.Releases[0].Spec.Targets = []v1alpha1.Target{{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}
+	h.c.merged = nil
+	h.c.mu.Unlock()
+	h.st.mu.Lock()
+	h.st.clusters[0].Labels = map[string]string{"ring": "canary", "env": "prod"}
+	h.st.clusters[1].Labels = map[string]string{"env": "prod"}
+	h.st.clusters[2].Labels = map[string]string{"env": "prod"}
+	h.st.mu.Unlock()
+}
+
 // removedBy returns who the audit trail says removed web from cluster, "" when nobody yet.
 func (h *rolloutHarness) removedBy(cluster string) []string {
 	h.mu.Lock()
@@ -459,15 +473,7 @@ func (h *rolloutHarness) removedBy(cluster string) []string {
 // audit record) naming who relabelled the cluster, even when it goes out reschedules later.
 func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	h := newRolloutHarness(t, &fakeStore{})
-	h.c.mu.Lock()
-	h.c.fleet.Releases[0].Spec.Targets = []v1alpha1.Target{{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}
-	h.c.merged = nil
-	h.c.mu.Unlock()
-	h.st.mu.Lock()
-	h.st.clusters[0].Labels = map[string]string{"ring": "canary", "env": "prod"}
-	h.st.clusters[1].Labels = map[string]string{"env": "prod"}
-	h.st.clusters[2].Labels = map[string]string{"env": "prod"}
-	h.st.mu.Unlock()
+	h.targetProd()
 	h.newest(1) // every cluster already runs revision 1: the rollout is complete at once
 
 	// Both leave in one reschedule; c1 loses every label but leaves in the wave it was in.
@@ -522,5 +528,42 @@ func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	want := "rollout.started:<nil> rollout.wave-started:canary rollout.wave-done:canary rollout.wave-started:rest rollout.wave-done:rest rollout.completed:<nil>"
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("audited rollout events %q, want %q", got, want)
+	}
+}
+
+// flakyStatusStore fails to list the assignment statuses while fail is set.
+type flakyStatusStore struct {
+	*fakeStore
+	fail atomic.Bool
+}
+
+func (s *flakyStatusStore) fake() *fakeStore { return s.fakeStore }
+func (s *flakyStatusStore) ListStatuses(ctx context.Context) ([]store.AssignmentStatus, error) {
+	if s.fail.Load() {
+		return nil, errInjected
+	}
+	return s.fakeStore.ListStatuses(ctx)
+}
+
+// A relabelled cluster keeps a release with a rollout while the rollout cannot be stepped
+// (its inputs cannot be read): its removal waits, as a revision would, and goes out, by the
+// relabel's actor, at the first step that can read them.
+func TestRelabelledClusterKeepsTheReleaseWhileRolloutsCannotStep(t *testing.T) {
+	fs := &flakyStatusStore{fakeStore: &fakeStore{}}
+	h := newRolloutHarness(t, fs)
+	h.targetProd()
+	h.newest(1)
+	fs.fail.Store(true)
+	h.relabel("c1", "user:alice", map[string]string{"ring": "canary"})
+	h.c.reschedule(t.Context())
+	h.want("c1", 1, "removal held")
+	if doc, _ := h.st.doc(t, "c1"); len(doc.Removed) != 0 {
+		t.Errorf("c1 got tombstones %+v from a step that could not read the reports", doc.Removed)
+	}
+	fs.fail.Store(false)
+	h.c.reschedule(t.Context())
+	h.want("c1", 0, "")
+	if by := h.removedBy("c1"); len(by) != 1 || by[0] != "user:alice" {
+		t.Errorf("c1's removal audited by %q, want user:alice", by)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -70,6 +71,10 @@ type Stepper struct {
 	now        time.Time
 	out        Outcome
 	relabelled map[string]string
+	// heldActors are who relabelled the clusters whose removal an Apply that could not
+	// step held back: the next Apply attributes it to them. Memory only, like the
+	// controller's own note of relabels.
+	heldActors map[string]string
 }
 
 // New returns a stepper.
@@ -109,7 +114,16 @@ func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Flee
 	plan *schedule.Plan, previous map[string]schedule.Document, relabelled map[string]string) Outcome {
 	s.now = now
 	s.out = Outcome{}
-	s.relabelled = relabelled
+	s.relabelled = maps.Clone(relabelled)
+	for cluster, actor := range s.heldActors {
+		if s.relabelled == nil {
+			s.relabelled = map[string]string{}
+		}
+		if s.relabelled[cluster] == "" {
+			s.relabelled[cluster] = actor // a newer relabel wins
+		}
+	}
+	s.heldActors = nil
 	var releases []*v1alpha1.Release
 	for i := range fleet.Releases {
 		if fleet.Releases[i].Spec.Rollout != nil {
@@ -130,7 +144,7 @@ func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Flee
 			s.out.Retry = true
 		}
 		for _, r := range releases {
-			holdRollout(plan, r.Metadata.Name, previous)
+			s.hold(plan, r.Metadata.Name, previous)
 		}
 		return s.out
 	}
@@ -145,7 +159,7 @@ func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Flee
 		delete(byKey, name)
 		st, next := s.step(ctx, r, rec, had, in, arts[r.Spec.Source], clusters, plan, previous)
 		if st == nil {
-			holdRollout(plan, name, previous)
+			s.hold(plan, name, previous)
 			continue
 		}
 		for _, d := range []string{st.Current.Digest, st.Stable.Digest} {
@@ -173,6 +187,19 @@ func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Flee
 	}
 	s.out.Keep = keep
 	return s.out
+}
+
+// hold keeps release at what each cluster had (holdRollout), and remembers who relabelled
+// the clusters whose removal it holds back.
+func (s *Stepper) hold(plan *schedule.Plan, release string, previous map[string]schedule.Document) {
+	for _, cluster := range holdRollout(plan, release, previous) {
+		if actor := s.relabelled[cluster]; actor != "" {
+			if s.heldActors == nil {
+				s.heldActors = map[string]string{}
+			}
+			s.heldActors[cluster] = actor
+		}
+	}
 }
 
 // due makes the rollouts be stepped again at t at the latest.

@@ -31,17 +31,23 @@ func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.
 
 // holdRollout keeps release at what each cluster had: its previous assignment's artifact,
 // or no assignment for a cluster that never had it. A cluster the release no longer selects
-// keeps it too: its removal waits for a rollout state that could be read and stored.
-func holdRollout(plan *schedule.Plan, release string, previous map[string]schedule.Document) {
+// keeps it too: its removal waits for a rollout state that could be read and stored. It
+// returns those clusters.
+func holdRollout(plan *schedule.Plan, release string, previous map[string]schedule.Document) []string {
+	var leaving []string
 	for cluster, doc := range previous {
 		if _, ok := findAssignment(doc.Assignments, release); !ok {
 			continue
 		}
 		if _, ok := findAssignment(plan.Assignments[cluster], release); !ok {
 			keepAssignment(plan, cluster, release, previous, "removal held: the rollout's state could not be read or stored")
+			leaving = append(leaving, cluster)
 		}
 	}
 	for cluster := range plan.Assignments {
+		if slices.Contains(leaving, cluster) {
+			continue
+		}
 		d := rollout.Decision{Line: "held: the rollout's state could not be read or stored"}
 		if a, ok := findAssignment(previous[cluster].Assignments, release); ok {
 			p := previous[cluster].Assignments[a]
@@ -49,4 +55,5 @@ func holdRollout(plan *schedule.Plan, release string, previous map[string]schedu
 		}
 		overrideAssignment(plan, cluster, release, d)
 	}
+	return leaving
 }
