@@ -567,3 +567,40 @@ func TestRelabelledClusterKeepsTheReleaseWhileRolloutsCannotStep(t *testing.T) {
 		t.Errorf("c1's removal audited by %q, want user:alice", by)
 	}
 }
+
+// The actor of a relabel whose removal waits for its wave is kept in the rollout's record: a
+// controller that takes over (a restarted hub, another replica) still names them when the
+// tombstone goes out.
+func TestRelabelActorSurvivesTakeover(t *testing.T) {
+	h := newRolloutHarness(t, &fakeStore{})
+	h.targetProd()
+	h.newest(1)
+	h.relabel("c1", "user:alice", map[string]string{"ring": "canary"})
+	h.relabel("c2", "user:bob", map[string]string{})
+	h.c.reschedule(t.Context())
+	h.want("c2", 1, "removal waits for wave rest")
+
+	next, err := New(Deps{Store: h.st, Poller: downPoller{}, Artifacts: h.c.d.Artifacts, Lease: heldLease{}, Clock: h.clk, LastSeen: h.lastSeen,
+		Record: func(_ context.Context, e audit.Event) { h.mu.Lock(); h.audit = append(h.audit, e); h.mu.Unlock() },
+	}, h.c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !next.loadFleet(t.Context()) {
+		t.Fatal("the fleet did not load")
+	}
+	next.mu.Lock()
+	next.fleet.Releases[0].Spec.Targets = h.c.fleet.Releases[0].Spec.Targets
+	next.merged = nil
+	next.artifacts["platform"] = rolloutArtifact(1)
+	next.mu.Unlock()
+	h.clk.Advance(5 * time.Minute)
+	next.reschedule(t.Context())
+	h.want("c2", 0, "")
+	if doc, _ := h.st.doc(t, "c2"); len(doc.Removed) != 1 || doc.Removed[0].Actor != "user:bob" {
+		t.Errorf("c2's tombstones %+v after a takeover, want web's by user:bob", doc.Removed)
+	}
+	if by := h.removedBy("c2"); len(by) != 1 || by[0] != "user:bob" {
+		t.Errorf("c2's removal audited by %q after a takeover, want user:bob", by)
+	}
+}

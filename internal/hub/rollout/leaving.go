@@ -292,7 +292,14 @@ func (p *planner) decideLeaving(c Cluster) Decision {
 			if w.Name != lc.Wave || i >= len(lv.Waves) || !lv.Waves[i].Started {
 				continue
 			}
-			line = fmt.Sprintf("removal: wave %s waits for a slot (maxConcurrent)", lc.Wave)
+			n := 0
+			for _, o := range lv.Clusters {
+				if o.Wave == lc.Wave {
+					n++
+				}
+			}
+			limit := max(w.MaxConcurrent.Of(n, true, v1alpha1.IntOrPercent{Value: 100, Percent: true, Set: true}), 1)
+			line = fmt.Sprintf("removal: wave %s waits for a slot (maxConcurrent %d)", lc.Wave, limit)
 		}
 		if lv.WaitsApproval == lc.Wave {
 			line = lv.Message
