@@ -168,13 +168,18 @@ input) to --join-token, which shows the token in this machine's process listing.
 			if err != nil {
 				return fmt.Errorf("install into %s: %w", restCfg.Host, err)
 			}
-			changed := 0
+			changed, unchecked := 0, 0
 			for _, r := range results {
 				if r.Action != install.Unchanged {
 					changed++
 				}
+				if r.NotValidated {
+					unchecked++
+				}
 			}
 			switch {
+			case dryRun == "server" && unchecked > 0:
+				fmt.Fprintf(s.errOut, "The API server accepted the %d objects it could check; %d in namespaces that do not exist yet could not be checked. Nothing was stored (dry run).\n", len(results)-unchecked, unchecked)
 			case dryRun == "server":
 				fmt.Fprintf(s.errOut, "The API server accepted all %d objects; nothing was stored (dry run).\n", len(results))
 			case changed == 0:
