@@ -30,6 +30,13 @@
 // A wave with approval: required waits (WaitingApproval) until [Act] approves it. Pause
 // stops new starts, resume lifts it; abort ends the rollout where it stands; rollback
 // sends every cluster that got the pinned artifact back to the stable one.
+//
+// Removals follow the waves too. A deleted release leaves its clusters along the waves of
+// its last rollout ([StepRemoval]). A release still in the fleet leaves the clusters it no
+// longer selects (Input.Leaving: a relabel, narrowed targets) wave by wave beside its
+// rollout, with waves of its own ([Leaving]): each cluster in the wave its labels matched
+// before the change, maxConcurrent tombstones at once, each within the wave's bake, approval
+// and pause; until its turn a cluster keeps the artifact it had.
 package rollout
 
 import (
