@@ -35,12 +35,14 @@ See docs/import.md for what maps to what.`,
 type importFlags struct {
 	out    string
 	report *choice
+	adopt  bool
 }
 
 func (f *importFlags) bind(cmd *cobra.Command) {
 	f.report = newChoice("text", "json")
 	cmd.Flags().StringVarP(&f.out, "output-dir", "o", "", "directory to write sources.yaml, releases.yaml and projects.yaml into (default: print the YAML to stdout)")
 	cmd.Flags().Var(f.report, "report", "report format on stderr: text, or json (an array of findings)")
+	cmd.Flags().BoolVar(&f.adopt, "adopt", false, "give every release spec.adopt with the old tool's field managers, so that its first apply takes over the live objects (docs/adopt.md)")
 }
 
 func newImportArgoCDCommand(s streams) *cobra.Command {
@@ -70,6 +72,9 @@ directories: give it with --repo URL=DIR.`,
 		Example: `  # Convert an Argo CD repository and write the fleet beside it
   flotilla import argocd ./argocd-apps -o ./fleet
 
+  # Releases that take over what Argo CD applied, once Argo CD no longer syncs them
+  flotilla import argocd ./argocd-apps -o ./fleet --adopt
+
   # Expand Git directory generators against a local checkout
   flotilla import argocd apps.yaml --repo https://github.com/example/addons.git=../addons -o fleet
 
@@ -90,7 +95,11 @@ directories: give it with --repo URL=DIR.`,
 				rm[u] = d
 			}
 			return runImport(s, flags, args[0], func(objs []*importer.Object) *importer.Result {
-				return importer.ArgoCD(objs, importer.ArgoCDOptions{Repos: rm})
+				res := importer.ArgoCD(objs, importer.ArgoCDOptions{Repos: rm})
+				if flags.adopt {
+					res.Adopt(importer.ArgoCDManagers...)
+				}
+				return res
 			})
 		},
 	}
@@ -116,8 +125,8 @@ func newImportFluxCommand(s streams) *cobra.Command {
 OCIRepository, HelmRepository, Bucket and HelmRelease are not Flotilla kinds yet: the report
 says what to do with each. Flux applies to the cluster it runs in, so the releases target the
 cluster label fluxcd.io/cluster: NAME, NAME from --cluster (default: the name of DIR).`,
-		Example: `  # Convert the production cluster's Flux configuration
-  flotilla import flux ./fleet-infra --cluster production -o ./fleet
+		Example: `  # Convert the production cluster's Flux configuration, adopting what Flux applied
+  flotilla import flux ./fleet-infra --cluster production -o ./fleet --adopt
 
   # See what would be converted, without writing anything
   flotilla import flux ./fleet-infra > /dev/null`,
@@ -132,7 +141,11 @@ cluster label fluxcd.io/cluster: NAME, NAME from --cluster (default: the name of
 				}
 			}
 			return runImport(s, flags, args[0], func(objs []*importer.Object) *importer.Result {
-				return importer.Flux(objs, importer.FluxOptions{Cluster: name})
+				res := importer.Flux(objs, importer.FluxOptions{Cluster: name})
+				if flags.adopt {
+					res.Adopt(importer.FluxManagers...)
+				}
+				return res
 			})
 		},
 	}

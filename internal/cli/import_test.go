@@ -36,6 +36,10 @@ func TestImportCommand(t *testing.T) {
 		{name: "a bad --repo is a usage error", args: []string{"import", "argocd", importTestdata + "argocd", "--repo", "nodir"}, wantCode: 2, wantErr: []string{`--repo "nodir": want URL=DIR`}},
 		{name: "a --repo that is no directory", args: []string{"import", "argocd", importTestdata + "argocd", "--repo", "u=/nonexistent"}, wantCode: 2, wantErr: []string{"/nonexistent is not a directory"}},
 		{name: "a bad --report is a usage error", args: []string{"import", "flux", importTestdata + "flux", "--report", "yaml"}, wantCode: 2, wantErr: []string{`want text or json, got "yaml"`}},
+		{name: "--adopt gives every release the old tool's managers", args: []string{"import", "flux", importTestdata + "flux", "--adopt"},
+			wantCode: 3, wantOut: []string{"adopt:\n    fromManagers:\n    - kustomize-controller\n  interval: 10m0s\n  path: clusters/production"}},
+		{name: "argocd --adopt", args: []string{"import", "argocd", importTestdata + "argocd-clean", "--adopt"},
+			wantOut: []string{"adopt:\n    fromManagers:\n    - argocd-controller\n"}},
 		{name: "help has examples", args: []string{"import", "argocd", "--help"}, wantOut: []string{"flotilla import argocd ./argocd-apps -o ./fleet", "--repo"}},
 	}
 	for _, tt := range tests {

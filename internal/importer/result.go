@@ -143,3 +143,17 @@ func (r *Result) Stream() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// Adopt gives every release spec.adopt with managers, so that its first apply takes over
+// what the old tool applied instead of reporting conflicts (docs/adopt.md).
+func (r *Result) Adopt(managers ...string) {
+	for i := range r.Releases {
+		r.Releases[i].Spec.Adopt = &v1alpha1.Adopt{FromManagers: slices.Clone(managers)}
+	}
+}
+
+// Field managers the old tools apply as (docs/adopt.md).
+var (
+	ArgoCDManagers = []string{"argocd-controller"}
+	FluxManagers   = []string{"kustomize-controller"}
+)
