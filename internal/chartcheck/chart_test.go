@@ -476,6 +476,8 @@ agent: {enabled: true, hubURL: "http://hub.example.com:8443"}`, "at '/agent/hubU
   webhooks: [{provider: bitbucket, secretName: a, key: k}]`, "provider"},
 		{"a misspelt value", "flotilla-system", `hub: {replica: 3, fleet: {url: "https://g.example/f.git"}}`, "replica"},
 		{"an unknown store", "flotilla-system", `hub: {store: {type: mysql}, fleet: {url: "https://g.example/f.git"}}`, "at '/hub/store/type': value must be one of 'sqlite', 'postgres'"},
+		{"an image with a line break", "flotilla-system", `image: {repository: "ghcr.io/x\n        command: [sh]"}
+hub: {fleet: {url: "https://g.example/f.git"}}`, "at '/image/repository'"},
 		{"a join token given as a value", "flotilla-system", `hub: {enabled: false}
 agent: {enabled: true, hubURL: "https://hub.example.com:8443", joinToken: {value: flt1.x}}`, "value"},
 	} {
