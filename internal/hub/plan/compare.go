@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -36,14 +40,17 @@ type renderer struct {
 	dir    func(ctx context.Context, digest string) (string, error)
 	lim    Limits
 	cache  map[string]*rendered
-	count  int
+	// names are the variables each artifact names, by digest.
+	names map[string]map[string]bool
+	diffs map[[2]*rendered][]hubapi.PlanObject
+	count int
 	// cut counts renders the limits left out, by limit.
 	overCount, overTime int
 }
 
 func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
 	rctx, cancel := context.WithTimeout(ctx, lim.RenderTime)
-	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}}
+	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{}}
 }
 
 func (r *renderer) close() { r.cancel() }
@@ -60,15 +67,32 @@ func (r *renderer) truncated() []string {
 }
 
 // render returns what assignment a renders to.
+//
+// Every cluster's variables differ (cluster_name at least), yet most manifests read few of
+// them: the result is cached by the values of the variables the artifact names anywhere
+// (${name} in any of its files, a superset of those substituted), so that a thousand
+// clusters that differ only in variables no manifest reads render once.
 func (r *renderer) render(a schedule.Assignment) *rendered {
+	res := &rendered{objs: map[string]*unstructured.Unstructured{}}
+	root, err := r.dir(r.ctx, a.Digest)
+	if err != nil {
+		res.err = fmt.Errorf("artifact %s of source %s (%s): %w", a.Digest, a.Source, a.Revision, err)
+		return res
+	}
+	names, err := r.referenced(a.Digest, root)
+	if err != nil {
+		res.err = fmt.Errorf("artifact %s of source %s (%s): %w", a.Digest, a.Source, a.Revision, err)
+		return res
+	}
 	key := a.Digest + "\x00" + a.Path
 	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
-		key += "\x00" + k + "=" + a.Vars[k]
+		if names[k] {
+			key += "\x00" + k + "=" + a.Vars[k]
+		}
 	}
 	if res, ok := r.cache[key]; ok {
 		return res
 	}
-	res := &rendered{objs: map[string]*unstructured.Unstructured{}}
 	switch {
 	case r.count >= r.lim.Renders:
 		r.overCount++
@@ -81,11 +105,6 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	}
 	r.count++
 	r.cache[key] = res
-	root, err := r.dir(r.ctx, a.Digest)
-	if err != nil {
-		res.err = fmt.Errorf("artifact %s of source %s (%s): %w", a.Digest, a.Source, a.Revision, err)
-		return res
-	}
 	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
@@ -105,6 +124,35 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		res.objs[k] = o
 	}
 	return res
+}
+
+// varRef is a variable reference as substitution reads it.
+var varRef = regexp.MustCompile(`\$\{([_a-zA-Z][_a-zA-Z0-9]*)`)
+
+// referenced returns the variable names the artifact's files name, once per artifact.
+func (r *renderer) referenced(digest, root string) (map[string]bool, error) {
+	if names, ok := r.names[digest]; ok {
+		return names, nil
+	}
+	names := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range varRef.FindAllSubmatch(data, -1) {
+			names[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.names[digest] = names
+	return names, nil
 }
 
 // objectKey identifies an object: apiVersion's group, kind, namespace, name.
@@ -146,7 +194,7 @@ func (r *renderer) compare(release string, a schedule.Assignment, had bool, b sc
 	case after != nil && after.err != nil:
 		g.Error = after.err.Error()
 	default:
-		g.Objects = diffObjects(before, after)
+		g.Objects = r.diff(before, after)
 	}
 	if g.Change == hubapi.PlanChanged && len(g.Objects) == 0 && g.Error == "" && onlyRevision(g.Assignment) {
 		// A new revision of the source that renders the same objects changes nothing on
@@ -233,6 +281,17 @@ func union2(a, b map[string]string) map[string]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// diff is diffObjects, once per pair of renders: the clusters that share renders share it.
+func (r *renderer) diff(before, after *rendered) []hubapi.PlanObject {
+	k := [2]*rendered{before, after}
+	if d, ok := r.diffs[k]; ok {
+		return slices.Clone(d)
+	}
+	d := diffObjects(before, after)
+	r.diffs[k] = d
+	return slices.Clone(d)
 }
 
 // diffObjects compares two renders: the candidate's objects in its order, then those it

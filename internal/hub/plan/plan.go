@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -114,6 +115,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 	r := newRenderer(ctx, in.Dir, lim)
 	defer r.close()
 	var changes []change
+	verdicts := verdictCache{}
 	for _, c := range clusters {
 		cur := byRelease(in.Current[c.Name].Assignments)
 		next := byRelease(sched.Assignments[c.Name])
@@ -135,7 +137,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 				continue
 			}
 			if hasB && g.Change != hubapi.PlanLost {
-				if v := window.Evaluate(gates, rel, in.Now); v.Revisions {
+				if v := verdicts.evaluate(gates, rel, in.Now); v.Revisions {
 					g.Waiting = v.Reason
 				}
 			}
@@ -155,6 +157,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 			out.Errors = true
 		}
 	}
+	out.Problems = mergeProblems(out.Problems, lim.ClustersListed)
 	if len(out.Problems) > lim.Problems {
 		out.Truncated = append(out.Truncated, fmt.Sprintf("%d more problems", len(out.Problems)-lim.Problems))
 		out.Problems = out.Problems[:lim.Problems]
@@ -232,6 +235,45 @@ func group(out *hubapi.Plan, changes []change, lim Limits) {
 	})
 }
 
+// mergeProblems lists a problem that many clusters share once, naming its clusters ("c1,
+// c2 and 998 more"), in the order of its first cluster.
+func mergeProblems(ps []hubapi.PlanProblem, listed int) []hubapi.PlanProblem {
+	type merged struct {
+		p        hubapi.PlanProblem
+		clusters []string
+		n        int
+	}
+	idx := map[hubapi.PlanProblem]int{}
+	var ms []merged
+	for _, p := range ps {
+		key := p
+		key.Cluster = ""
+		if p.Cluster == "" {
+			key.Cluster = "\x00" // a problem of every cluster is not merged with one of some
+		}
+		i, ok := idx[key]
+		if !ok {
+			i = len(ms)
+			idx[key] = i
+			ms = append(ms, merged{p: p})
+		}
+		if p.Cluster != "" {
+			ms[i].n++
+			if len(ms[i].clusters) < listed {
+				ms[i].clusters = append(ms[i].clusters, p.Cluster)
+			}
+		}
+	}
+	out := make([]hubapi.PlanProblem, len(ms))
+	for i, m := range ms {
+		out[i] = m.p
+		if m.n > 1 {
+			out[i].Cluster = clusterList(hubapi.PlanGroup{Clusters: m.clusters, ClusterCount: m.n})
+		}
+	}
+	return out
+}
+
 // clusterList names a group's clusters for a problem: "c1, c2 and 3 more".
 func clusterList(g hubapi.PlanGroup) string {
 	s := strings.Join(g.Clusters, ", ")
@@ -286,6 +328,27 @@ func releaseProjects(f *v1alpha1.Fleet, current map[string]schedule.Document) ma
 		}
 	}
 	return m
+}
+
+// verdictCache evaluates each set of gates once per release: the clusters of a fleet share
+// a few sets of gates, and evaluating a window's schedule is not free.
+type verdictCache map[string]window.Verdict
+
+func (vc verdictCache) evaluate(gates []window.Gate, release string, now time.Time) window.Verdict {
+	if len(gates) == 0 {
+		return window.Verdict{}
+	}
+	data, err := json.Marshal(gates)
+	if err != nil {
+		return window.Evaluate(gates, release, now)
+	}
+	key := release + "\x00" + string(data)
+	if v, ok := vc[key]; ok {
+		return v
+	}
+	v := window.Evaluate(gates, release, now)
+	vc[key] = v
+	return v
 }
 
 // candidateGates are the gates a cluster would have under the candidate: its windows and
