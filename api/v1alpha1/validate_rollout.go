@@ -9,6 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // rollouts checks what issue 13 adds: Release rollout, ignore, respectManagers and dependsOn
@@ -23,6 +24,9 @@ func (v *validator) rollouts(f *Fleet, releases map[string]string) {
 		validateIgnore(r.Spec.Ignore, add)
 		validateRespectManagers(r.Spec.RespectManagers, add)
 		validateDependsOn(r.Metadata.Name, r.Spec.DependsOn, releases, add)
+		if r.Spec.Adopt != nil {
+			validateAdopt(*r.Spec.Adopt, add)
+		}
 	}
 	v.dependsOnCycles(f, releases)
 
@@ -151,6 +155,47 @@ func checkJSONPointer(p string) string {
 
 // maxManagerName is the Kubernetes API server's limit on a field manager's name.
 const maxManagerName = 128
+
+// Bounds of spec.adopt, as the agent checks them: the hub never accepts what agents refuse.
+const (
+	maxAdoptManagers  = 32
+	maxHelmReleaseLen = 53 // Helm's own bound on release names
+)
+
+func validateAdopt(a Adopt, add func(field, msg string)) {
+	switch {
+	case len(a.FromManagers) == 0:
+		add("spec.adopt.fromManagers", `must name the field managers to take over, such as "argocd-controller" or "kustomize-controller"`)
+	case len(a.FromManagers) > maxAdoptManagers:
+		add("spec.adopt.fromManagers", fmt.Sprintf("has %d entries, more than %d", len(a.FromManagers), maxAdoptManagers))
+	}
+	seen := map[string]bool{}
+	for i, m := range a.FromManagers {
+		f := fmt.Sprintf("spec.adopt.fromManagers[%d]", i)
+		switch {
+		case strings.TrimSpace(m) == "":
+			add(f, "must not be empty")
+		case len(m) > maxManagerName:
+			add(f, fmt.Sprintf("is %d bytes long: a field manager's name has at most %d", len(m), maxManagerName))
+		case m == "flotilla":
+			add(f, `"flotilla" is Flotilla's own field manager: there is nothing to take over from it`)
+		case seen[m]:
+			add(f, fmt.Sprintf("%q is listed twice", m))
+		}
+		seen[m] = true
+	}
+	if len(a.HelmRelease) > maxHelmReleaseLen {
+		add("spec.adopt.helmRelease", fmt.Sprintf("is %d bytes long: a Helm release name has at most %d", len(a.HelmRelease), maxHelmReleaseLen))
+	}
+	if a.HelmReleaseNamespace != "" && a.HelmRelease == "" {
+		add("spec.adopt.helmReleaseNamespace", "is set without helmRelease: name the Helm release whose storage Secrets go")
+	}
+	if ns := a.HelmReleaseNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			add("spec.adopt.helmReleaseNamespace", fmt.Sprintf("%q is not a namespace name: %s", ns, strings.Join(errs, "; ")))
+		}
+	}
+}
 
 func validateRespectManagers(managers []string, add func(field, msg string)) {
 	seen := map[string]bool{}

@@ -153,6 +153,22 @@ func TestParseIgnoreAndManagers(t *testing.T) {
 			want: []Problem{p("spec.respectManagers[1]", `"hpa" is listed twice`)}},
 		{name: "a manager name too long", spec: "  respectManagers: [" + string(make129()) + "]\n",
 			want: []Problem{p("spec.respectManagers[0]", "is 129 bytes long: a field manager's name has at most 128")}},
+		{name: "adopt from Argo CD and Helm", spec: "  adopt: {fromManagers: [argocd-controller, helm], helmRelease: shop, helmReleaseNamespace: shop}\n"},
+		{name: "adopt from nobody", spec: "  adopt: {fromManagers: []}\n",
+			want: []Problem{p("spec.adopt.fromManagers", `must name the field managers to take over, such as "argocd-controller" or "kustomize-controller"`)}},
+		{name: "adopt from flotilla, twice, and empty", spec: "  adopt: {fromManagers: [flotilla, helm, helm, '']}\n",
+			want: []Problem{
+				p("spec.adopt.fromManagers[0]", `"flotilla" is Flotilla's own field manager: there is nothing to take over from it`),
+				p("spec.adopt.fromManagers[2]", `"helm" is listed twice`),
+				p("spec.adopt.fromManagers[3]", "must not be empty"),
+			}},
+		{name: "adopt a Helm release with a bad name and namespace", spec: "  adopt: {fromManagers: [helm], helmRelease: " + strings.Repeat("h", 54) + ", helmReleaseNamespace: Shop}\n",
+			want: []Problem{
+				p("spec.adopt.helmRelease", "is 54 bytes long: a Helm release name has at most 53"),
+				p("spec.adopt.helmReleaseNamespace", `"Shop" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`),
+			}},
+		{name: "a Helm namespace without a release", spec: "  adopt: {fromManagers: [helm], helmReleaseNamespace: shop}\n",
+			want: []Problem{p("spec.adopt.helmReleaseNamespace", "is set without helmRelease: name the Helm release whose storage Secrets go")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
