@@ -20,7 +20,7 @@ PG_START := tools/postgres/start.sh $(PG_DIR) $(PG_PORT)
 endif
 export FLOTILLA_TEST_POSTGRES
 
-.PHONY: all build kube-binaries chromium demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
+.PHONY: all build image kube-binaries chromium demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
 
 all: build
 
@@ -29,6 +29,18 @@ help: ## list the targets
 
 build: ## build bin/flotilla
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla ./cmd/flotilla
+
+# The image (docs/install.md): a static binary stamped with its commit (-buildvcs=true: some
+# machines' go env turns stamping off) and the release as VERSION, then the image as an OCI
+# layout in out/image, named ghcr.io/flotilla/flotilla:VERSION as deploy/ expects.
+VERSION ?= $(shell git describe --tags --match 'v*' 2>/dev/null || echo dev)
+
+image: ## build bin/flotilla statically and the container image into out/image (VERSION=v0.1.0 for a release)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -buildvcs=true \
+		-ldflags "-s -w -X github.com/flotilla/flotilla/internal/version.Version=$(VERSION)" \
+		-o $(BIN)/flotilla ./cmd/flotilla
+	rm -rf $(CURDIR)/out/image
+	$(BIN)/flotilla image build --dest $(CURDIR)/out/image
 
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh

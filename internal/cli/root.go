@@ -103,6 +103,7 @@ the hub or the network is gone, and reports back.`,
 		newLoginCommand(s),
 		newBenchCommand(s),
 		newPlanCommand(s),
+		newImageCommand(s),
 		newImportCommand(s),
 	)
 	withUsageErrors(root)
