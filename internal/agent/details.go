@@ -94,6 +94,7 @@ func objectDetail(o reconcile.ObjectResult) *agentv1.ObjectDetail {
 	d := &agentv1.ObjectDetail{
 		Group: o.Group, Version: o.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 		Action: string(o.Action), Error: textcut.Cut(o.Error, maxDetailMessage),
+		AdoptedFrom: o.AdoptedFrom,
 	}
 	if o.Health != nil {
 		d.Health, d.HealthMessage = o.Health.Status, textcut.Cut(o.Health.Message, maxDetailMessage)

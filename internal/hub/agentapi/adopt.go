@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/textcut"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -36,6 +37,9 @@ func adoptedObjects(st *agentv1.AssignmentStatus) (objects []map[string]any, cou
 		o := map[string]any{"object": kind + "/" + d.GetName()}
 		if d.GetNamespace() != "" {
 			o["namespace"] = d.GetNamespace()
+		}
+		if from := d.GetAdoptedFrom(); len(from) > 0 {
+			o["from"] = boundedNames(from)
 		}
 		objects = append(objects, o)
 	}
@@ -80,4 +84,14 @@ func (s *Server) adoptRulesOf(ctx context.Context, cluster, release string) *v1a
 		}
 	}
 	return nil
+}
+
+// boundedNames keeps at most 32 manager names of at most 128 bytes each, as the agent's
+// rules allow: a report is input like any other.
+func boundedNames(in []string) []string {
+	out := make([]string, 0, min(len(in), 32))
+	for _, n := range in[:min(len(in), 32)] {
+		out = append(out, textcut.Cut(n, 128))
+	}
+	return out
 }

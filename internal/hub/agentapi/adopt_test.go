@@ -22,10 +22,10 @@ func TestAdoptedObjects(t *testing.T) {
 	}{
 		{"none adopted", &agentv1.AssignmentStatus{ObjectDetails: []*agentv1.ObjectDetail{{Kind: "ConfigMap", Name: "x", Action: "conflict"}}}, nil, 0, 0},
 		{"adopted among others", &agentv1.AssignmentStatus{ObjectDetails: []*agentv1.ObjectDetail{
-			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Action: "adopted"},
+			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Action: "adopted", AdoptedFrom: []string{"argocd-controller", "kubectl-client-side-apply"}},
 			{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "drifted", Action: "drifted"},
 			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "reader", Action: "adopted"},
-		}}, []map[string]any{{"object": "deployment.apps/web", "namespace": "shop"}, {"object": "clusterrole.rbac.authorization.k8s.io/reader"}}, 2, 2},
+		}}, []map[string]any{{"object": "deployment.apps/web", "namespace": "shop", "from": []string{"argocd-controller", "kubectl-client-side-apply"}}, {"object": "clusterrole.rbac.authorization.k8s.io/reader"}}, 2, 2},
 		{"bounded", many, []map[string]any{{"object": "configmap/cm-0", "namespace": "shop"}}, maxAdoptedInRecord, maxAdoptedInRecord + 5},
 	}
 	for _, tc := range cases {

@@ -1662,6 +1662,8 @@ type ObjectDetail struct {
 	Error string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	// Drift and conflict entries left out by their bounds.
 	FieldsOmitted int32 `protobuf:"varint,12,opt,name=fields_omitted,json=fieldsOmitted,proto3" json:"fields_omitted,omitempty"`
+	// For action "adopted": the field managers whose fields were taken over.
+	AdoptedFrom   []string `protobuf:"bytes,13,rep,name=adopted_from,json=adoptedFrom,proto3" json:"adopted_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1778,6 +1780,13 @@ func (x *ObjectDetail) GetFieldsOmitted() int32 {
 		return x.FieldsOmitted
 	}
 	return 0
+}
+
+func (x *ObjectDetail) GetAdoptedFrom() []string {
+	if x != nil {
+		return x.AdoptedFrom
+	}
+	return nil
 }
 
 // FieldDrift is one drifted field. Values are JSON, cut to a few hundred bytes; empty when
@@ -2284,7 +2293,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0efleet_revision\x18\x02 \x01(\tR\rfleetRevision\x12\x14\n" +
 	"\x05actor\x18\x03 \x01(\tR\x05actor\x12%\n" +
 	"\x0epruned_objects\x18\x04 \x03(\tR\rprunedObjects\x12!\n" +
-	"\fkept_objects\x18\x05 \x03(\tR\vkeptObjects\"\x8d\x03\n" +
+	"\fkept_objects\x18\x05 \x03(\tR\vkeptObjects\"\xb0\x03\n" +
 	"\fObjectDetail\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -2298,7 +2307,8 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\tconflicts\x18\n" +
 	" \x03(\v2 .flotilla.agent.v1.FieldConflictR\tconflicts\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12%\n" +
-	"\x0efields_omitted\x18\f \x01(\x05R\rfieldsOmitted\"h\n" +
+	"\x0efields_omitted\x18\f \x01(\x05R\rfieldsOmitted\x12!\n" +
+	"\fadopted_from\x18\r \x03(\tR\vadoptedFrom\"h\n" +
 	"\n" +
 	"FieldDrift\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
