@@ -54,7 +54,9 @@ func attributeRemovals(prev, doc schedule.Document, actor string) []schedule.Tom
 		if !held[t.Release] {
 			continue // an older tombstone, already attributed and audited
 		}
-		if t.Reason == schedule.ReasonNotSelected {
+		if t.Reason == schedule.ReasonNotSelected && t.Actor == "" {
+			// A tombstone a rollout held back already names who relabelled the cluster
+			// then; a later relabel is not its cause.
 			t.Actor = actor
 		}
 		added = append(added, *t)
