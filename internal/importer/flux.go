@@ -168,6 +168,12 @@ func (x *flux) source(o *Object) {
 			taken = r.field
 		}
 	}
+	if taken == "" && !o.has("spec.ref.name") {
+		// Flux's API: "defaults to the 'master' branch"; a Flotilla source without a ref
+		// follows the remote's HEAD instead.
+		g.Branch = "master"
+		x.find(o, Note, "spec.ref", "no ref: Flux follows the master branch, and so does the Source", "")
+	}
 	if u, err := url.Parse(clean); err == nil && u.Scheme == "http" {
 		g.Insecure = true
 		x.find(o, Note, "spec.url", "plain http:// repository: the Source sets insecure: true", "move the repository to https:// if you can")

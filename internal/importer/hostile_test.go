@@ -70,3 +70,15 @@ func TestHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestFluxDefaultBranch: a GitRepository without ref follows master, as in Flux, not the
+// remote's HEAD (which is what a Source without a ref would follow).
+func TestFluxDefaultBranch(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "in.yaml")
+	os.WriteFile(p, []byte("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: r, namespace: f}\nspec: {url: https://g.example.com/r.git}\n"), 0o644)
+	res := run(t, p, func(o []*Object) *Result { return Flux(o, FluxOptions{}) })
+	if len(res.Sources) != 1 || res.Sources[0].Spec.Git.Branch != "master" {
+		t.Fatalf("sources %+v, want one on branch master", res.Sources)
+	}
+}
