@@ -418,3 +418,27 @@ func TestPlanHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMarkdownLimit: a plan far larger than a pull-request comment is cut under
+// GitHub's limit, at a group's end, and says what was left out.
+func TestPlanMarkdownLimit(t *testing.T) {
+	p := hubapi.Plan{Candidate: "upload", Revision: "r1", Changes: true, Truncated: []string{"12 more groups of changes"}}
+	for i := range 300 {
+		p.Groups = append(p.Groups, hubapi.PlanGroup{Release: fmt.Sprintf("r%03d", i), Change: hubapi.PlanChanged,
+			Clusters: []string{"c1"}, ClusterCount: 1, Objects: []hubapi.PlanObject{{Action: hubapi.ObjectChanged, Kind: "ConfigMap",
+				Name: "x", Diff: strings.Repeat("+ a line of a diff with `backticks```\n", 250)}}})
+	}
+	md := planMarkdown(p)
+	if len(md) > commentLimit {
+		t.Errorf("markdown of %d characters, over %d", len(md), commentLimit)
+	}
+	for _, want := range []string{"| … | | | | 200 more groups |", "**Left out:**", "- 12 more groups of changes",
+		"groups (the comment limit); run `flotilla plan -o text` for everything", "````diff"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown does not contain %q", want)
+		}
+	}
+	if strings.Count(md, "<details>") != strings.Count(md, "</details>") {
+		t.Errorf("a collapsible section is cut in the middle")
+	}
+}

@@ -1,0 +1,77 @@
+package opsapi
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/flotilla/flotilla/internal/hub/access"
+)
+
+// TestReadPlanRequest: every refusal of a hostile or malformed plan request says what is
+// wrong; a valid one passes.
+func TestReadPlanRequest(t *testing.T) {
+	many := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"files": {`)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"f%d.yaml": "x"`, i)
+		}
+		b.WriteString("}}")
+		return b.String()
+	}
+	big := `{"files": {"a.yaml": "` + strings.Repeat("x", 5<<20) + `", "b.yaml": "` + strings.Repeat("x", 4<<20) + `"}}`
+	tests := []struct {
+		name, body, want string
+	}{
+		{"files", `{"files": {"fleet/a.yaml": "kind: Release"}, "sources": {"apps": "feature/x"}}`, ""},
+		{"ref", `{"ref": "0123456789abcdef0123456789abcdef01234567"}`, ""},
+		{"neither", `{}`, "plan request: give the candidate as either files or a ref of the fleet repository"},
+		{"both", `{"files": {"a.yaml": ""}, "ref": "main"}`, "either files or a ref"},
+		{"unknown field", `{"ref": "main", "live": true}`, `unknown field "live"`},
+		{"option as ref", `{"ref": "--upload-pack=touch /tmp/x"}`, `ref "--upload-pack=touch /tmp/x": want a branch name or a full commit`},
+		{"ref with ..", `{"ref": "a..b"}`, `ref "a..b": want a branch name`},
+		{"path outside", `{"files": {"../etc/passwd.yaml": "x"}}`, `file "../etc/passwd.yaml": want a relative, clean path to a .yaml, .yml or .json file`},
+		{"absolute path", `{"files": {"/etc/a.yaml": "x"}}`, `file "/etc/a.yaml": want a relative`},
+		{"not yaml", `{"files": {"a.sh": "x"}}`, `file "a.sh": want a relative`},
+		{"unclean path", `{"files": {"a/./b.yaml": "x"}}`, `file "a/./b.yaml": want a relative`},
+		{"too many files", many(1001), "plan request: 1001 files: at most 1000"},
+		{"too many bytes", big, "plan request: the files hold 9437184 bytes: at most 8388608"},
+		{"bad source", `{"ref": "main", "sources": {"apps": "-x"}}`, `source "apps" at "-x": want NAME=BRANCH or NAME=COMMIT`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(tt.body))
+			_, err := readPlanRequest(httptest.NewRecorder(), r)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(`{"files": {"a.yaml": "`+strings.Repeat("x", 11<<20)+`"}}`))
+	if _, err := readPlanRequest(httptest.NewRecorder(), r); err == nil || !strings.Contains(err.Error(), "request body too large") {
+		t.Errorf("a body over %d bytes: %v", maxPlanBody, err)
+	}
+}
+
+// TestPlanVisibleTo: a viewer of every project sees everything; a viewer of team-a only
+// team-a's releases.
+func TestPlanVisibleTo(t *testing.T) {
+	ctx := access.WithPrincipal(context.Background(), access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}})
+	if visibleTo(ctx) != nil {
+		t.Errorf("a viewer of every project is scoped")
+	}
+	ctx = access.WithPrincipal(context.Background(), access.Principal{Actor: "token:team-a", Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}})
+	see := visibleTo(ctx)
+	if see == nil || !see("web", "team-a") || see("db", "team-b") || see("baseline", "platform") {
+		t.Errorf("a deployer of team-a: scope wrong")
+	}
+}
