@@ -59,8 +59,10 @@ const (
 	maxPlanBytes   = 8 << 20
 	maxPlanSources = 20
 	maxPlansAtOnce = 2
-	// planResolveTimeout bounds each resolution and checkout of a ref.
-	planResolveTimeout = time.Minute
+	// planResolveTimeout bounds each resolution and checkout of a ref, planDeadline the
+	// whole plan: under the 30 s a hubapi client waits for an answer.
+	planResolveTimeout = 20 * time.Second
+	planDeadline       = 25 * time.Second
 )
 
 // planSlots bounds the plans computed at once, per process.
@@ -74,7 +76,8 @@ func (a *API) planRoutes() []userapi.Route {
 }
 
 func (a *API) plan(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, cancel := context.WithTimeout(r.Context(), planDeadline)
+	defer cancel()
 	pd := a.d.Plan
 	if pd.Store == nil || pd.Artifacts == nil || pd.Poller == nil {
 		userapi.WriteError(w, http.StatusNotImplemented, errors.New("plan: this hub does not compute plans"))
@@ -174,7 +177,7 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	}
 	out, err := plan.Compute(ctx, in)
 	if err != nil {
-		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: %w", err)
+		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)
 	}
 	out.Revision, out.Candidate = revision, label
 	if len(srcProblems) > 0 {

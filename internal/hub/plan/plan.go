@@ -48,7 +48,7 @@ type Limits struct {
 
 // DefaultLimits are the hub's limits.
 func DefaultLimits() Limits {
-	return Limits{Renders: 2000, RenderTime: time.Minute, DiffBytes: 16 << 10, DiffTotal: 1 << 20,
+	return Limits{Renders: 2000, RenderTime: 15 * time.Second, DiffBytes: 16 << 10, DiffTotal: 1 << 20,
 		Groups: 200, ClustersListed: 50, Problems: 200}
 }
 

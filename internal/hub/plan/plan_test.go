@@ -49,7 +49,7 @@ func TestUnifiedDiff(t *testing.T) {
 }
 
 // artifactDirs writes one directory per "digest" and returns the Dir function over them.
-func artifactDirs(t *testing.T, trees map[string]map[string]string) func(context.Context, string) (string, error) {
+func artifactDirs(t testing.TB, trees map[string]map[string]string) func(context.Context, string) (string, error) {
 	t.Helper()
 	root := t.TempDir()
 	dirs := map[string]string{}
@@ -91,7 +91,7 @@ func release(name, project, path string) v1alpha1.Release {
 
 // fixture: n clusters (env prod and dir web2 for even, env dev and dir web for odd) that all run release web (and, when
 // with, release api) at oldDigest; the candidate moves everything to newDigest.
-func fixture(t *testing.T, n int, candidate *v1alpha1.Fleet) Input {
+func fixture(t testing.TB, n int, candidate *v1alpha1.Fleet) Input {
 	t.Helper()
 	old := &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}},
 		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "", "api")}}
@@ -230,5 +230,17 @@ func TestComputeUnchanged(t *testing.T) {
 	}
 	if p.Changes || p.Errors || len(p.Groups) != 0 || p.Summary.Clusters != 10 {
 		t.Errorf("plan of the configuration in force: %+v", p)
+	}
+}
+
+// BenchmarkCompute1000 plans a manifest change of two releases on 1,000 clusters.
+func BenchmarkCompute1000(b *testing.B) {
+	in := fixture(b, 1000, &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}},
+		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "", "api")}})
+	for b.Loop() {
+		p, err := Compute(b.Context(), in)
+		if err != nil || len(p.Groups) != 2 {
+			b.Fatalf("%v: %d groups", err, len(p.Groups))
+		}
 	}
 }
