@@ -18,8 +18,8 @@ func newImportCommand(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Convert Argo CD or Flux objects into a Flotilla fleet configuration",
-		Long: `Convert another GitOps tool's objects into Flotilla's fleet configuration: Sources, Releases
-and Projects, one file per kind, that flotilla hub accepts as written.
+		Long: `Convert another GitOps tool's objects into Flotilla's fleet configuration: Sources, Releases,
+Projects and Windows, one file per kind, that flotilla hub accepts as written.
 
 Everything that is not converted is a line of the report (stderr): the input file, the
 object, the field and what to do. Exit codes: 0 everything was converted, 3 something was
@@ -40,7 +40,7 @@ type importFlags struct {
 
 func (f *importFlags) bind(cmd *cobra.Command) {
 	f.report = newChoice("text", "json")
-	cmd.Flags().StringVarP(&f.out, "output-dir", "o", "", "directory to write sources.yaml, releases.yaml and projects.yaml into (default: print the YAML to stdout)")
+	cmd.Flags().StringVarP(&f.out, "output-dir", "o", "", "directory to write sources.yaml, releases.yaml, projects.yaml and windows.yaml into (default: print the YAML to stdout)")
 	cmd.Flags().Var(f.report, "report", "report format on stderr: text, or json (an array of findings)")
 	cmd.Flags().BoolVar(&f.adopt, "adopt", false, "give every release spec.adopt with the old tool's field managers, so that its first apply takes over the live objects (docs/adopt.md)")
 }
@@ -58,7 +58,8 @@ func newImportArgoCDCommand(s streams) *cobra.Command {
 
   Application      a Source (repoURL and targetRevision) and a Release
   ApplicationSet   Releases, from list, clusters, Git directory and matrix generators
-  AppProject       a Project (default becomes the built-in platform project)
+  AppProject       a Project (default becomes the built-in platform project), and
+                   its sync windows Windows
   repository and repo-creds Secrets
                    a credentials name per host in the Sources; no value is ever read
 
@@ -190,8 +191,8 @@ func runImport(s streams, flags importFlags, input string, convert func([]*impor
 		if flags.out != "" {
 			where = flags.out
 		}
-		fmt.Fprintf(s.errOut, "imported %d sources, %d releases and %d projects into %s; %d left out, %d to do, %d notes\n",
-			len(res.Sources), len(res.Releases), len(res.Projects), where,
+		fmt.Fprintf(s.errOut, "imported %d sources, %d releases, %d projects and %d windows into %s; %d left out, %d to do, %d notes\n",
+			len(res.Sources), len(res.Releases), len(res.Projects), len(res.Windows), where,
 			res.Report.Count(importer.LeftOut), res.Report.Count(importer.Action), res.Report.Count(importer.Note))
 	}
 	if res.Report.LeftOut() {

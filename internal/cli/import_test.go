@@ -25,7 +25,7 @@ func TestImportCommand(t *testing.T) {
 		wantErr  []string
 	}{
 		{name: "argocd with something left out exits 3", args: []string{"import", "argocd", importTestdata + "argocd", "--repo", "https://github.com/example/addons-repo.git=" + importTestdata + "argocd-repo"}, out: true,
-			wantCode: 3, wantErr: []string{"left-out", "spec.source.directory.jsonnet", "imported 8 sources, 13 releases and 2 projects into"}},
+			wantCode: 3, wantErr: []string{"left-out", "spec.source.directory.jsonnet", "imported 8 sources, 13 releases, 2 projects and 1 windows into"}},
 		{name: "argocd converting everything exits 0 and prints to stdout", args: []string{"import", "argocd", importTestdata + "argocd-clean/app.yaml"},
 			wantOut: []string{"kind: Release", "argocd.argoproj.io/cluster: prod-eu", "kind: Source"}, wantErr: []string{"0 left out"}},
 		{name: "flux exits 3 for its HelmRelease", args: []string{"import", "flux", importTestdata + "flux", "--cluster", "production"}, out: true,

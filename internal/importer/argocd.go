@@ -39,6 +39,8 @@ type argo struct {
 	creds    []credential
 	projects map[string]string // Argo CD project -> Flotilla project ("" is platform)
 	clusters map[string]string // label value -> how Argo CD names the cluster
+	apps     []appRecord       // the converted releases, for sync windows
+	windows  []pendingWindows
 }
 
 // ArgoCD converts Argo CD objects into a fleet. Objects of other kinds are reported.
@@ -70,6 +72,7 @@ func ArgoCD(objs []*Object, opts ArgoCDOptions) *Result {
 			a.other(o)
 		}
 	}
+	a.syncWindows()
 	for _, v := range sortedKeys(a.clusters) {
 		a.res.Report.add(Finding{Level: Action, Message: fmt.Sprintf("releases target Argo CD destination %s by the cluster label %s=%s", a.clusters[v], ClusterLabel, v),
 			Do: fmt.Sprintf("label the Flotilla cluster that replaces it: flotilla cluster label CLUSTER %s=%s", ClusterLabel, v)})
@@ -231,6 +234,11 @@ func (a *argo) app(o *Object, prefix, name string, ctx *appContext) {
 		f(LeftOut, field, "not converted: Flotilla has no equivalent", "see docs/import.md, or drop the setting")
 	}
 	a.res.Releases = append(a.res.Releases, rel)
+	cluster := o.str("spec.destination.name")
+	if cluster == "" {
+		cluster = o.str("spec.destination.server")
+	}
+	a.apps = append(a.apps, appRecord{release: rel.Metadata.Name, app: o.Name, namespace: rel.Spec.Namespace, cluster: cluster, project: o.str("spec.project")})
 }
 
 // show makes a generator parameter Flotilla cannot fill readable in a message.

@@ -143,9 +143,8 @@ func (a *argo) project(o *Object) {
 			o.markUsed("spec." + k)
 		}
 	}
-	if o.has("spec.syncWindows") {
-		o.markUsed("spec.syncWindows")
-		f(LeftOut, "spec.syncWindows", "sync windows: not converted", "define Window objects (docs/windows.md) with the same schedule, duration and releases")
+	if ws := o.list("spec.syncWindows"); len(ws) > 0 {
+		a.windows = append(a.windows, pendingWindows{o: o, project: o.Name, windows: ws})
 	}
 	if o.has("spec.roles") {
 		o.markUsed("spec.roles")

@@ -62,7 +62,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the hub refuses the imported fleet: %v", err)
 			}
-			if len(fleet.Releases) != len(res.Releases) || len(fleet.Sources) != len(res.Sources) || len(fleet.Projects) != len(res.Projects) {
+			if len(fleet.Releases) != len(res.Releases) || len(fleet.Sources) != len(res.Sources) || len(fleet.Projects) != len(res.Projects) || len(fleet.Windows) != len(res.Windows) {
 				t.Errorf("loaded %d releases, %d sources, %d projects; imported %d, %d, %d",
 					len(fleet.Releases), len(fleet.Sources), len(fleet.Projects), len(res.Releases), len(res.Sources), len(res.Projects))
 			}
@@ -137,7 +137,9 @@ func TestReportLines(t *testing.T) {
 			{"ApplicationSet/argocd/unsupported", "spec.generators[1].clusters.selector.matchExpressions", LeftOut, "matchLabels only"},
 			{"ApplicationSet/argocd/unsupported", "spec.generators[2].git.files", LeftOut, "files generator"},
 			{"ApplicationSet/argocd/matrix-addons", "spec.strategy", LeftOut, "spec.rollout"},
-			{"AppProject/argocd/team-a", "spec.syncWindows", LeftOut, "Window"},
+			{"AppProject/argocd/team-a", "spec.syncWindows[0]", LeftOut, "matches none of the imported releases"},
+			{"AppProject/argocd/team-a", "spec.syncWindows[1]", Note, "became Window team-a-deny-window for the 2 releases"},
+			{"AppProject/argocd/team-a", "spec.syncWindows[1].manualSync", Note, "--override"},
 			{"AppProject/argocd/team-a", "spec.orphanedResources", LeftOut, "not converted"},
 			{"AppProject/argocd/team-a", "spec.clusterResourceWhitelist[1]", LeftOut, "ClusterRole"},
 			{"AppProject/argocd/team-b", "spec.destinationServiceAccounts", LeftOut, "does not exist yet"},
@@ -242,6 +244,7 @@ func TestConversions(t *testing.T) {
 		{"cluster generator values", src(argo, gbSource(argo, "addons")).Branch, "stable"},
 		{"git directories expanded, excludes and hidden left out", gitDirReleases(argo), "backend,frontend"},
 		{"matrix path", rel(argo, "frontend-2").Path, "apps/frontend/overlays/{{ .Cluster.Name }}"},
+		{"sync window", fmt.Sprint(argo.Windows[0].Spec.Type, argo.Windows[0].Spec.Schedule, argo.Windows[0].Spec.Duration.Duration, argo.Windows[0].Spec.TimeZone, argo.Windows[0].Spec.Releases), "deny0 22 * * *8h0m0sEurope/Berlin[billing-api billing-api-2]"},
 		{"flux path", rel(flux, "podinfo").Path, "kustomize"},
 		{"flux targetNamespace", rel(flux, "podinfo").Namespace, "podinfo"},
 		{"flux dependsOn", fmt.Sprint(rel(flux, "podinfo").DependsOn), "[infra-controllers]"},

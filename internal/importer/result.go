@@ -18,6 +18,7 @@ type Result struct {
 	Sources  []v1alpha1.Source
 	Releases []v1alpha1.Release
 	Projects []v1alpha1.Project
+	Windows  []v1alpha1.Window
 	Report   Report
 	// Tool is "argocd" or "flux", for the files' header.
 	Tool string
@@ -28,6 +29,7 @@ const (
 	SourcesFile  = "sources.yaml"
 	ReleasesFile = "releases.yaml"
 	ProjectsFile = "projects.yaml"
+	WindowsFile  = "windows.yaml"
 )
 
 // generatedHeader starts every file the importer writes; Write overwrites only files that
@@ -60,6 +62,7 @@ func (r *Result) Files() (map[string][]byte, error) {
 	slices.SortFunc(r.Sources, func(a, b v1alpha1.Source) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	slices.SortFunc(r.Releases, func(a, b v1alpha1.Release) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	slices.SortFunc(r.Projects, func(a, b v1alpha1.Project) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	slices.SortFunc(r.Windows, func(a, b v1alpha1.Window) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	for _, k := range []struct {
 		file string
 		objs []any
@@ -67,6 +70,7 @@ func (r *Result) Files() (map[string][]byte, error) {
 		{SourcesFile, toAny(r.Sources)},
 		{ReleasesFile, toAny(r.Releases)},
 		{ProjectsFile, toAny(r.Projects)},
+		{WindowsFile, toAny(r.Windows)},
 	} {
 		if err := add(k.file, k.objs); err != nil {
 			return nil, err
