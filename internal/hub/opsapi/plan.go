@@ -49,6 +49,9 @@ type PlanDeps struct {
 	WorkDir string
 	// Limits bound each plan; zero: plan.DefaultLimits.
 	Limits plan.Limits
+
+	// slots bounds the plans computed at once; made by planRoutes.
+	slots chan struct{}
 }
 
 // Bounds on a plan request: an uploaded candidate, the sources read at other refs, and the
@@ -65,13 +68,13 @@ const (
 	planDeadline       = 25 * time.Second
 )
 
-// planSlots bounds the plans computed at once, per process.
-var planSlots = make(chan struct{}, maxPlansAtOnce)
-
 // planRoutes: POST /api/v1/plan, for any viewer. A plan changes nothing; what it shows is
 // scoped to the releases the caller may view, so that a CI token of one team sees its
 // releases' changes, and a viewer of every project sees the whole fleet's.
 func (a *API) planRoutes() []userapi.Route {
+	if a.d.Plan.slots == nil {
+		a.d.Plan.slots = make(chan struct{}, maxPlansAtOnce)
+	}
 	return []userapi.Route{{Pattern: "POST /api/v1/plan", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.plan)}}
 }
 
@@ -94,8 +97,8 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	select {
-	case planSlots <- struct{}{}:
-		defer func() { <-planSlots }()
+	case pd.slots <- struct{}{}:
+		defer func() { <-pd.slots }()
 	default:
 		userapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("plan: %d plans are being computed; try again shortly", maxPlansAtOnce))
 		return
