@@ -135,15 +135,14 @@ var (
 // substituted (then o is a synthetic object and prefix is "spec.template.").
 func (a *argo) app(o *Object, prefix, name string, ctx *appContext) {
 	f := func(l Level, field, msg, do string) { a.find(o, l, prefix+field, msg, do) }
-	o.markUsed("spec.source", "spec.sources") // each field of them is reported below
-
 	if srcs := o.list("spec.sources"); len(srcs) > 0 {
 		f(LeftOut, "spec.sources", fmt.Sprintf("%d sources: a Flotilla release has one", len(srcs)),
 			"make one Release per Git source with a path (a $values or ref source has no Flotilla equivalent)")
 		return
 	}
-	src := o.mapAt("spec.source")
+	src, _ := lookup(o.m, "spec.source").(map[string]any)
 	if src == nil {
+		o.markUsed("spec.source")
 		f(LeftOut, "spec.source", "no source: not converted", "")
 		return
 	}
@@ -193,7 +192,7 @@ func (a *argo) app(o *Object, prefix, name string, ctx *appContext) {
 	rel.Spec.Path = cleanPath
 
 	// How the directory is read.
-	if d := o.mapAt("spec.source.directory"); d != nil {
+	if d, _ := lookup(o.m, "spec.source.directory").(map[string]any); d != nil {
 		if r, _ := o.boolean("spec.source.directory.recurse"); !r {
 			f(Note, "spec.source.directory.recurse", "Argo CD read only the top directory; Flotilla reads subdirectories too", "move subdirectories that are not part of this release elsewhere")
 		}
@@ -370,7 +369,10 @@ func (a *argo) destination(o *Object, prefix string, f func(Level, string, strin
 
 // syncPolicy converts spec.syncPolicy.
 func (a *argo) syncPolicy(o *Object, f func(Level, string, string, string), rel *v1alpha1.Release) {
-	auto := o.mapAt("spec.syncPolicy.automated")
+	auto, _ := lookup(o.m, "spec.syncPolicy.automated").(map[string]any)
+	if auto != nil && len(auto) == 0 {
+		o.markUsed("spec.syncPolicy.automated") // automated: {}
+	}
 	enabled, enabledSet := o.boolean("spec.syncPolicy.automated.enabled")
 	if auto == nil || (enabledSet && !enabled) {
 		rel.Spec.Suspend = true

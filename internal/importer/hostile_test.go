@@ -82,3 +82,51 @@ func TestFluxDefaultBranch(t *testing.T) {
 		t.Fatalf("sources %+v, want one on branch master", res.Sources)
 	}
 }
+
+// TestUnknownFieldsReported: a field the converter does not know is a left-out line with its
+// path, wherever it is, never dropped silently.
+func TestUnknownFieldsReported(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "in.yaml")
+	os.WriteFile(p, []byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: a, namespace: argocd}
+spec:
+  source: {repoURL: https://x.example/r.git, path: p, futureField: 1, directory: {recurse: true, newOption: x}}
+  destination: {name: c}
+  syncPolicy: {automated: {prune: true, selfHeal: true, somethingNew: true}, newPolicy: {a: 1}}
+  weird: true
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: k, namespace: f}
+spec: {sourceRef: {kind: GitRepository, name: r}, path: p, newField: 1, postBuild: {substitute: {a: b}, newThing: 1}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: r, namespace: f}
+spec: {url: https://x.example/r.git, ref: {branch: main}, newRepoField: 1}
+`), 0o644)
+	want := map[string][]string{
+		"argocd": {"spec.source.futureField", "spec.source.directory.newOption", "spec.syncPolicy.automated.somethingNew", "spec.syncPolicy.newPolicy", "spec.weird"},
+		"flux":   {"spec.newField", "spec.postBuild.newThing", "spec.newRepoField"},
+	}
+	for tool, fields := range want {
+		conv := func(o []*Object) *Result { return ArgoCD(o, ArgoCDOptions{}) }
+		if tool == "flux" {
+			conv = func(o []*Object) *Result { return Flux(o, FluxOptions{}) }
+		}
+		res := run(t, p, conv)
+		for _, field := range fields {
+			found := false
+			for _, f := range res.Report.Findings {
+				found = found || (f.Level == LeftOut && f.Field == field)
+			}
+			if !found {
+				var b strings.Builder
+				res.Report.WriteText(&b)
+				t.Errorf("%s: no left-out line for %s:\n%s", tool, field, b.String())
+			}
+		}
+	}
+}
