@@ -100,6 +100,19 @@ func (a *argo) generator(o *Object, field string, g map[string]any, goTpl bool, 
 	for _, k := range sortedKeys(g) {
 		v, _ := g[k].(map[string]any)
 		gf := field + "." + k
+		known := map[string][]string{
+			"list":     {"elements", "elementsYaml"},
+			"clusters": {"selector", "values"},
+			"git":      {"repoURL", "revision", "directories", "files", "pathParamPrefix"},
+			"matrix":   {"generators"},
+		}
+		if keys, ok := known[k]; ok {
+			for _, sub := range sortedKeys(v) {
+				if !slices.Contains(keys, sub) {
+					f(LeftOut, gf+"."+sub, "not converted", "apply it to the imported releases by hand")
+				}
+			}
+		}
 		switch k {
 		case "list":
 			if _, ok := v["elementsYaml"]; ok {

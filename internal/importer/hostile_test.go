@@ -97,6 +97,14 @@ spec:
   syncPolicy: {automated: {prune: true, selfHeal: true, somethingNew: true}, newPolicy: {a: 1}}
   weird: true
 ---
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: s, namespace: argocd}
+spec:
+  generators: [{list: {elements: [{a: b}], template: {x: 1}}}]
+  template: {metadata: {name: n}, spec: {source: {repoURL: https://x.example/r.git, path: p}, destination: {name: c}, later: 1}}
+  newSetField: 1
+---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: k, namespace: f}
@@ -108,7 +116,7 @@ metadata: {name: r, namespace: f}
 spec: {url: https://x.example/r.git, ref: {branch: main}, newRepoField: 1}
 `), 0o644)
 	want := map[string][]string{
-		"argocd": {"spec.source.futureField", "spec.source.directory.newOption", "spec.syncPolicy.automated.somethingNew", "spec.syncPolicy.newPolicy", "spec.weird"},
+		"argocd": {"spec.generators[0].list.template", "spec.template.spec.later", "spec.newSetField", "spec.source.futureField", "spec.source.directory.newOption", "spec.syncPolicy.automated.somethingNew", "spec.syncPolicy.newPolicy", "spec.weird"},
 		"flux":   {"spec.newField", "spec.postBuild.newThing", "spec.newRepoField"},
 	}
 	for tool, fields := range want {
