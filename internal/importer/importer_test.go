@@ -352,6 +352,7 @@ func TestLimits(t *testing.T) {
 	}{
 		{"file too large", write("big/a.yaml", app+"# "+strings.Repeat("x", 1000)), "larger than 1000 bytes"},
 		{"flow nesting too deep", write("flow/a.yaml", app+"spec: "+strings.Repeat("[", 50)+strings.Repeat("]", 50)), "nested too deeply"},
+		{"flow nesting after an apostrophe", write("apos/a.yaml", app+"spec: {note: don't "+strings.Repeat("[", 50)+strings.Repeat("]", 50)+"}\n"), "nested too deeply"},
 		{"block nesting too deep", write("block/a.yaml", app+blockNest(12)), "nested too deeply"},
 		{"too many files", func() string {
 			for i := range 4 {

@@ -320,14 +320,18 @@ func flowDepth(doc []byte) int {
 	depth, max := 0, 0
 	for line := range bytes.Lines(doc) {
 		inQuote := byte(0)
+		prev := byte(' ')
 	scan:
 		for _, c := range line {
+			p := prev
+			prev = c
 			switch {
 			case inQuote != 0:
 				if c == inQuote {
 					inQuote = 0
 				}
-			case c == '"' || c == '\'':
+			case (c == '"' || c == '\'') && strings.IndexByte(" \t:[{,-", p) >= 0:
+				// A quoted scalar starts at a token boundary; "don't" quotes nothing.
 				inQuote = c
 			case c == '#':
 				break scan
