@@ -217,6 +217,18 @@ func TestAgentInstallCluster(t *testing.T) {
 		if err != nil || d.ResourceVersion != before {
 			t.Errorf("Deployment rewritten: resource version %s, then %s (%v)", before, d.ResourceVersion, err)
 		}
+
+		code, out, errOut = runWithStdin(ctx, nil, append(args, "-o", "json")...)
+		if code != 0 {
+			t.Fatalf("-o json: exit %d: %s", code, errOut)
+		}
+		var results []struct{ Ref, Namespace, Action string }
+		if err := json.Unmarshal([]byte(out), &results); err != nil {
+			t.Fatalf("-o json: %v:\n%s", err, out)
+		}
+		if len(results) != 9 || results[8].Ref != "deployment.apps/flotilla-agent" || results[8].Action != "unchanged" {
+			t.Errorf("-o json: %+v", results)
+		}
 	})
 
 	// On a cluster of its own: one agent per cluster, and this one runs in another namespace.
