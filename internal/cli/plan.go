@@ -277,8 +277,12 @@ func problemText(p hubapi.PlanProblem) string {
 }
 
 func planHeadline(p hubapi.Plan) string {
+	scope := ""
+	if p.Scoped {
+		scope = " (only the releases of the projects you may view)"
+	}
 	if !p.Changes {
-		return fmt.Sprintf("No changes: %d clusters run the same with the candidate.", p.Summary.Clusters)
+		return fmt.Sprintf("No changes: %d clusters run the same with the candidate%s.", p.Summary.Clusters, scope)
 	}
 	s := p.Summary
 	line := fmt.Sprintf("%d releases change on %d of %d clusters: %d assignments gained, %d lost, %d changed",
@@ -286,7 +290,7 @@ func planHeadline(p hubapi.Plan) string {
 	if s.Waiting > 0 {
 		line += fmt.Sprintf("; %d wait for a window, freeze or suspension", s.Waiting)
 	}
-	return line + "."
+	return line + scope + "."
 }
 
 // planText is the plan for a terminal.

@@ -362,6 +362,36 @@ spec:
 		}
 	})
 
+	t.Run("a viewer of one project sees its releases only", func(t *testing.T) {
+		admin := f.token
+		defer func() { f.token = admin }()
+		token := func(project string) string {
+			var out, errOut bytes.Buffer
+			args := []string{"token", "create", "ci-" + project, "--role", "viewer", "--project", project, "-o", "json",
+				"--hub", f.api, "--token", admin, "--ca", f.ca}
+			if code := Run(t.Context(), args, &out, &errOut); code != 0 {
+				t.Fatalf("token create: exit %d: %s", code, errOut.String())
+			}
+			var v struct{ Token string }
+			if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Token == "" {
+				t.Fatalf("token create -o json: %v: %s", err, out.String())
+			}
+			return v.Token
+		}
+		// The fleet's releases are in the built-in platform project.
+		f.token = token("team-x")
+		out, _ := f.run(t, 0, "--fleet", "ref:feature", "--source", "apps=feature")
+		if !strings.Contains(out, "No changes: 0 clusters run the same with the candidate (only the releases of the projects you may view).") {
+			t.Errorf("plan by a viewer of team-x:\n%s", out)
+		}
+		f.token = token("platform")
+		out, _ = f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature", "-o", "json")
+		var p hubapi.Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil || !p.Scoped || len(p.Groups) != 3 {
+			t.Errorf("plan by a viewer of platform: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		for _, tt := range []struct {
 			args []string

@@ -42,7 +42,9 @@ type Plan struct {
 	Changes bool `json:"changes"`
 	// Errors: the candidate has problems of its own (invalid, render errors, new
 	// scheduling problems); `flotilla plan` exits 2.
-	Errors  bool        `json:"errors"`
+	Errors bool `json:"errors"`
+	// Scoped: the caller may view some projects only, and the plan shows their releases.
+	Scoped  bool        `json:"scoped,omitempty"`
 	Summary PlanSummary `json:"summary"`
 	// Groups are the changes, one per release and distinct change, each with the clusters
 	// that get exactly that change; sorted by release, then first cluster.
@@ -54,7 +56,7 @@ type Plan struct {
 
 // PlanSummary counts what changes.
 type PlanSummary struct {
-	Clusters        int `json:"clusters"`        // clusters considered (those the caller may view)
+	Clusters        int `json:"clusters"`        // clusters considered (for a scoped caller: where its releases run or would)
 	ClustersChanged int `json:"clustersChanged"` // clusters where anything changes
 	Releases        int `json:"releases"`        // releases with a change somewhere
 	Gained          int `json:"gained"`          // release-on-cluster assignments gained

@@ -182,7 +182,7 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	if err != nil {
 		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)
 	}
-	out.Revision, out.Candidate = revision, label
+	out.Revision, out.Candidate, out.Scoped = revision, label, in.Visible != nil
 	if len(srcProblems) > 0 {
 		out.Problems = append(srcProblems, out.Problems...)
 		out.Errors = true

@@ -143,8 +143,8 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 			}
 			changes = append(changes, change{release: rel, cluster: c.Name, group: g})
 		}
-		if !seen {
-			out.Summary.Clusters++
+		if !seen && in.Visible == nil {
+			out.Summary.Clusters++ // a cluster that runs nothing: shown to whoever sees all
 		}
 	}
 	if err := ctx.Err(); err != nil {
