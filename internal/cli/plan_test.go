@@ -128,9 +128,10 @@ spec:
 // clusters, three in region eu and two in us (label webdir: eu, and us-v2), and every
 // assignment written.
 type planFixture struct {
-	repo                    *planRepo
-	api, token, ca, fleetMD string
-	st                      store.Store
+	repo           *planRepo
+	api, token, ca string
+	st             store.Store
+	dataDir        string
 }
 
 var planClusters = []struct{ name, region string }{
@@ -202,7 +203,7 @@ func startPlanHub(t *testing.T) *planFixture {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return &planFixture{repo: p, api: h.APIURL(), token: h.AdminToken(), ca: h.CAPath(), st: st}
+	return &planFixture{repo: p, api: h.APIURL(), token: h.AdminToken(), ca: h.CAPath(), st: st, dataDir: dataDir}
 }
 
 func (f *planFixture) run(t *testing.T, wantCode int, args ...string) (string, string) {
@@ -240,6 +241,27 @@ func groupSummary(p hubapi.Plan) []string {
 func TestPlan(t *testing.T) {
 	f := startPlanHub(t)
 	repoDir := f.repo.dir
+	// Nothing a plan does is stored: no desired state changes, no artifact is added, and
+	// the plans' temporary files are gone.
+	stored := func() string {
+		states, err := f.st.ListDesiredStates(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, s := range states {
+			fmt.Fprintf(&b, "%s@%d %x\n", s.Cluster, s.Generation, s.Document)
+		}
+		arts, _ := filepath.Glob(filepath.Join(f.dataDir, "artifacts", "*", "*"))
+		plans, _ := filepath.Glob(filepath.Join(f.dataDir, "plan-*"))
+		return b.String() + strings.Join(arts, "\n") + "\n" + strings.Join(plans, "\n")
+	}
+	before := stored()
+	defer func() {
+		if after := stored(); after != before {
+			t.Errorf("the plans changed what the hub stores:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	}()
 	fleetMain := fmt.Sprintf(planFleetMain, repoDir)
 	// feature: web's path template sends the us clusters to regions/us-v2 (replicas 3), and
 	// the baseline manifest changes for every cluster; a deny window holds web back in us.
@@ -389,6 +411,18 @@ spec:
 		var p hubapi.Plan
 		if err := json.Unmarshal([]byte(out), &p); err != nil || !p.Scoped || len(p.Groups) != 3 {
 			t.Errorf("plan by a viewer of platform: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("a source at a repository the fleet does not read", func(t *testing.T) {
+		dir := t.TempDir()
+		other := strings.Replace(fleetMain, "url: file://"+repoDir, "url: https://git.example.com/unmerged.git", 1)
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(other), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := f.run(t, 2, "--fleet", dir)
+		if want := "source: source apps: https://git.example.com/unmerged.git is not a repository of the fleet in force; a plan reads only those"; !strings.Contains(out, want) {
+			t.Errorf("plan with a source of another repository:\n%s\nwant %q", out, want)
 		}
 	})
 
