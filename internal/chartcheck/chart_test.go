@@ -214,6 +214,11 @@ func checkPodSecurity(t *testing.T, o *unstructured.Unstructured) {
 		if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
 			t.Errorf("%s %s: container %s has a writable root filesystem", o.GetKind(), o.GetName(), c["name"])
 		}
+		// With a read-only root, temporary files (the hub's SSH known hosts) need a volume.
+		mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+		if !slices.ContainsFunc(mounts, func(m any) bool { return m.(map[string]any)["mountPath"] == "/tmp" }) {
+			t.Errorf("%s %s: container %s has no writable /tmp", o.GetKind(), o.GetName(), c["name"])
+		}
 		if drop, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
 			t.Errorf("%s %s: container %s drops capabilities %v, want [ALL]", o.GetKind(), o.GetName(), c["name"], drop)
 		}

@@ -85,6 +85,11 @@ func TestManifestsTokenOnlyInSecret(t *testing.T) {
 	if !slices.Contains(args, "--join-token-file=/etc/flotilla/join/token") {
 		t.Errorf("agent args %q do not read the token from the Secret's file", args)
 	}
+	// The root filesystem is read-only; /tmp must be a volume.
+	mounts, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "volumeMounts")
+	if !slices.ContainsFunc(mounts, func(m any) bool { return m.(map[string]any)["mountPath"] == "/tmp" }) {
+		t.Errorf("agent mounts %v: no writable /tmp", mounts)
+	}
 }
 
 // The install gives the agent exactly deploy/agent's rights (and platform-admin.yaml's with

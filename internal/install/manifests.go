@@ -268,6 +268,8 @@ func deployment(o Options, meta metav1.ObjectMeta, state corev1.VolumeSource) *a
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "state", MountPath: stateDir},
 							{Name: "join-token", MountPath: joinTokenDir, ReadOnly: true},
+							// The root filesystem is read-only: temporary files go here.
+							{Name: "tmp", MountPath: "/tmp"},
 						},
 					}},
 					Volumes: []corev1.Volume{
@@ -276,6 +278,7 @@ func deployment(o Options, meta metav1.ObjectMeta, state corev1.VolumeSource) *a
 							SecretName: JoinSecretName, DefaultMode: ptr.To[int32](0o440),
 							Items: []corev1.KeyToPath{{Key: JoinSecretKey, Path: JoinSecretKey}},
 						}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					},
 				},
 			},
