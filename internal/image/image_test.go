@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -247,6 +248,17 @@ func TestWriteAndLoad(t *testing.T) {
 		if len(m.Manifests) != 1 || m.Manifests[0].Digest != want {
 			t.Fatalf("index: %+v, want one manifest %s", m.Manifests, want)
 		}
+		// Readable by any user, executable by none, whatever the library's temporary files had.
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := d.Info()
+			if want := fs.FileMode(0o644); !d.IsDir() && st.Mode().Perm() != want {
+				t.Errorf("%s: mode %o, want %o", p, st.Mode().Perm(), want)
+			}
+			return nil
+		})
 		a := m.Manifests[0].Annotations
 		if a["org.opencontainers.image.ref.name"] != "v0.1.0" || a["io.containerd.image.name"] != Repository+":v0.1.0" {
 			t.Errorf("annotations %v, want ref.name v0.1.0 and the full name", a)

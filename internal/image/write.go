@@ -3,6 +3,7 @@ package image
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -42,7 +43,7 @@ func Write(path, format string, ref name.Tag, img v1.Image) error {
 		})); err != nil {
 			return fmt.Errorf("image layout %s: %w", path, err)
 		}
-		return nil
+		return normalizeModes(path)
 	case FormatTarball:
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("image tarball %s: %w", path, err)
@@ -86,4 +87,23 @@ func Load(path string) (v1.Image, error) {
 		return nil, fmt.Errorf("image layout %s: %w", path, err)
 	}
 	return img, nil
+}
+
+// normalizeModes makes the layout readable by anyone and executable by no one: the library
+// writes blobs 0600 through temporary files and index.json 0755, so a layout built by one
+// user (root in CI) could not be pushed by another.
+func normalizeModes(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return fmt.Errorf("image layout %s: %w", root, err)
+		}
+		return nil
+	})
 }
