@@ -318,6 +318,17 @@ spec:
 			t.Errorf("secret diff:\n%s", d)
 		}
 
+		text, _ := f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature")
+		for _, want := range []string{
+			"2 releases change on 5 of 5 clusters: 0 assignments gained, 0 lost, 7 changed; 2 wait for a window", "baseline changed on 3 clusters: eu-1, eu-2, eu-3\n",
+			"web changed on 2 clusters: us-1, us-2\n  path: regions/us -> regions/us-v2\n",
+			"  waits: window \"us-business-hours\"", "  changed ConfigMap/apps/web\n    --- a/ConfigMap/apps/web\n",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("plan -o text does not say %q:\n%s", want, text)
+			}
+		}
+
 		md, _ := f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature", "-o", "markdown")
 		checkGolden(t, "plan-feature.md", md, repoDir)
 		if len(md) > commentLimit {
