@@ -181,7 +181,7 @@ func buildLayer(bin Binary, opts Options) ([]byte, error) {
 func readCABundle(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("CA bundle: %w", err)
+		return nil, fmt.Errorf("CA bundle: %w (name another with --ca-bundle FILE, or none with --ca-bundle \"\")", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxCABundleSize+1))

@@ -330,7 +330,7 @@ func TestCABundleRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, want string
 	}{
-		{"missing", filepath.Join(dir, "none.pem"), "no such file"},
+		{"missing", filepath.Join(dir, "none.pem"), "no such file or directory (name another with --ca-bundle FILE, or none with --ca-bundle \"\")"},
 		{"empty", write("empty.pem", nil), "no certificates"},
 		{"not PEM", write("text.pem", []byte("hello\n")), "not PEM"},
 		{"private key", write("key.pem", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})), `block 1 is a "EC PRIVATE KEY", want only CERTIFICATE blocks`},
