@@ -3,11 +3,18 @@ package opsapi
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
 // TestReadPlanRequest: every refusal of a hostile or malformed plan request says what is
@@ -43,6 +50,13 @@ func TestReadPlanRequest(t *testing.T) {
 		{"too many files", many(1001), "plan request: 1001 files: at most 1000"},
 		{"too many bytes", big, "plan request: the files hold 9437184 bytes: at most 8388608"},
 		{"bad source", `{"ref": "main", "sources": {"apps": "-x"}}`, `source "apps" at "-x": want NAME=BRANCH or NAME=COMMIT`},
+		{"too many sources", `{"ref": "main", "sources": {` + func() string {
+			var parts []string
+			for i := range 21 {
+				parts = append(parts, fmt.Sprintf(`"s%d": "main"`, i))
+			}
+			return strings.Join(parts, ",")
+		}() + `}}`, "plan request: 21 sources at other refs: at most 20"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,5 +87,55 @@ func TestPlanVisibleTo(t *testing.T) {
 	see := visibleTo(ctx)
 	if see == nil || !see("web", "team-a") || see("db", "team-b") || see("baseline", "platform") {
 		t.Errorf("a deployer of team-a: scope wrong")
+	}
+}
+
+// TestPlanRefusals: the route answers 501 on a hub without what a plan needs, 429 while
+// the plans it computes at once are running, and 400 for a ref on a hub whose fleet is a
+// directory.
+func TestPlanRefusals(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arts, err := artifact.NewStore(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := &v1alpha1.Fleet{}
+	view := func() controller.View { return controller.View{Fleet: fleet, Revision: "r1"} }
+	post := func(a *API, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(body))
+		r = r.WithContext(access.WithPrincipal(r.Context(), access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}}))
+		a.plan(rec, r)
+		return rec
+	}
+
+	bare := New(Deps{Store: st, View: view}, Options{})
+	bare.Routes()
+	if rec := post(bare, `{"ref": "main"}`); rec.Code != http.StatusNotImplemented || !strings.Contains(rec.Body.String(), "this hub does not compute plans") {
+		t.Errorf("without plan deps: %d %s", rec.Code, rec.Body.String())
+	}
+
+	a := New(Deps{Store: st, View: view, Plan: PlanDeps{Store: st, Artifacts: arts, Poller: source.NewPoller(filepath.Join(dir, "git")),
+		Fleet: dir, WorkDir: dir}}, Options{})
+	a.Routes()
+	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "the hub reads its fleet from a directory, which has no refs") {
+		t.Errorf("a ref of a directory fleet: %d %s", rec.Code, rec.Body.String())
+	}
+	for range maxPlansAtOnce {
+		a.d.Plan.slots <- struct{}{}
+	}
+	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "2 plans are being computed; try again shortly") {
+		t.Errorf("while 2 plans run: %d %s", rec.Code, rec.Body.String())
+	}
+	for range maxPlansAtOnce {
+		<-a.d.Plan.slots
+	}
+	if rec := post(a, `{"files": {"fleet.yaml": "apiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata: {name: web}\nspec: {source: apps}\n"}}`); rec.Code != http.StatusOK {
+		t.Errorf("a plan once the others are done: %d %s", rec.Code, rec.Body.String())
 	}
 }
