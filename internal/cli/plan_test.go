@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -515,5 +516,62 @@ func TestPlanMarkdownLimit(t *testing.T) {
 	}
 	if strings.Count(md, "<details>") != strings.Count(md, "</details>") {
 		t.Errorf("a collapsible section is cut in the middle")
+	}
+}
+
+// TestReadCandidate: the upload of a candidate directory is bounded, and says why not.
+func TestReadCandidate(t *testing.T) {
+	write := func(t *testing.T, dir string, files map[string]string) {
+		for name, content := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	manyFiles := map[string]string{}
+	for i := range planMaxFiles + 1 {
+		manyFiles[fmt.Sprintf("f%04d.yaml", i)] = "x"
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string // the files read
+		err   string
+	}{
+		{name: "configuration files only, hidden ones skipped",
+			files: map[string]string{"a.yaml": "a", "sub/b.yml": "b", "c.json": "{}", "README.md": "r", ".hidden.yaml": "h", ".git/x.yaml": "g"},
+			want:  []string{"a.yaml", "c.json", "sub/b.yml"}},
+		{name: "none", files: map[string]string{"README.md": "r"}, err: "no .yaml, .yml or .json files"},
+		{name: "too many files", files: manyFiles, err: "more than 1000 configuration files: a plan uploads at most 1000"},
+		{name: "too many bytes", files: map[string]string{"a.yaml": strings.Repeat("x", 5<<20), "b.yaml": strings.Repeat("x", 4<<20)},
+			err: "the configuration files hold more than 8388608 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, tt.files)
+			got, err := readCandidate(dir)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, tt.want) {
+				t.Errorf("read %q, want %q", names, tt.want)
+			}
+		})
+	}
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	write(t, filepath.Dir(file), map[string]string{"fleet.yaml": "x"})
+	if _, err := readCandidate(file); err == nil || !strings.Contains(err.Error(), "not a directory (for a ref of the hub's fleet repository, write ref:") {
+		t.Errorf("a file as --fleet: %v", err)
 	}
 }
