@@ -585,7 +585,7 @@ func TestDashboardDebugging(t *testing.T) {
 		p.route("#/assignment/debug-a/drifted")
 		got := view("debug-a", "drifted")
 		want := map[string]string{
-			"configmap/level":  `action: drifted; health: -; drift: .data.level | - "info" | + "debug"; conflicts: ; error: `,
+			"configmap/level":  `action: drifted; health: -; drift: .data.level (written by kubectl-patch) | - "info" | + "debug"; conflicts: ; error: `,
 			"configmap/doomed": `action: drifted; health: -; drift: - the whole object (desired) | + (deleted by hand: absent from the cluster); conflicts: ; error: `,
 		}
 		if diff := cmp.Diff(want, got.Objects); diff != "" {

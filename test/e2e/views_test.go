@@ -68,7 +68,7 @@ spec:
 		var out string
 		waitFor(t, "drift of watched reported", time.Minute, func() bool {
 			out = flotilla("drift", "--release", "watched")
-			return strings.Contains(words(out), "views-a watched watched configmap/settings .data.level reported")
+			return strings.Contains(words(out), "views-a watched watched configmap/settings .data.level (kubectl-patch) reported")
 		})
 		if strings.Contains(out, "views-b") {
 			t.Errorf("drift lists the untouched cluster:\n%s", out)
@@ -93,7 +93,7 @@ spec:
 	})
 	t.Run("drift healed with selfHeal", func(t *testing.T) {
 		waitFor(t, "drift of healed healed", time.Minute, func() bool {
-			return strings.Contains(words(flotilla("drift", "--cluster", "views-a")), "views-a healed healed configmap/settings .data.level healed")
+			return strings.Contains(words(flotilla("drift", "--cluster", "views-a")), "views-a healed healed configmap/settings .data.level (kubectl-patch) healed")
 		})
 		waitFor(t, "level taken back", 10*time.Second, func() bool {
 			got, _ := configMapData(t, f.clusters["views-a"], "healed", "settings", "level")
