@@ -575,4 +575,4 @@ func seqKey(seq uint64) []byte {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-var errNotJoined = errors.New("agent has not joined a hub: give --join-token")
+var errNotJoined = errors.New("agent has not joined a hub: give --join-token or --join-token-file")
