@@ -19,9 +19,11 @@ import (
 	"testing"
 
 	"github.com/distribution/distribution/v3/configuration"
+	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd" // the "htpasswd" access controller
 	"github.com/distribution/distribution/v3/registry/handlers"
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory" // the "inmemory" storage driver
 	"github.com/sirupsen/logrus"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Options says how the registry listens.
@@ -29,6 +31,9 @@ type Options struct {
 	// TLS serves HTTPS with a certificate for 127.0.0.1 that only Registry.Client and the
 	// bundle at Registry.CAFile trust.
 	TLS bool
+	// Users, when set, are the only ones let in (user name to password, HTTP basic
+	// authentication as with an htpasswd file); without them anyone may push and pull.
+	Users map[string]string
 }
 
 // Registry is a running registry.
@@ -66,6 +71,22 @@ func Start(t testing.TB, opts Options) *Registry {
 	}
 	cfg.HTTP.Secret = hex.EncodeToString(secret)
 	cfg.Log.AccessLog.Disabled = true
+	if len(opts.Users) > 0 {
+		var htpasswd []byte
+		for user, password := range opts.Users {
+			// The lowest cost bcrypt takes: the test is not defending the hashes.
+			hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			htpasswd = append(htpasswd, user+":"+string(hash)+"\n"...)
+		}
+		file := filepath.Join(t.TempDir(), "htpasswd")
+		if err := os.WriteFile(file, htpasswd, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "registrytest", "path": file}}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	app := handlers.NewApp(ctx, cfg)
 	srv := httptest.NewUnstartedServer(app)

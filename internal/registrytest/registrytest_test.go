@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -77,5 +78,35 @@ func TestTLSRefusesUntrustedClient(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /v2/: %s, want 200", resp.Status)
+	}
+}
+
+// TestUsers checks that a registry with users refuses an anonymous push and a wrong password,
+// and takes the right one.
+func TestUsers(t *testing.T) {
+	reg := Start(t, Options{TLS: true, Users: map[string]string{"ci": "s3cret"}})
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(reg.Host + "/team/app:v1")
+	for _, tc := range []struct {
+		name string
+		auth authn.Authenticator
+		want string
+	}{
+		{"anonymous", authn.Anonymous, "401 Unauthorized"},
+		{"wrong password", &authn.Basic{Username: "ci", Password: "guess"}, "401 Unauthorized"},
+		{"right password", &authn.Basic{Username: "ci", Password: "s3cret"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := remote.Write(ref, img, remote.WithTransport(reg.Client.Transport), remote.WithAuth(tc.auth), remote.WithContext(t.Context()))
+			if tc.want == "" && err != nil {
+				t.Fatalf("push as ci: %v", err)
+			}
+			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("push: %v, want %s", err, tc.want)
+			}
+		})
 	}
 }

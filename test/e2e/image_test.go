@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -20,7 +22,8 @@ import (
 
 // TestImageFromRegistry is issue 16's image check, end to end and without Docker: build a
 // static flotilla the way `make image` does, build its image twice (one digest), push it with
-// `flotilla image push` to a real registry (CNCF distribution, over TLS), pull it back by
+// `flotilla image push` and docker login's credentials to a real registry (CNCF distribution,
+// over TLS, with a user), pull it back by
 // digest, take /flotilla out of the pulled layer and run it: it reports the commit it was
 // built from, and the image runs as a non-root user with no shell.
 func TestImageFromRegistry(t *testing.T) {
@@ -52,11 +55,23 @@ func TestImageFromRegistry(t *testing.T) {
 		t.Errorf("built %s from %s, want ghcr.io/flotilla/flotilla:v0.0.0-e2e from %s", first.Reference, first.Revision, built.Commit)
 	}
 
-	reg := registrytest.Start(t, registrytest.Options{TLS: true})
+	reg := registrytest.Start(t, registrytest.Options{TLS: true, Users: map[string]string{"ci": "s3cret"}})
 	target := reg.Host + "/flotilla/flotilla:v0.0.0-e2e"
+	// What docker login (or podman login) leaves behind, and the user's way to trust a
+	// registry's private CA.
+	dockerConfig := filepath.Join(work, "docker")
+	os.MkdirAll(dockerConfig, 0o700)
+	auth := base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))
+	os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+reg.Host+`":{"auth":"`+auth+`"}}}`), 0o600)
+	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "REGISTRY_AUTH_FILE=", "XDG_RUNTIME_DIR="+work)
+
+	anonymous := exec.Command(bin, "image", "push", filepath.Join(work, "image1"), target)
+	anonymous.Env = append(env, "DOCKER_CONFIG="+filepath.Join(work, "nobody"))
+	if out, err := anonymous.CombinedOutput(); err == nil || !strings.Contains(string(out), "401 Unauthorized") {
+		t.Errorf("push without credentials: %v, %s; want a refusal with 401 Unauthorized", err, out)
+	}
 	push := exec.Command(bin, "image", "push", filepath.Join(work, "image1"), target, "-o", "json")
-	// The user's way to trust a registry's private CA.
-	push.Env = append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile)
+	push.Env = append(env, "DOCKER_CONFIG="+dockerConfig)
 	var pushed result
 	imageDecode(t, push, &pushed)
 	if pushed.Digest != first.Digest {
@@ -67,7 +82,8 @@ func TestImageFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := remote.Image(ref, remote.WithTransport(reg.Client.Transport), remote.WithContext(t.Context()))
+	img, err := remote.Image(ref, remote.WithTransport(reg.Client.Transport), remote.WithContext(t.Context()),
+		remote.WithAuth(&authn.Basic{Username: "ci", Password: "s3cret"}))
 	if err != nil {
 		t.Fatalf("pull %s: %v", ref, err)
 	}
