@@ -37,7 +37,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 	ops := opsapi.New(opsapi.Deps{
 		Store: h.store, View: h.ctrl.View, Record: h.record, Wake: h.kickController,
 		PollNow: h.ctrl.PollNow, Clock: h.clock, Logger: h.log,
-		Plan: opsapi.PlanDeps{Store: h.store, Artifacts: h.artifacts, Poller: h.poller,
+		Plan: opsapi.PlanDeps{Store: h.store, Artifacts: h.artifacts, EnsureArtifact: h.repl.EnsureArtifact, Poller: h.poller,
 			Fleet: o.Fleet, FleetBranch: o.FleetBranch, FleetPath: o.FleetPath, WorkDir: o.DataDir},
 	}, opsapi.Options{WebhookSecrets: o.WebhookSecrets})
 	return userapi.New(userapi.Deps{

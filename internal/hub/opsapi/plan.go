@@ -38,7 +38,10 @@ type PlanDeps struct {
 	Artifacts interface {
 		Open(digest string) (*os.File, error)
 	}
-	Poller interface {
+	// EnsureArtifact fetches an artifact this replica lacks from the shared store, as for
+	// an agent's download; nil on a single hub.
+	EnsureArtifact func(ctx context.Context, digest string) error
+	Poller         interface {
 		Resolve(ctx context.Context, g source.Git) (source.Resolved, error)
 		Checkout(ctx context.Context, g source.Git, commit, dst string) error
 	}
@@ -379,6 +382,11 @@ func (p *planner) readSource(ctx context.Context, g source.Git) (schedule.Artifa
 func (p *planner) dir(ctx context.Context, digest string) (string, error) {
 	if d, ok := p.dirs[digest]; ok {
 		return d, nil
+	}
+	if p.d.EnsureArtifact != nil {
+		if err := p.d.EnsureArtifact(ctx, digest); err != nil {
+			return "", fmt.Errorf("not on this hub replica, nor in the shared store: %w", err)
+		}
 	}
 	f, err := p.d.Artifacts.Open(digest)
 	if err != nil {
