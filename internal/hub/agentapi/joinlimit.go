@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"fmt"
+	"github.com/flotilla/flotilla/internal/keyrate"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,7 +20,7 @@ const maxJoinAddrs = 1 << 16
 // the store: a refused Join reads nothing.
 type joinLimiter struct {
 	clock clock.Clock
-	addrs *buckets[netip.Prefix]
+	addrs *keyrate.Buckets[netip.Prefix]
 }
 
 func newJoinLimiter(o Options, c clock.Clock) *joinLimiter {
@@ -30,7 +31,7 @@ func newJoinLimiter(o Options, c clock.Clock) *joinLimiter {
 	if burst <= 0 {
 		burst = 20
 	}
-	return &joinLimiter{clock: c, addrs: newBuckets[netip.Prefix](c, qps, burst, maxJoinAddrs)}
+	return &joinLimiter{clock: c, addrs: keyrate.New[netip.Prefix](c, qps, burst, maxJoinAddrs)}
 }
 
 // joinAddr is the key of a request's client address.
@@ -55,7 +56,7 @@ func joinAddr(remote string) netip.Prefix {
 func (l *limiter) limitJoin(j *joinLimiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := joinAddr(r.RemoteAddr)
-		if wait := take(j.addrs.get(addr), j.clock.Now()); wait > 0 {
+		if wait := take(j.addrs.Get(addr), j.clock.Now()); wait > 0 {
 			l.refuse(w, r, fmt.Sprintf("join from %s: too many attempts from this address", addr.Addr()), wait)
 			return
 		}

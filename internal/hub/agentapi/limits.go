@@ -3,6 +3,7 @@ package agentapi
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla/flotilla/internal/keyrate"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -40,7 +41,7 @@ type limiter struct {
 	clock  clock.Clock
 	global *rate.Limiter
 
-	agents *buckets[string] // by cluster
+	agents *keyrate.Buckets[string] // by cluster
 
 	artifacts, reports *gate
 	errs               *connect.ErrorWriter
@@ -57,7 +58,7 @@ func newLimiter(o Options, c clock.Clock, log *slog.Logger) *limiter {
 	return &limiter{
 		clock:     c,
 		global:    rate.NewLimiter(rate.Limit(o.GlobalQPS), o.GlobalBurst),
-		agents:    newBuckets[string](c, o.AgentQPS, o.AgentBurst, 0),
+		agents:    keyrate.New[string](c, o.AgentQPS, o.AgentBurst, 0),
 		artifacts: newGate(o.MaxArtifactDownloads, 0, c),
 		reports:   newGate(o.MaxInflightReports, reportQueueWait, c),
 		errs:      connect.NewErrorWriter(),
@@ -80,7 +81,7 @@ func (l *limiter) limitGlobal(next http.Handler) http.Handler {
 func (l *limiter) limitAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cluster := clusterFrom(r.Context())
-		if wait := take(l.agents.get(cluster), l.clock.Now()); wait > 0 {
+		if wait := take(l.agents.Get(cluster), l.clock.Now()); wait > 0 {
 			l.refuse(w, r, fmt.Sprintf("cluster %q: too many requests", cluster), wait)
 			return
 		}

@@ -1,38 +1,12 @@
 package agentapi
 
 import (
-	"fmt"
-	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/clock"
 )
-
-func TestLimiterEvictsIdleBuckets(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := newLimiter(Options{AgentQPS: 20, AgentBurst: 40, GlobalQPS: 2000, GlobalBurst: 4000, MaxArtifactDownloads: 16, MaxInflightReports: 64}, c, slog.New(slog.DiscardHandler))
-	for i := range 10_000 {
-		l.agents.get(fmt.Sprintf("cluster-%05d", i))
-	}
-	// Drain one bucket: it must not come back full while it is not yet refilled.
-	drained := l.agents.get("cluster-00000")
-	for take(drained, c.Now()) == 0 {
-	}
-	if got := l.agents.len(); got != 10_000 {
-		t.Fatalf("%d buckets; want 10000", got)
-	}
-	c.Advance(l.agents.idleAfter / 2)
-	if l.agents.get("cluster-00000") != drained {
-		t.Fatal("a bucket in use was replaced")
-	}
-	c.Advance(max(l.agents.idleAfter, 10*time.Second))
-	l.agents.get("cluster-00001")
-	if got := l.agents.len(); got != 1 {
-		t.Errorf("%d buckets after every other cluster was idle past %v; want 1", got, l.agents.idleAfter)
-	}
-}
 
 // TestGate runs in a synctest bubble: the waits are the gate's own, not the test's.
 func TestGate(t *testing.T) {

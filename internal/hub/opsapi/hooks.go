@@ -8,13 +8,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
+	"github.com/flotilla/flotilla/internal/keyrate"
 )
 
 // Each remote address may deliver hookQPS webhooks a second, hookBurst at once: GitHub and
@@ -40,7 +37,7 @@ type HookResponse struct {
 
 // hookRoutes: POST /hooks/github, /hooks/gitlab, /hooks/generic.
 func (a *API) hookRoutes() map[string]http.Handler {
-	limits := newAddrLimits(hookQPS, hookBurst, hookMaxKeys)
+	limits := keyrate.New[string](a.d.Clock, hookQPS, hookBurst, hookMaxKeys)
 	out := make(map[string]http.Handler, len(webhook.Providers))
 	for _, p := range webhook.Providers {
 		out["POST /hooks/"+string(p)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.hook(w, r, p, limits) })
@@ -52,14 +49,14 @@ func (a *API) hookRoutes() map[string]http.Handler {
 // address's rate, 413 for a body over webhook.MaxBody, 401 for a bad signature or token
 // (logged without the body), 400 for a payload that is not a push, 200 for a ping or an
 // event the hub does not act on, 202 with the sources polled for a push.
-func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, limits *addrLimits) {
+func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, limits *keyrate.Buckets[string]) {
 	secret := a.o.WebhookSecrets[string(p)]
 	if secret == "" {
 		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("no %s webhook: the hub has no secret for it (flotilla hub --webhook-secret-file %s=FILE)", p, p))
 		return
 	}
 	addr := remoteHost(r.RemoteAddr)
-	if !limits.allow(addr, a.d.Clock.Now()) {
+	if !limits.Get(addr).AllowN(a.d.Clock.Now(), 1) {
 		w.Header().Set("Retry-After", strconv.Itoa(1))
 		userapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("%s webhook: too many deliveries from %s: at most %d a second", p, addr, hookQPS))
 		return
@@ -122,56 +119,4 @@ func remoteHost(remote string) string {
 		return host
 	}
 	return remote
-}
-
-// addrLimits is a token bucket per remote address, evicted once idle (a bucket idle for
-// burst/qps seconds is full again, as a new one would be); past maxKeys, the addresses
-// without a bucket share one, so that many addresses cost bounded memory and are still
-// limited.
-type addrLimits struct {
-	qps      rate.Limit
-	burst    int
-	max      int
-	idle     time.Duration
-	overflow *rate.Limiter
-
-	mu        sync.Mutex
-	byAddr    map[string]*addrBucket
-	nextSweep time.Time
-}
-
-type addrBucket struct {
-	lim  *rate.Limiter
-	last time.Time
-}
-
-func newAddrLimits(qps float64, burst, maxKeys int) *addrLimits {
-	return &addrLimits{
-		qps: rate.Limit(qps), burst: burst, max: maxKeys,
-		idle:     time.Duration(float64(burst) / qps * float64(time.Second)),
-		overflow: rate.NewLimiter(rate.Limit(qps), burst), byAddr: map[string]*addrBucket{},
-	}
-}
-
-func (l *addrLimits) allow(addr string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !now.Before(l.nextSweep) {
-		for k, b := range l.byAddr {
-			if now.Sub(b.last) >= l.idle {
-				delete(l.byAddr, k)
-			}
-		}
-		l.nextSweep = now.Add(max(l.idle, 10*time.Second))
-	}
-	b := l.byAddr[addr]
-	if b == nil {
-		if len(l.byAddr) >= l.max {
-			return l.overflow.AllowN(now, 1)
-		}
-		b = &addrBucket{lim: rate.NewLimiter(l.qps, l.burst)}
-		l.byAddr[addr] = b
-	}
-	b.last = now
-	return b.lim.AllowN(now, 1)
 }

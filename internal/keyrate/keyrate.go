@@ -1,4 +1,7 @@
-package agentapi
+// Package keyrate is a token bucket per key (a cluster, a client address), created on first
+// use and evicted once idle, with a bound on the keys it keeps: the hub's limits on agents,
+// joins and webhooks share it.
+package keyrate
 
 import (
 	"sync"
@@ -9,9 +12,9 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 )
 
-// buckets is a token bucket per key (a cluster, a client address), created on first use and
+// Buckets is a token bucket per key (a cluster, a client address), created on first use and
 // evicted once idle: about 150 bytes per recently active key.
-type buckets[K comparable] struct {
+type Buckets[K comparable] struct {
 	clock clock.Clock
 	qps   rate.Limit
 	burst int
@@ -24,26 +27,28 @@ type buckets[K comparable] struct {
 	overflow *rate.Limiter
 
 	mu        sync.Mutex
-	byKey     map[K]*agentBucket
+	byKey     map[K]*bucket
 	nextSweep time.Time
 }
 
-type agentBucket struct {
+type bucket struct {
 	lim  *rate.Limiter
-	last time.Time // last request, under buckets.mu
+	last time.Time // last request, under Buckets.mu
 }
 
-func newBuckets[K comparable](c clock.Clock, qps float64, burst, maxKeys int) *buckets[K] {
-	return &buckets[K]{
+// New returns buckets of qps and burst for each key; past maxKeys keys (0: no bound) the
+// keys without a bucket share one.
+func New[K comparable](c clock.Clock, qps float64, burst, maxKeys int) *Buckets[K] {
+	return &Buckets[K]{
 		clock: c, qps: rate.Limit(qps), burst: burst,
 		idleAfter: time.Duration(float64(burst) / qps * float64(time.Second)),
 		max:       maxKeys, overflow: rate.NewLimiter(rate.Limit(qps), burst),
-		byKey: map[K]*agentBucket{},
+		byKey: map[K]*bucket{},
 	}
 }
 
-// get returns key's bucket, evicting idle ones now and then.
-func (b *buckets[K]) get(key K) *rate.Limiter {
+// Get returns key's bucket, evicting idle ones now and then.
+func (b *Buckets[K]) Get(key K) *rate.Limiter {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -60,14 +65,15 @@ func (b *buckets[K]) get(key K) *rate.Limiter {
 		if b.max > 0 && len(b.byKey) >= b.max {
 			return b.overflow
 		}
-		e = &agentBucket{lim: rate.NewLimiter(b.qps, b.burst)}
+		e = &bucket{lim: rate.NewLimiter(b.qps, b.burst)}
 		b.byKey[key] = e
 	}
 	e.last = now
 	return e.lim
 }
 
-func (b *buckets[K]) len() int {
+// Len counts the buckets kept.
+func (b *Buckets[K]) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.byKey)
