@@ -94,7 +94,7 @@ two builds of one commit give the same digest. ` + "`make image`" + ` builds bin
 	cmd.Flags().StringVar(&out, "dest", "", "where to write the image: a directory for oci-layout, a file for tarball")
 	cmd.Flags().Var(format, "format", "oci-layout (a directory) or tarball (docker-archive)")
 	cmd.Flags().StringVar(&binary, "binary", "", "the static flotilla binary to put in (default: this one)")
-	cmd.Flags().StringVar(&tag, "tag", "", "the image's name (default "+image.Repository+":VERSION, VERSION being this binary's)")
+	cmd.Flags().StringVar(&tag, "tag", "", "the image's name (default "+image.Repository+":VERSION, VERSION being this binary's); its tag is also the image's version label")
 	cmd.Flags().StringVar(&caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", `PEM CA bundle copied to /etc/ssl/certs/ca-certificates.crt ("" for none)`)
 	cmd.Flags().VarP(output, "output", "o", "output format: text or json")
 	return cmd
