@@ -3,12 +3,9 @@ package opsapi
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -65,7 +62,7 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	release := r.PathValue("release")
 	var req hubapi.FreezeRequest
-	if !readGateBody(w, r, &req, `{"selector": {"key": "value"}, "reason": "..."}`) {
+	if !readBody(w, r, maxGateBody, &req, "", `{"selector": {"key": "value"}, "reason": "..."}`) {
 		return
 	}
 	reason, err := checkReason(req.Reason, true)
@@ -96,7 +93,7 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusConflict, fmt.Errorf("freeze: %d freezes are in force already, the most the hub keeps; lift some with flotilla unfreeze, or freeze with a wider selector", len(existing)))
 		return
 	}
-	id, err := newGateID("frz-")
+	id, err := newID("frz-")
 	if err != nil {
 		userapi.WriteError(w, http.StatusInternalServerError, err)
 		return
@@ -202,7 +199,7 @@ func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
 	var req hubapi.SuspendRequest
-	if !readGateBody(w, r, &req, `{"reason": "..."}`) {
+	if !readBody(w, r, maxGateBody, &req, "", `{"reason": "..."}`) {
 		return
 	}
 	reason, err := checkReason(req.Reason, false)
@@ -288,31 +285,6 @@ func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, name string)
 	return true
 }
 
-// readGateBody decodes a bounded JSON body into v; an empty body leaves v as it is. It
-// answers the error itself and returns false on one.
-func readGateBody(w http.ResponseWriter, r *http.Request, v any, shape string) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxGateBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d bytes", maxGateBody))
-			return false
-		}
-		userapi.WriteError(w, http.StatusBadRequest, err)
-		return false
-	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return true
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("want %s: %w", shape, err))
-		return false
-	}
-	return true
-}
-
 // checkReason trims a reason and refuses one too long, or with a line break or another
 // control character: it is shown on one status line.
 func checkReason(reason string, required bool) (string, error) {
@@ -342,15 +314,6 @@ func checkSelector(sel map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// newGateID returns prefix and 16 random hex digits.
-func newGateID(prefix string) (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("freeze id: %w", err)
-	}
-	return prefix + hex.EncodeToString(b), nil
 }
 
 // decodeFreeze reads a freeze record; one that does not decode is shown as the controller

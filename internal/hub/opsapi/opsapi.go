@@ -7,7 +7,14 @@
 package opsapi
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -88,3 +95,38 @@ func (a *API) Public() map[string]http.Handler { return a.hookRoutes() }
 
 // record audits e as done by ctx's principal.
 func (a *API) record(ctx context.Context, e audit.Event) { a.d.Record(ctx, userapi.WithRole(ctx, e)) }
+
+// readBody decodes the JSON body of a request, at most limit bytes, into v, refusing unknown
+// fields; an empty body leaves v as it is. A refusal is answered here (413 over the limit,
+// 400 otherwise), its message starting with what ("rollout action: ") and naming the shape
+// wanted, and readBody returns false.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, v any, what, shape string) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%sbody over %d bytes", what, limit))
+			return false
+		}
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s%w", what, err))
+		return false
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%swant %s: %w", what, shape, err))
+		return false
+	}
+	return true
+}
+
+// newID returns prefix and 16 random hex digits: unique and unguessable.
+func newID(prefix string) (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("new %sid: %w", prefix, err)
+	}
+	return prefix + hex.EncodeToString(b), nil
+}

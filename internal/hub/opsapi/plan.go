@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/textcut"
 )
 
 // PlanDeps are what POST /api/v1/plan needs of the hub: it reads the documents in force and
@@ -458,7 +459,7 @@ func readPlanRequest(w http.ResponseWriter, r *http.Request) (hubapi.PlanRequest
 	case (len(req.Files) == 0) == (req.Ref == ""):
 		return req, errors.New("plan request: give the candidate as either files or a ref of the fleet repository")
 	case req.Ref != "" && (!refText.MatchString(req.Ref) || strings.HasPrefix(req.Ref, "-") || strings.Contains(req.Ref, "..")):
-		return req, fmt.Errorf("plan request: ref %q: want a branch name or a full commit", clip(req.Ref))
+		return req, fmt.Errorf("plan request: ref %q: want a branch name or a full commit", textcut.Cut(req.Ref, 64))
 	case len(req.Files) > maxPlanFiles:
 		return req, fmt.Errorf("plan request: %d files: at most %d", len(req.Files), maxPlanFiles)
 	case len(req.Sources) > maxPlanSources:
@@ -470,7 +471,7 @@ func readPlanRequest(w http.ResponseWriter, r *http.Request) (hubapi.PlanRequest
 		ext := strings.ToLower(path.Ext(name))
 		if len(name) > 512 || !filepath.IsLocal(name) || path.Clean(name) != name || strings.ContainsAny(name, "\\\x00") ||
 			(ext != ".yaml" && ext != ".yml" && ext != ".json") {
-			return req, fmt.Errorf("plan request: file %q: want a relative, clean path to a .yaml, .yml or .json file", clip(name))
+			return req, fmt.Errorf("plan request: file %q: want a relative, clean path to a .yaml, .yml or .json file", textcut.Cut(name, 64))
 		}
 	}
 	if total > maxPlanBytes {
@@ -478,16 +479,8 @@ func readPlanRequest(w http.ResponseWriter, r *http.Request) (hubapi.PlanRequest
 	}
 	for name, ref := range req.Sources {
 		if !refText.MatchString(name) || !refText.MatchString(ref) || strings.HasPrefix(ref, "-") || strings.Contains(ref, "..") {
-			return req, fmt.Errorf("plan request: source %q at %q: want NAME=BRANCH or NAME=COMMIT", clip(name), clip(ref))
+			return req, fmt.Errorf("plan request: source %q at %q: want NAME=BRANCH or NAME=COMMIT", textcut.Cut(name, 64), textcut.Cut(ref, 64))
 		}
 	}
 	return req, nil
-}
-
-// clip shortens what a refusal quotes from a request.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -226,23 +225,8 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 // readRolloutAction reads the bounded body of an action; an empty body is no wave.
 func readRolloutAction(w http.ResponseWriter, r *http.Request) (hubapi.RolloutAction, bool) {
 	var req hubapi.RolloutAction
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRolloutBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("rollout action: body over %d bytes", maxRolloutBody))
-			return req, false
-		}
-		userapi.WriteError(w, http.StatusBadRequest, err)
+	if !readBody(w, r, maxRolloutBody, &req, "rollout action: ", `{"wave": ...}`) {
 		return req, false
-	}
-	if len(strings.TrimSpace(string(data))) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf(`rollout action: want {"wave": ...}: %w`, err))
-			return req, false
-		}
 	}
 	if len(req.Wave) > 63 || strings.ContainsFunc(req.Wave, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("rollout action: wave %q is not a wave name (at most 63 characters, no control character)", textcut.Cut(req.Wave, 64)))

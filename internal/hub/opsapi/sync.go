@@ -1,12 +1,9 @@
 package opsapi
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,13 +44,12 @@ func (a *API) syncRoutes() []userapi.Route {
 func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	release := r.PathValue("release")
-	req, err := readSyncRequest(w, r)
+	var req hubapi.SyncRequest
+	if !readBody(w, r, maxSyncBody, &req, "sync request: ", `{"cluster": ..., "override": ..., "reason": ...}`) {
+		return
+	}
+	req, err := checkSyncRequest(req)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("sync request: body over %d bytes", maxSyncBody))
-			return
-		}
 		userapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
@@ -76,7 +72,7 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	id, err := newSyncID()
+	id, err := newID("sync-")
 	if err != nil {
 		userapi.WriteError(w, http.StatusInternalServerError, err)
 		return
@@ -119,20 +115,8 @@ func syncView(r syncreq.Request) hubapi.SyncView {
 		Actor: r.Actor, Created: r.Created, Expires: r.Expires()}
 }
 
-// readSyncRequest reads and checks the body; an empty body is a sync of every cluster.
-func readSyncRequest(w http.ResponseWriter, r *http.Request) (hubapi.SyncRequest, error) {
-	var req hubapi.SyncRequest
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSyncBody))
-	if err != nil {
-		return req, err
-	}
-	if len(strings.TrimSpace(string(data))) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return req, fmt.Errorf(`sync request: want {"cluster": ..., "override": ..., "reason": ...}: %w`, err)
-		}
-	}
+// checkSyncRequest checks a sync request's body and trims its reason.
+func checkSyncRequest(req hubapi.SyncRequest) (hubapi.SyncRequest, error) {
 	req.Reason = strings.TrimSpace(req.Reason)
 	switch {
 	case req.Override && req.Reason == "":
@@ -145,13 +129,4 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (hubapi.SyncRequest
 		return req, fmt.Errorf("sync request: cluster name of %d bytes: at most 253", len(req.Cluster))
 	}
 	return req, nil
-}
-
-// newSyncID returns a unique, unguessable id: "sync-" and 16 hex digits.
-func newSyncID() (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("sync request id: %w", err)
-	}
-	return "sync-" + hex.EncodeToString(b), nil
 }
