@@ -36,7 +36,7 @@ const (
 // wait, drifted (healed or not), in conflict, or failed to apply.
 func needsLook(o reconcile.ObjectResult) bool {
 	switch {
-	case o.Action == reconcile.Pruned || o.Action == reconcile.PruneSkipped:
+	case o.Action == reconcile.Pruned || o.Action == reconcile.PruneSkipped || o.Action == reconcile.PruneDeferred:
 		return false
 	case o.Error != "", o.Action == reconcile.Conflict, o.Action == reconcile.Drifted, o.Action == reconcile.Healed,
 		o.Action == reconcile.Adopted: // the hub records the adoption in its audit trail

@@ -10,9 +10,10 @@ import (
 )
 
 // TestWindowHoldsPruneOnARealCluster: a real agent against the package's API server. A deny
-// window that blocks prune holds a new revision that would prune an object (applying it with
-// prune off would leave that object unmanaged for good) and lets one that prunes nothing
-// land; once the window is gone, the held revision lands and prunes.
+// window that blocks prune lets a new revision land but holds back the prune of what it
+// drops: the object stays, and stays in the inventory (prune off alone would leave it
+// unmanaged for good), across reconciles and a later revision; once the window is gone the
+// next reconcile of the same revision prunes it.
 func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
@@ -47,35 +48,39 @@ func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 2, ExplicitRemovals: true,
 		Assignments: []*agentv1.Assignment{assign(one, "main@2")}, Gates: []*agentv1.Gate{quiet}})
 	held := func(st *agentv1.AssignmentStatus) bool {
-		return st.Release == release && st.Generation == 2 && st.Phase == "Waiting" && st.Revision == "main@1" && st.PendingRevision == "main@2"
+		return st.Release == release && st.Generation == 2 && st.Phase == "Ready" && st.Revision == "main@2" && st.Waiting != ""
 	}
 	// Two reconciles at generation 2: the second is an interval after the first.
-	waitFor(t, hub, time.Minute, "main@2 held twice inside the window", func() bool { return hub.reported(held) >= 2 })
+	waitFor(t, hub, time.Minute, "main@2 applied twice inside the window, its prune held", func() bool { return hub.reported(held) >= 2 })
 	if !configMapExists(t, release, "dropped") {
 		t.Fatal("the ConfigMap main@2 drops was pruned while a window blocks prune")
 	}
 	hub.mu.Lock()
 	var waiting string
+	var pruned int32
 	for _, st := range hub.statuses {
 		if held(st) {
-			waiting = st.Waiting
+			waiting, pruned = st.Waiting, st.Pruned
 		}
 	}
 	hub.mu.Unlock()
-	if want := `window "quiet" closes ` + closes + ` UTC (it holds prune, and revision main@2 would prune 1 object)`; waiting != want {
+	if want := `window "quiet" closes ` + closes + ` UTC (it holds prune: 1 object that left the set wait to be pruned)`; waiting != want {
 		t.Errorf("waiting %q\nwant    %q", waiting, want)
 	}
+	if pruned != 0 {
+		t.Errorf("reported %d pruned inside the window, want 0", pruned)
+	}
 
-	// A revision that prunes nothing lands inside the window.
-	three := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep"), "app/dropped.yaml": cm("dropped"), "app/new.yaml": cm("new")})
+	// Another revision inside the window: the object held for pruning stays held.
+	three := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep"), "app/new.yaml": cm("new")})
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 3, ExplicitRemovals: true,
 		Assignments: []*agentv1.Assignment{assign(three, "main@3")}, Gates: []*agentv1.Gate{quiet}})
 	waitFor(t, hub, time.Minute, "main@3 Ready inside the window", func() bool { return hub.reported(ready(3, "main@3")) > 0 })
-	if !configMapExists(t, release, "new") {
-		t.Fatal("main@3's new ConfigMap is missing")
+	if !configMapExists(t, release, "new") || !configMapExists(t, release, "dropped") {
+		t.Fatal("inside the window main@3's new ConfigMap is missing, or the held one was pruned")
 	}
 
-	// main@2 again, without the window: it lands and prunes.
+	// main@2 again, without the window: it prunes what both held revisions dropped.
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 4, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign(one, "main@2")}})
 	waitFor(t, hub, time.Minute, "pruned without the window", func() bool {
 		return hub.reported(ready(4, "main@2")) > 0 && !configMapExists(t, release, "dropped") && !configMapExists(t, release, "new")

@@ -37,12 +37,9 @@ type versionTarget struct {
 }
 
 func (v *versionTarget) Reconcile(_ context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
-	if opts.DryRun {
-		return &reconcile.Result{Name: opts.Name}, nil // nothing would be pruned
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	c := call{release: opts.Name, prune: opts.Prune, selfHeal: opts.SelfHeal}
+	c := call{release: opts.Name, prune: opts.Prune && !opts.DeferPrune, selfHeal: opts.SelfHeal}
 	if len(objects) > 0 {
 		c.version, _, _ = unstructured.NestedString(objects[0].Object, "data", "version")
 	}

@@ -255,20 +255,11 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		}
 		eff = withContent(as, inForce)
 	}
-	if eff == as && h.verdict.Prune && as.Prune && inForce != nil && !sameContent(inForce, as) {
-		// With prune off the reconciler stops managing the objects a new revision drops, so
-		// they would never be pruned once the gate allows it: a revision that would prune
-		// anything waits for the gate too. One that prunes nothing goes ahead.
-		if n := a.wouldPrune(ctx, as); n > 0 {
-			waiting = fmt.Sprintf("%s (it holds prune, and revision %s would prune %d %s)", h.verdict.Reason, as.Revision, n, plural(n, "object"))
-			eff = withContent(as, inForce)
-		}
-	}
 	if waiting != "" {
 		a.prefetch(ctx, as)
 	}
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.sync.GetId()}
-	res, reached, err := a.apply(ctx, eff, applyMode{prune: !h.verdict.Prune, selfHeal: !h.verdict.SelfHeal})
+	res, reached, err := a.apply(ctx, eff, applyMode{deferPrune: h.verdict.Prune, selfHeal: !h.verdict.SelfHeal})
 	if ctx.Err() != nil {
 		return 0, "" // shutting down: this result is not the assignment's state
 	}
@@ -281,6 +272,10 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		}
 	}
 	fillStatus(st, res, err)
+	if n := deferredPrunes(res); n > 0 && waiting == "" {
+		// The revision is in force; only the prune of what it dropped waits for the gate.
+		st.Waiting = fmt.Sprintf("%s (it holds prune: %d %s that left the set wait to be pruned)", h.verdict.Reason, n, plural(n, "object"))
+	}
 	if waiting != "" {
 		st.Waiting, st.PendingRevision, st.PendingDigest = waiting, as.Revision, as.Digest
 		if hubapi.Phase(st.Phase) == hubapi.PhaseReady {
@@ -355,20 +350,19 @@ func (a *Agent) enqueue(st *agentv1.AssignmentStatus) error {
 	return a.st.enqueue(&agentv1.Report{ProducedAt: timestamppb.New(a.clock.Now()), Statuses: []*agentv1.AssignmentStatus{st}}, a.opts.MaxOutbox)
 }
 
-// applyMode is what the gates allow one reconcile: prune and self-heal (where the assignment
-// asks for them), or only a dry run.
+// applyMode is what the gates allow one reconcile: prune held back (objects that left the
+// set stay in the inventory until it is allowed) and self-heal (where the assignment asks for
+// them).
 type applyMode struct {
-	prune, selfHeal, dryRun bool
+	deferPrune, selfHeal bool
 }
 
-// wouldPrune returns how many objects applying as would prune, from a dry run (0 when the
-// dry run fails: the apply then reports the same failure, before anything is applied).
-func (a *Agent) wouldPrune(ctx context.Context, as *agentv1.Assignment) int {
-	res, _, err := a.apply(ctx, as, applyMode{prune: true, selfHeal: true, dryRun: true})
-	if err != nil || res == nil {
+// deferredPrunes counts the objects a reconcile kept for a prune the gates hold back.
+func deferredPrunes(res *reconcile.Result) int {
+	if res == nil {
 		return 0
 	}
-	return res.Count(reconcile.Pruned)
+	return res.Count(reconcile.PruneDeferred)
 }
 
 func plural(n int, what string) string {
@@ -380,7 +374,7 @@ func plural(n int, what string) string {
 
 // apply renders and reconciles as, with prune and self-heal only where the assignment and
 // the gates allow them. reached says the artifact was at hand, so the reconcile ran (or the
-// artifact did not render): as is then the revision in force, unless this was a dry run.
+// artifact did not render): as is then the revision in force.
 func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMode) (res *reconcile.Result, reached bool, err error) {
 	root, err := a.artifactRoot(ctx, as.Digest)
 	if err != nil {
@@ -394,11 +388,11 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		Name:            as.Release,
 		Namespace:       as.Namespace,
 		CreateNamespace: as.CreateNamespace,
-		Prune:           as.Prune && mode.prune,
+		Prune:           as.Prune,
+		DeferPrune:      mode.deferPrune,
 		Wait:            as.Wait,
 		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
 		SelfHeal:        as.SelfHeal && mode.selfHeal,
-		DryRun:          mode.dryRun,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
 		Project:         project.FromProto(as.Project),
@@ -434,7 +428,7 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 	}
 	for _, o := range res.Objects {
 		switch o.Action {
-		case reconcile.Pruned, reconcile.PruneSkipped:
+		case reconcile.Pruned, reconcile.PruneSkipped, reconcile.PruneDeferred:
 			if o.Action == reconcile.Pruned {
 				st.Pruned++
 			}

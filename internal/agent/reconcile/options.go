@@ -28,6 +28,10 @@ type Options struct {
 	CreateNamespace bool
 	// Prune deletes objects that were applied before and left the set.
 	Prune bool
+	// DeferPrune holds Prune back for this reconcile (a window blocks it): objects that left
+	// the set are neither deleted nor forgotten; they stay in the inventory, reported as
+	// PruneDeferred, and the first reconcile without DeferPrune prunes them.
+	DeferPrune bool
 	// Wait waits until every object is Current or Failed (kstatus), up to Timeout.
 	Wait bool
 	// Timeout bounds Wait. Default 5 minutes.

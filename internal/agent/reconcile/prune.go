@@ -16,7 +16,8 @@ import (
 // inventory so that the next reconcile tries again (a ServiceAccount denied the delete today
 // may be allowed it tomorrow). Only inventory objects are ever candidates; one annotated
 // flotilla.dev/prune: disabled is kept, and one already gone is skipped quietly. Without Prune
-// nothing happens: objects that left the set are no longer managed, as with Flux.
+// nothing happens: objects that left the set are no longer managed, as with Flux. With
+// DeferPrune every one of them is kept in the inventory, untouched.
 func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, opts Options, dryRun bool) ([]ObjectResult, []string, []ObjectRef) {
 	if !opts.Prune {
 		return nil, nil, nil
@@ -32,6 +33,13 @@ func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, o
 		}
 	}
 	sort.Slice(gone, func(i, j int) bool { return gone[i].id() < gone[j].id() })
+	if opts.DeferPrune {
+		deferred := make([]ObjectResult, len(gone))
+		for i, ref := range gone {
+			deferred[i] = ObjectResult{ObjectRef: ref, Action: PruneDeferred}
+		}
+		return deferred, nil, gone // kept in the inventory: pruned once prune is allowed
+	}
 
 	results := make([]ObjectResult, len(gone))
 	failures := make([]string, len(gone))

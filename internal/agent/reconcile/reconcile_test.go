@@ -141,6 +141,30 @@ data: {stay: "yes"}
 			t.Errorf("beta deleted without prune: %v", err)
 		}
 	})
+
+	t.Run("a deferred prune keeps what left the set until prune is allowed", func(t *testing.T) {
+		ns := uniqueName("deferprune")
+		opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Prune: true}
+		mustReconcile(t, r, parse(t, ns, twoConfigMaps), opts)
+		held := opts
+		held.DeferPrune = true
+		for range 2 { // and again: it stays in the inventory while held
+			res := mustReconcile(t, r, parse(t, ns, twoConfigMaps)[:1], held)
+			if a := actions(res)["configmap/beta"]; a != PruneDeferred {
+				t.Errorf("beta while prune is held: %q, want %q", a, PruneDeferred)
+			}
+			if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "beta", metav1.GetOptions{}); err != nil {
+				t.Fatalf("beta deleted while prune is held: %v", err)
+			}
+		}
+		res := mustReconcile(t, r, parse(t, ns, twoConfigMaps)[:1], opts)
+		if a := actions(res)["configmap/beta"]; a != Pruned {
+			t.Errorf("beta once prune is allowed: %q, want %q", a, Pruned)
+		}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "beta", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("beta after the held prune was allowed: %v, want not found", err)
+		}
+	})
 }
 
 func TestCRDAndCustomResourceInOneSet(t *testing.T) {

@@ -24,6 +24,9 @@ const (
 	Pruned   Action = "pruned"
 	// PruneSkipped: the object left the set but is annotated flotilla.dev/prune: disabled.
 	PruneSkipped Action = "prune skipped"
+	// PruneDeferred: the object left the set while prune is held (Options.DeferPrune); it
+	// stays in the inventory, so that a later reconcile prunes it.
+	PruneDeferred Action = "prune deferred"
 )
 
 // ObjectRef names one object.
