@@ -12,26 +12,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
-const freezeFleet = `apiVersion: flotilla.dev/v1alpha1
-kind: Source
-metadata: {name: platform}
-spec:
-  git: {url: "file://%s", branch: main}
-  interval: 2s
----
-apiVersion: flotilla.dev/v1alpha1
-kind: Release
-metadata: {name: web}
-spec:
-  source: platform
-  path: web
-  targets: [{selector: {}}]
-  namespace: web
-  createNamespace: true
-  prune: true
-  interval: 2s
-`
-
 // TestFreezeAndAuditedOverride: a freeze holds a new revision on real clusters; `sync
 // --override` lands it on one cluster, once (the next commit is held there again), and the
 // audit trail names the override's actor and reason; unfreeze lets the newest revision land
@@ -39,7 +19,7 @@ spec:
 func TestFreezeAndAuditedOverride(t *testing.T) {
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
-	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(freezeFleet, srcDir)})
+	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(webFleet, srcDir)})
 	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{"fz-1": {"env": "prod"}, "fz-2": {"env": "prod"}})
 	both := map[string][]string{"fz-1": {"web"}, "fz-2": {"web"}}
 	f.waitStatus("v1 applied", 2*time.Minute, converged("", both))

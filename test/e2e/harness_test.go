@@ -289,3 +289,25 @@ func configMapData(t *testing.T, c *localcluster.Cluster, ns, name, key string) 
 	}
 	return cm.Data[key], true
 }
+
+// webFleet is a fleet of one release, web, applying path web of the Git repository whose
+// directory is its one %s, to every cluster; tests append their own fields or objects.
+const webFleet = `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec:
+  git: {url: "file://%s", branch: main}
+  interval: 2s
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: web}
+spec:
+  source: platform
+  path: web
+  targets: [{selector: {}}]
+  namespace: web
+  createNamespace: true
+  prune: true
+  interval: 2s
+`

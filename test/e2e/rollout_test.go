@@ -10,25 +10,7 @@ import (
 )
 
 // rolloutFleet is a fleet whose release web rolls out along the waves given (YAML).
-const rolloutFleet = `apiVersion: flotilla.dev/v1alpha1
-kind: Source
-metadata: {name: platform}
-spec:
-  git: {url: "file://%s", branch: main}
-  interval: 2s
----
-apiVersion: flotilla.dev/v1alpha1
-kind: Release
-metadata: {name: web}
-spec:
-  source: platform
-  path: web
-  targets: [{selector: {}}]
-  namespace: web
-  createNamespace: true
-  prune: true
-  interval: 2s
-  rollout:
+const rolloutFleet = webFleet + `  rollout:
 %s
 `
 

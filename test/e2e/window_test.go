@@ -40,25 +40,7 @@ func (f *fleet) startAgentOnClock(name string, clk *offsetClock) {
 	f.mu.Unlock()
 }
 
-const windowFleet = `apiVersion: flotilla.dev/v1alpha1
-kind: Source
-metadata: {name: platform}
-spec:
-  git: {url: "file://%s", branch: main}
-  interval: 2s
----
-apiVersion: flotilla.dev/v1alpha1
-kind: Release
-metadata: {name: web}
-spec:
-  source: platform
-  path: web
-  targets: [{selector: {}}]
-  namespace: web
-  createNamespace: true
-  prune: true
-  interval: 2s
----
+const windowFleet = webFleet + `---
 apiVersion: flotilla.dev/v1alpha1
 kind: Window
 metadata: {name: change-freeze}
