@@ -52,7 +52,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name:  "unknown field without a close match lists the known ones",
 			files: map[string]string{s: platformSource + "  color: blue\n"},
-			want:  []Problem{{s, "Source/platform", "spec.color", `unknown field "color" (known fields: git, interval)`, 0}},
+			want:  []Problem{{s, "Source/platform", "spec.color", `unknown field "color" (known fields: git, helm, interval, oci)`, 0}},
 		},
 		{
 			name:  "other kind",
@@ -112,7 +112,7 @@ func TestParseInvalid(t *testing.T) {
 		{
 			name:  "source without git",
 			files: map[string]string{s: "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: platform}\nspec: {interval: 1m}\n"},
-			want:  []Problem{{s, "Source/platform", "spec.git", "must be set: a source needs a Git repository", 0}},
+			want:  []Problem{{s, "Source/platform", "spec", "set one of git, helm and oci: a source needs a Git repository, a Helm chart or an OCI artifact", 0}},
 		},
 		{
 			name: "source git without url, two refs, bad semver",
@@ -318,7 +318,7 @@ spec: {source: platform, path: x, targets: [{selector: {}}], colour: red}
 		got = append(got, p.String())
 	}
 	want := []string{
-		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: adopt, createNamespace, dependsOn, ignore, interval, namespace, path, project, prune, respectManagers, rollout, selfHeal, source, suspend, targets, timeout, variables, wait)`,
+		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: adopt, createNamespace, decryption, dependsOn, helm, ignore, interval, namespace, path, project, prune, respectManagers, rollout, selfHeal, source, suspend, targets, timeout, variables, wait)`,
 		`fleet/releases.yaml line 9: Release/baseline: spec.source: source "platfrom" is not defined`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -22,9 +22,12 @@ type Source struct {
 	Spec       SourceSpec `json:"spec"`
 }
 
-// SourceSpec: exactly one of the kinds of source (today Git).
+// SourceSpec: exactly one of the kinds of source: a Git repository, a Helm chart or an OCI
+// artifact.
 type SourceSpec struct {
-	Git *GitSource `json:"git,omitempty"`
+	Git  *GitSource  `json:"git,omitempty"`
+	Helm *HelmSource `json:"helm,omitempty"`
+	OCI  *OCISource  `json:"oci,omitempty"`
 	// Interval between polls. Default 1m.
 	Interval Duration `json:"interval,omitzero"`
 }
@@ -100,6 +103,11 @@ type ReleaseSpec struct {
 	// Adopt takes over, on first apply, objects another tool (Argo CD, Flux, Helm, kubectl)
 	// applied, without deleting or re-creating them.
 	Adopt *Adopt `json:"adopt,omitempty"`
+	// Helm renders Path as a Helm chart. A chart directory (one holding Chart.yaml) is
+	// rendered as a chart even without it, with the defaults.
+	Helm *ReleaseHelm `json:"helm,omitempty"`
+	// Decryption decrypts SOPS-encrypted documents at the agent, with the cluster's own key.
+	Decryption *Decryption `json:"decryption,omitempty"`
 }
 
 // Adopt names the field managers whose fields a release takes over, and what of the old

@@ -115,6 +115,13 @@ func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 		validateMeta(r.Metadata, add)
 		checkDuplicate(releases, KindRelease, r.Metadata.Name, file, add)
 		validateReleaseSpec(r.Spec, add)
+		validateReleaseHelm(r.Spec.Helm, add)
+		validateDecryption(r.Spec.Decryption, add)
+		for _, ref := range r.Spec.fileRefs() {
+			if _, ok := sources[ref.source]; ref.source != "" && !ok && !t.hasSource(ref.source) && !(o != nil && o.broken[ref.source]) {
+				add(ref.field, fmt.Sprintf("source %q is not defined", ref.source))
+			}
+		}
 
 		_, defined := sources[r.Spec.Source]
 		defined = defined || t.hasSource(r.Spec.Source)
@@ -190,11 +197,30 @@ func validateSourceSpec(s SourceSpec, add func(field, msg string)) {
 	if s.Interval.Duration != 0 && s.Interval.Duration < MinSourceInterval {
 		add("spec.interval", fmt.Sprintf("must be at least %v, not %v", MinSourceInterval, s.Interval.Duration))
 	}
-	g := s.Git
-	if g == nil {
-		add("spec.git", "must be set: a source needs a Git repository")
+	var kinds []string
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"git", s.Git != nil}, {"helm", s.Helm != nil}, {"oci", s.OCI != nil}} {
+		if k.set {
+			kinds = append(kinds, k.name)
+		}
+	}
+	switch {
+	case len(kinds) == 0:
+		add("spec", "set one of git, helm and oci: a source needs a Git repository, a Helm chart or an OCI artifact")
+		return
+	case len(kinds) > 1:
+		add("spec", fmt.Sprintf("set exactly one of git, helm and oci, not %s", strings.Join(kinds, " and ")))
+		return
+	case s.Helm != nil:
+		validateHelmSource(s.Helm, add)
+		return
+	case s.OCI != nil:
+		validateOCISource(s.OCI, add)
 		return
 	}
+	g := s.Git
 	if g.URL == "" {
 		add("spec.git.url", "must be set")
 	}

@@ -380,7 +380,15 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 	if err != nil {
 		return nil, false, err
 	}
-	objects, err := render.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars})
+	helm, err := a.helmOptions(ctx, as)
+	if err != nil {
+		return nil, true, err
+	}
+	dec, err := a.decryptor(as)
+	if err != nil {
+		return nil, true, err
+	}
+	objects, err := render.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec})
 	if err != nil {
 		return nil, true, err
 	}

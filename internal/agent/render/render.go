@@ -17,6 +17,15 @@ type Options struct {
 	// Vars are the substitution variables for ${name} references (see ClusterVars). Names must
 	// match ^[_a-zA-Z][_a-zA-Z0-9]*$.
 	Vars map[string]string
+	// Helm says how to render Path when it is a chart directory (it holds Chart.yaml); nil:
+	// as `helm template` would with its defaults. Ignored for other directories.
+	Helm *Helm
+	// Decrypt decrypts SOPS-encrypted documents (documents with a top-level "sops" key). Nil:
+	// such documents are refused (ErrEncrypted), unless KeepEncrypted.
+	Decrypt Decryptor
+	// KeepEncrypted passes encrypted documents through as ciphertext, for `flotilla render`
+	// without --decrypt. The agent never sets it.
+	KeepEncrypted bool
 
 	// unchecked skips the checks that run before kustomize (policy.go), leaving only the
 	// sealed file system: a test hook, to show that the seal holds by itself.
@@ -56,6 +65,10 @@ func render(ctx context.Context, opts Options) ([]object, error) {
 		return nil, err
 	}
 	var objs []object
+	if isChartDir(dir) {
+		// A chart's values are substituted before it renders; its output never is.
+		return renderChart(ctx, root, rel, dir, opts, vars)
+	}
 	if kf := findKustomization(dir); kf != "" {
 		objs, err = buildKustomization(ctx, root, rel, kf, opts.unchecked)
 	} else {

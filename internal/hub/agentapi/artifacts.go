@@ -54,7 +54,7 @@ func referencesDigest(ds store.DesiredState, digest string) bool {
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(assignments, func(a schedule.Assignment) bool { return a.Digest == digest })
+	return slices.ContainsFunc(assignments, func(a schedule.Assignment) bool { return slices.Contains(a.Digests(), digest) })
 }
 
 // countingWriter counts the bytes of an artifact response.

@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -92,6 +93,12 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 		if a.Adopt != nil {
 			pa.Adopt = &agentv1.AdoptRules{FromManagers: a.Adopt.FromManagers, HelmRelease: a.Adopt.HelmRelease, HelmReleaseNamespace: a.Adopt.HelmReleaseNamespace}
 		}
+		pa.Decryption = a.Decryption
+		if a.Helm != nil {
+			if pa.Helm, err = helmToProto(a.Helm); err != nil {
+				return nil, fmt.Errorf("desired state of cluster %q: release %q: %w", ds.Cluster, a.Release, err)
+			}
+		}
 		out.Assignments = append(out.Assignments, pa)
 	}
 	for _, g := range doc.Gates {
@@ -103,6 +110,36 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 	}
 	for _, r := range doc.Syncs {
 		out.Syncs = append(out.Syncs, &agentv1.SyncRequest{Id: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
+	}
+	return out, nil
+}
+
+// helmToProto is a release's resolved Helm settings as the agent receives them.
+func helmToProto(h *schedule.Helm) (*agentv1.HelmRelease, error) {
+	out := &agentv1.HelmRelease{ReleaseName: h.ReleaseName, IncludeCrds: h.IncludeCRDs}
+	if len(h.Values) > 0 {
+		data, err := json.Marshal(h.Values)
+		if err != nil {
+			return nil, fmt.Errorf("helm values: %w", err)
+		}
+		out.ValuesJson = data
+	}
+	ref := func(f schedule.FileRef) *agentv1.FileRef {
+		return &agentv1.FileRef{Source: f.Source, Revision: f.Revision, Digest: f.Digest, Path: f.Path}
+	}
+	for _, f := range h.ValuesFiles {
+		out.ValuesFiles = append(out.ValuesFiles, ref(f))
+	}
+	for _, p := range h.PostRender {
+		pp := &agentv1.PostRenderPatch{Patch: p.Patch}
+		if p.File != nil {
+			pp.File = ref(*p.File)
+		}
+		if t := p.Target; t != nil {
+			pp.Target = &agentv1.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		out.PostRender = append(out.PostRender, pp)
 	}
 	return out, nil
 }

@@ -75,8 +75,11 @@ type Metrics struct {
 
 // Deps are what the controller needs. Store, Poller, Artifacts and Lease are required.
 type Deps struct {
-	Store     Store
-	Poller    Poller
+	Store  Store
+	Poller Poller
+	// Helm and OCI fetch Helm chart and OCI artifact sources; a source of a kind without one
+	// is not polled.
+	Helm, OCI source.Fetcher
 	Artifacts Artifacts
 	Lease     Lease
 	// Shared, ShareArtifact and PublishView are set on a hub with replicas: the artifacts

@@ -25,18 +25,19 @@ func (c *Controller) pollSources(ctx context.Context) bool {
 	if fleet != nil {
 		for _, s := range fleet.Sources {
 			name := s.Metadata.Name
-			if s.Spec.Git != nil && c.inflight[name] && urgent[name] {
+			fetched := s.Spec.Git != nil || c.fetcher(s) != nil
+			if fetched && c.inflight[name] && urgent[name] {
 				c.markUrgent(name)
 			}
-			if s.Spec.Git == nil || c.inflight[name] || (!urgent[name] && clock.Since(c.clock, c.polled[name]) < s.Spec.IntervalOrDefault()) {
+			if !fetched || c.inflight[name] || (!urgent[name] && clock.Since(c.clock, c.polled[name]) < s.Spec.IntervalOrDefault()) {
 				continue
 			}
 			c.polled[name] = c.clock.Now()
 			c.inflight[name] = true
 			go func() {
-				art, err := c.pollSource(ctx, s)
+				art, verified, err := c.pollSource(ctx, s)
 				select {
-				case c.results <- pollResult{source: s, art: art, err: err}:
+				case c.results <- pollResult{source: s, art: art, verified: verified, err: err}:
 				case <-ctx.Done():
 				}
 			}()
@@ -55,14 +56,15 @@ func (c *Controller) pollSources(ctx context.Context) bool {
 }
 
 type pollResult struct {
-	source v1alpha1.Source
-	art    schedule.Artifact
-	err    error
+	source   v1alpha1.Source
+	art      schedule.Artifact
+	verified map[string]string
+	err      error
 }
 
 func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
 	name := r.source.Metadata.Name
-	st := store.SourceStatus{Name: name, URL: source.Redact(r.source.Spec.Git.URL), CheckedAt: c.clock.Now()}
+	st := store.SourceStatus{Name: name, URL: sourceURL(r.source), CheckedAt: c.clock.Now()}
 	changed := false
 	c.mu.Lock()
 	prev, had := c.artifacts[name]
@@ -81,9 +83,11 @@ func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
 	}
 	c.mu.Unlock()
 	if changed {
-		c.d.Record(ctx, audit.Event{Actor: "hub", Action: "source.revision", Detail: map[string]any{
-			"source": name, "url": r.art.URL, "revision": r.art.Revision, "digest": r.art.Digest, "previous": prev.Revision,
-		}})
+		detail := map[string]any{"source": name, "url": r.art.URL, "revision": r.art.Revision, "digest": r.art.Digest, "previous": prev.Revision}
+		if r.verified != nil {
+			detail["verified"] = r.verified // who signed what is applied
+		}
+		c.d.Record(ctx, audit.Event{Actor: "hub", Action: "source.revision", Detail: detail})
 	}
 	if err := c.d.Store.PutSourceStatus(ctx, st); err != nil {
 		c.log.Warn("store source status", "source", name, "error", err)
@@ -91,7 +95,7 @@ func (c *Controller) applyPoll(ctx context.Context, r pollResult) bool {
 	return changed
 }
 
-func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art schedule.Artifact, err error) {
+func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art schedule.Artifact, verified map[string]string, err error) {
 	start := c.clock.Now()
 	defer func() {
 		c.d.Metrics.PollDuration.WithLabelValues(s.Metadata.Name).Observe(clock.Since(c.clock, start).Seconds())
@@ -99,31 +103,49 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 			c.d.Metrics.PollErrors.WithLabelValues(s.Metadata.Name).Inc()
 		}
 	}()
-	git := s.Spec.Git
-	// The poller's policy resolves the credentials and refuses what the operator does not allow.
-	g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit,
-		Credentials: git.Credentials, CredentialsFile: git.CredentialsFile, Insecure: git.Insecure}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	res, err := c.d.Poller.Resolve(ctx, g)
-	if err != nil {
-		return schedule.Artifact{}, err
-	}
 	c.mu.Lock()
 	prev := c.artifacts[s.Metadata.Name]
 	c.mu.Unlock()
-	// The artifact carries the URL redacted: it reaches the store, the audit trail and agents.
-	url := source.Redact(git.URL)
-	if prev.Revision == res.Revision && prev.URL == url && c.d.Artifacts.Has(prev.Digest) {
-		return prev, nil
-	}
 	dir, err := os.MkdirTemp(c.opts.WorkDir, "checkout-")
 	if err != nil {
-		return schedule.Artifact{}, err
+		return schedule.Artifact{}, nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := c.d.Poller.Checkout(ctx, g, res.Commit, dir); err != nil {
-		return schedule.Artifact{}, err
+
+	var revision, url string
+	if s.Spec.Git != nil {
+		git := s.Spec.Git
+		// The poller's policy resolves the credentials and refuses what the operator does not allow.
+		g := source.Git{Name: s.Metadata.Name, URL: git.URL, Branch: git.Branch, Tag: git.Tag, Semver: git.Semver, Commit: git.Commit,
+			Credentials: git.Credentials, CredentialsFile: git.CredentialsFile, Insecure: git.Insecure}
+		res, err := c.d.Poller.Resolve(ctx, g)
+		if err != nil {
+			return schedule.Artifact{}, nil, err
+		}
+		// The artifact carries the URL redacted: it reaches the store, the audit trail and agents.
+		revision, url = res.Revision, source.Redact(git.URL)
+		if prev.Revision == revision && prev.URL == url && c.d.Artifacts.Has(prev.Digest) {
+			return prev, nil, nil
+		}
+		if err := c.d.Poller.Checkout(ctx, g, res.Commit, dir); err != nil {
+			return schedule.Artifact{}, nil, err
+		}
+	} else {
+		f := c.fetcher(s)
+		prevRevision := ""
+		if c.d.Artifacts.Has(prev.Digest) {
+			prevRevision = prev.Revision
+		}
+		res, err := f.Fetch(ctx, s, prevRevision, dir)
+		if err != nil {
+			return schedule.Artifact{}, nil, err
+		}
+		if res.Unchanged && prev.URL == res.URL {
+			return prev, nil, nil
+		}
+		revision, url, verified = res.Revision, res.URL, res.Verified
 	}
 	// Protect the artifact from garbage collection from before it exists until applyPoll has
 	// made it part of the state that scheduling and GC see.
@@ -138,11 +160,35 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 	}
 	c.mu.Unlock()
 	if err != nil {
-		return schedule.Artifact{}, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, res.Revision, err)
+		return schedule.Artifact{}, nil, fmt.Errorf("source '%s': pack %s: %w", s.Metadata.Name, revision, err)
 	}
 	// The other replicas serve it from the shared store: not assigned before it is there.
 	if err := c.d.ShareArtifact(ctx, digest); err != nil {
-		return schedule.Artifact{}, fmt.Errorf("source '%s': share artifact of %s: %w", s.Metadata.Name, res.Revision, err)
+		return schedule.Artifact{}, nil, fmt.Errorf("source '%s': share artifact of %s: %w", s.Metadata.Name, revision, err)
 	}
-	return schedule.Artifact{Source: s.Metadata.Name, URL: url, Revision: res.Revision, Digest: digest}, nil
+	return schedule.Artifact{Source: s.Metadata.Name, URL: url, Revision: revision, Digest: digest}, verified, nil
+}
+
+// fetcher is the Fetcher for a source that is not Git; nil when the hub has none for its kind.
+func (c *Controller) fetcher(s v1alpha1.Source) source.Fetcher {
+	switch {
+	case s.Spec.Helm != nil:
+		return c.d.Helm
+	case s.Spec.OCI != nil:
+		return c.d.OCI
+	}
+	return nil
+}
+
+// sourceURL is where a source is, credentials removed, for its status.
+func sourceURL(s v1alpha1.Source) string {
+	switch {
+	case s.Spec.Git != nil:
+		return source.Redact(s.Spec.Git.URL)
+	case s.Spec.Helm != nil:
+		return source.Redact(s.Spec.Helm.Repository) + " chart " + s.Spec.Helm.Chart
+	case s.Spec.OCI != nil:
+		return source.Redact(s.Spec.OCI.URL)
+	}
+	return ""
 }

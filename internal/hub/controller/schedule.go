@@ -159,7 +159,9 @@ func (c *Controller) reschedule(ctx context.Context) {
 	}
 	for _, doc := range c.plan {
 		for _, a := range doc.Assignments {
-			keep[a.Digest] = true
+			for _, d := range a.Digests() {
+				keep[d] = true
+			}
 		}
 	}
 	for d := range c.rolloutKeep {

@@ -334,6 +334,10 @@ func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, 
 	for _, s := range cand.Sources {
 		name, git := s.Metadata.Name, s.Spec.Git
 		if git == nil {
+			// Helm and OCI sources are planned at the artifact the hub holds for them.
+			if st, ok := current[name]; ok && st.Digest != "" {
+				arts[name] = schedule.Artifact{Source: name, URL: st.URL, Revision: st.Revision, Digest: st.Digest}
+			}
 			continue
 		}
 		ref, override := refs[name]

@@ -61,6 +61,11 @@ type Assignment struct {
 	// Rollout is set while the release's rollout holds this cluster at an earlier revision
 	// than the newest: a line for status ("wave eu waits for canary").
 	Rollout string `json:"rollout,omitempty"`
+	// Helm renders Path as a chart (Release.spec.helm, files resolved); nil: the agent renders
+	// Path as manifests, kustomize or (a directory with Chart.yaml) a chart with defaults.
+	Helm *Helm `json:"helm,omitempty"`
+	// Decryption is Release.spec.decryption.provider ("sops"), or "".
+	Decryption string `json:"decryption,omitempty"`
 }
 
 // Problem is a release that could not be scheduled as written, for one cluster or (Cluster
@@ -225,8 +230,11 @@ type prepared struct {
 	pathErr  error
 	artifact Artifact
 	resolved bool // the source has an artifact
-	vars     map[string]string
-	base     Assignment // everything but the path and Vars
+	// unresolved says why resolved is false although the source has an artifact (a file its
+	// Helm settings name is in a source without one).
+	unresolved string
+	vars       map[string]string
+	base       Assignment // everything but the path and Vars
 	// clusters bounds the clusters the release may target: its project's clusterSelector.
 	clusters v1alpha1.LabelSelector
 	// refused says which rule of its project the release breaks; "" when none. A refused
@@ -256,6 +264,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 		seen[name] = true
 
 		a, ok := artifacts[r.Spec.Source]
+		var err error
 		rel := prepared{
 			name:     name,
 			targets:  r.Spec.Targets,
@@ -288,6 +297,14 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 			}
 		} else {
 			rel.path = r.Spec.Path
+		}
+		if r.Spec.Decryption != nil {
+			rel.base.Decryption = r.Spec.Decryption.Provider
+		}
+		if ok {
+			if rel.base.Helm, err = resolveHelm(r, artifacts); err != nil {
+				rel.resolved, rel.unresolved = false, err.Error()
+			}
 		}
 		rel.base.Project, rel.clusters, rel.refused = projects.bound(r)
 		if rel.refused != "" {
@@ -324,7 +341,11 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 			continue
 		}
 		if !r.resolved {
-			s.keep(&out, r, c.Name, previous, fmt.Sprintf("source %q has no artifact", r.base.Source))
+			why := r.unresolved
+			if why == "" {
+				why = fmt.Sprintf("source %q has no artifact", r.base.Source)
+			}
+			s.keep(&out, r, c.Name, previous, why)
 			continue
 		}
 		p, err := r.resolvePath(c)

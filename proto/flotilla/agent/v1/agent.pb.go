@@ -31,8 +31,12 @@ type JoinRequest struct {
 	// The join token, as printed by `flotilla cluster add`.
 	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// PEM certificate signing request for the key the agent generated; its subject is ignored.
-	CsrPem        []byte `protobuf:"bytes,2,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
-	AgentVersion  string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	CsrPem       []byte `protobuf:"bytes,2,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	AgentVersion string `protobuf:"bytes,3,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// The public half (age1...) of the age key the agent generated for this cluster; the private
+	// half never leaves the agent's state dir. Secrets are encrypted to it (flotilla secret
+	// encrypt).
+	AgeRecipient  string `protobuf:"bytes,4,opt,name=age_recipient,json=ageRecipient,proto3" json:"age_recipient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -84,6 +88,13 @@ func (x *JoinRequest) GetCsrPem() []byte {
 func (x *JoinRequest) GetAgentVersion() string {
 	if x != nil {
 		return x.AgentVersion
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetAgeRecipient() string {
+	if x != nil {
+		return x.AgeRecipient
 	}
 	return ""
 }
@@ -766,7 +777,13 @@ type Assignment struct {
 	// newest: for status only.
 	Rollout string `protobuf:"bytes,19,opt,name=rollout,proto3" json:"rollout,omitempty"`
 	// Takes over objects other tools applied (Release.spec.adopt); unset: no adoption.
-	Adopt         *AdoptRules `protobuf:"bytes,20,opt,name=adopt,proto3" json:"adopt,omitempty"`
+	Adopt *AdoptRules `protobuf:"bytes,20,opt,name=adopt,proto3" json:"adopt,omitempty"`
+	// Set: path is a Helm chart, rendered in-process with the cluster's capabilities
+	// (Release.spec.helm; a chart directory without it gets the defaults from the agent).
+	Helm *HelmRelease `protobuf:"bytes,21,opt,name=helm,proto3" json:"helm,omitempty"`
+	// "sops": SOPS-encrypted documents are decrypted after rendering, with the cluster's own age
+	// key, before anything is applied. Empty: encrypted documents are refused.
+	Decryption    string `protobuf:"bytes,22,opt,name=decryption,proto3" json:"decryption,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -941,6 +958,323 @@ func (x *Assignment) GetAdopt() *AdoptRules {
 	return nil
 }
 
+func (x *Assignment) GetHelm() *HelmRelease {
+	if x != nil {
+		return x.Helm
+	}
+	return nil
+}
+
+func (x *Assignment) GetDecryption() string {
+	if x != nil {
+		return x.Decryption
+	}
+	return ""
+}
+
+// FileRef is a file in the artifact of a source: the agent fetches that artifact as it
+// fetches the assignment's own.
+type FileRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Revision      string                 `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	Digest        string                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileRef) Reset() {
+	*x = FileRef{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileRef) ProtoMessage() {}
+
+func (x *FileRef) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
+func (*FileRef) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FileRef) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *FileRef) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *FileRef) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *FileRef) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// HelmRelease is Release.spec.helm, resolved for one cluster.
+type HelmRelease struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ReleaseName string                 `protobuf:"bytes,1,opt,name=release_name,json=releaseName,proto3" json:"release_name,omitempty"`
+	// Merged in order, then values_json over them; ${var} references are substituted with the
+	// assignment's vars before merging, never in the chart's output.
+	ValuesFiles   []*FileRef         `protobuf:"bytes,2,rep,name=values_files,json=valuesFiles,proto3" json:"values_files,omitempty"`
+	ValuesJson    []byte             `protobuf:"bytes,3,opt,name=values_json,json=valuesJson,proto3" json:"values_json,omitempty"`
+	IncludeCrds   bool               `protobuf:"varint,4,opt,name=include_crds,json=includeCrds,proto3" json:"include_crds,omitempty"`
+	PostRender    []*PostRenderPatch `protobuf:"bytes,5,rep,name=post_render,json=postRender,proto3" json:"post_render,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HelmRelease) Reset() {
+	*x = HelmRelease{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HelmRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HelmRelease) ProtoMessage() {}
+
+func (x *HelmRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HelmRelease.ProtoReflect.Descriptor instead.
+func (*HelmRelease) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *HelmRelease) GetReleaseName() string {
+	if x != nil {
+		return x.ReleaseName
+	}
+	return ""
+}
+
+func (x *HelmRelease) GetValuesFiles() []*FileRef {
+	if x != nil {
+		return x.ValuesFiles
+	}
+	return nil
+}
+
+func (x *HelmRelease) GetValuesJson() []byte {
+	if x != nil {
+		return x.ValuesJson
+	}
+	return nil
+}
+
+func (x *HelmRelease) GetIncludeCrds() bool {
+	if x != nil {
+		return x.IncludeCrds
+	}
+	return false
+}
+
+func (x *HelmRelease) GetPostRender() []*PostRenderPatch {
+	if x != nil {
+		return x.PostRender
+	}
+	return nil
+}
+
+// PostRenderPatch is a kustomize patch of a chart's output: inline or in a file.
+type PostRenderPatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Patch string                 `protobuf:"bytes,1,opt,name=patch,proto3" json:"patch,omitempty"`
+	File  *FileRef               `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	// kustomize's selector; unset: the patch names its target itself.
+	Target        *PatchTarget `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PostRenderPatch) Reset() {
+	*x = PostRenderPatch{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PostRenderPatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PostRenderPatch) ProtoMessage() {}
+
+func (x *PostRenderPatch) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PostRenderPatch.ProtoReflect.Descriptor instead.
+func (*PostRenderPatch) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PostRenderPatch) GetPatch() string {
+	if x != nil {
+		return x.Patch
+	}
+	return ""
+}
+
+func (x *PostRenderPatch) GetFile() *FileRef {
+	if x != nil {
+		return x.File
+	}
+	return nil
+}
+
+func (x *PostRenderPatch) GetTarget() *PatchTarget {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+type PatchTarget struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Group              string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version            string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Kind               string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name               string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Namespace          string                 `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	LabelSelector      string                 `protobuf:"bytes,6,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	AnnotationSelector string                 `protobuf:"bytes,7,opt,name=annotation_selector,json=annotationSelector,proto3" json:"annotation_selector,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PatchTarget) Reset() {
+	*x = PatchTarget{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchTarget) ProtoMessage() {}
+
+func (x *PatchTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchTarget.ProtoReflect.Descriptor instead.
+func (*PatchTarget) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PatchTarget) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *PatchTarget) GetAnnotationSelector() string {
+	if x != nil {
+		return x.AnnotationSelector
+	}
+	return ""
+}
+
 // AdoptRules: the field managers whose fields the release takes over, and the Helm release
 // whose ownership marks and storage Secrets go (opt-in).
 type AdoptRules struct {
@@ -954,7 +1288,7 @@ type AdoptRules struct {
 
 func (x *AdoptRules) Reset() {
 	*x = AdoptRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1300,7 @@ func (x *AdoptRules) String() string {
 func (*AdoptRules) ProtoMessage() {}
 
 func (x *AdoptRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1313,7 @@ func (x *AdoptRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptRules.ProtoReflect.Descriptor instead.
 func (*AdoptRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AdoptRules) GetFromManagers() []string {
@@ -1018,7 +1352,7 @@ type IgnoreRule struct {
 
 func (x *IgnoreRule) Reset() {
 	*x = IgnoreRule{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1364,7 @@ func (x *IgnoreRule) String() string {
 func (*IgnoreRule) ProtoMessage() {}
 
 func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1377,7 @@ func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IgnoreRule.ProtoReflect.Descriptor instead.
 func (*IgnoreRule) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *IgnoreRule) GetGroup() string {
@@ -1098,7 +1432,7 @@ type ProjectRules struct {
 
 func (x *ProjectRules) Reset() {
 	*x = ProjectRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1444,7 @@ func (x *ProjectRules) String() string {
 func (*ProjectRules) ProtoMessage() {}
 
 func (x *ProjectRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1457,7 @@ func (x *ProjectRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectRules.ProtoReflect.Descriptor instead.
 func (*ProjectRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProjectRules) GetName() string {
@@ -1178,7 +1512,7 @@ type GroupKind struct {
 
 func (x *GroupKind) Reset() {
 	*x = GroupKind{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1524,7 @@ func (x *GroupKind) String() string {
 func (*GroupKind) ProtoMessage() {}
 
 func (x *GroupKind) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1537,7 @@ func (x *GroupKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKind.ProtoReflect.Descriptor instead.
 func (*GroupKind) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GroupKind) GetGroup() string {
@@ -1229,7 +1563,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1575,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1588,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -1278,7 +1612,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1624,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1637,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -1377,7 +1711,7 @@ type AssignmentStatus struct {
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1723,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1736,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -1577,7 +1911,7 @@ type Removal struct {
 
 func (x *Removal) Reset() {
 	*x = Removal{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1923,7 @@ func (x *Removal) String() string {
 func (*Removal) ProtoMessage() {}
 
 func (x *Removal) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1936,7 @@ func (x *Removal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removal.ProtoReflect.Descriptor instead.
 func (*Removal) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Removal) GetReason() string {
@@ -1670,7 +2004,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +2016,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +2029,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -1804,7 +2138,7 @@ type FieldDrift struct {
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2150,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2163,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -1872,7 +2206,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2218,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2231,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -1927,7 +2261,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2273,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2286,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -1992,7 +2326,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2338,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2351,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -2037,13 +2371,16 @@ type HeartbeatRequest struct {
 	// document it accepted.
 	RefusedGeneration int64  `protobuf:"varint,4,opt,name=refused_generation,json=refusedGeneration,proto3" json:"refused_generation,omitempty"`
 	RefusedReason     string `protobuf:"bytes,5,opt,name=refused_reason,json=refusedReason,proto3" json:"refused_reason,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The agent's age recipient (see JoinRequest), so that the hub learns it from agents that
+	// joined before they had one.
+	AgeRecipient  string `protobuf:"bytes,6,opt,name=age_recipient,json=ageRecipient,proto3" json:"age_recipient,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2392,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2405,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -2106,6 +2443,13 @@ func (x *HeartbeatRequest) GetRefusedReason() string {
 	return ""
 }
 
+func (x *HeartbeatRequest) GetAgeRecipient() string {
+	if x != nil {
+		return x.AgeRecipient
+	}
+	return ""
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2114,7 +2458,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2470,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,18 +2483,19 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1dflotilla/agent/v1/agent.proto\x12\x11flotilla.agent.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"a\n" +
+	"\x1dflotilla/agent/v1/agent.proto\x12\x11flotilla.agent.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x01\n" +
 	"\vJoinRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\acsr_pem\x18\x02 \x01(\fR\x06csrPem\x12#\n" +
-	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\"\x90\x01\n" +
+	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12#\n" +
+	"\rage_recipient\x18\x04 \x01(\tR\fageRecipient\"\x90\x01\n" +
 	"\fJoinResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12'\n" +
 	"\x0fcertificate_pem\x18\x02 \x01(\fR\x0ecertificatePem\x12\x15\n" +
@@ -2198,7 +2543,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xfd\x05\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xd1\x06\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -2222,10 +2567,39 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"depends_on\x18\x12 \x03(\tR\tdependsOn\x12\x18\n" +
 	"\arollout\x18\x13 \x01(\tR\arollout\x123\n" +
-	"\x05adopt\x18\x14 \x01(\v2\x1d.flotilla.agent.v1.AdoptRulesR\x05adopt\x1a7\n" +
+	"\x05adopt\x18\x14 \x01(\v2\x1d.flotilla.agent.v1.AdoptRulesR\x05adopt\x122\n" +
+	"\x04helm\x18\x15 \x01(\v2\x1e.flotilla.agent.v1.HelmReleaseR\x04helm\x12\x1e\n" +
+	"\n" +
+	"decryption\x18\x16 \x01(\tR\n" +
+	"decryption\x1a7\n" +
 	"\tVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"i\n" +
+	"\aFileRef\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\"\xf8\x01\n" +
+	"\vHelmRelease\x12!\n" +
+	"\frelease_name\x18\x01 \x01(\tR\vreleaseName\x12=\n" +
+	"\fvalues_files\x18\x02 \x03(\v2\x1a.flotilla.agent.v1.FileRefR\vvaluesFiles\x12\x1f\n" +
+	"\vvalues_json\x18\x03 \x01(\fR\n" +
+	"valuesJson\x12!\n" +
+	"\finclude_crds\x18\x04 \x01(\bR\vincludeCrds\x12C\n" +
+	"\vpost_render\x18\x05 \x03(\v2\".flotilla.agent.v1.PostRenderPatchR\n" +
+	"postRender\"\x8f\x01\n" +
+	"\x0fPostRenderPatch\x12\x14\n" +
+	"\x05patch\x18\x01 \x01(\tR\x05patch\x12.\n" +
+	"\x04file\x18\x02 \x01(\v2\x1a.flotilla.agent.v1.FileRefR\x04file\x126\n" +
+	"\x06target\x18\x03 \x01(\v2\x1e.flotilla.agent.v1.PatchTargetR\x06target\"\xdb\x01\n" +
+	"\vPatchTarget\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12%\n" +
+	"\x0elabel_selector\x18\x06 \x01(\tR\rlabelSelector\x12/\n" +
+	"\x13annotation_selector\x18\a \x01(\tR\x12annotationSelector\"\x8a\x01\n" +
 	"\n" +
 	"AdoptRules\x12#\n" +
 	"\rfrom_managers\x18\x01 \x03(\tR\ffromManagers\x12!\n" +
@@ -2324,7 +2698,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x16\n" +
 	"\x06healed\x18\x04 \x01(\bR\x06healed\"&\n" +
 	"\x0eReportResponse\x12\x14\n" +
-	"\x05acked\x18\x01 \x03(\x04R\x05acked\"\xd0\x01\n" +
+	"\x05acked\x18\x01 \x03(\x04R\x05acked\"\xf5\x01\n" +
 	"\x10HeartbeatRequest\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2332,7 +2706,8 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\foutbox_depth\x18\x02 \x01(\x05R\voutboxDepth\x12#\n" +
 	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12-\n" +
 	"\x12refused_generation\x18\x04 \x01(\x03R\x11refusedGeneration\x12%\n" +
-	"\x0erefused_reason\x18\x05 \x01(\tR\rrefusedReason\"\x13\n" +
+	"\x0erefused_reason\x18\x05 \x01(\tR\rrefusedReason\x12#\n" +
+	"\rage_recipient\x18\x06 \x01(\tR\fageRecipient\"\x13\n" +
 	"\x11HeartbeatResponse2V\n" +
 	"\vJoinService\x12G\n" +
 	"\x04Join\x12\x1e.flotilla.agent.v1.JoinRequest\x1a\x1f.flotilla.agent.v1.JoinResponse2\xcf\x02\n" +
@@ -2354,7 +2729,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -2367,23 +2742,27 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*SyncRequest)(nil),           // 8: flotilla.agent.v1.SyncRequest
 	(*Tombstone)(nil),             // 9: flotilla.agent.v1.Tombstone
 	(*Assignment)(nil),            // 10: flotilla.agent.v1.Assignment
-	(*AdoptRules)(nil),            // 11: flotilla.agent.v1.AdoptRules
-	(*IgnoreRule)(nil),            // 12: flotilla.agent.v1.IgnoreRule
-	(*ProjectRules)(nil),          // 13: flotilla.agent.v1.ProjectRules
-	(*GroupKind)(nil),             // 14: flotilla.agent.v1.GroupKind
-	(*ReportRequest)(nil),         // 15: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 16: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 17: flotilla.agent.v1.AssignmentStatus
-	(*Removal)(nil),               // 18: flotilla.agent.v1.Removal
-	(*ObjectDetail)(nil),          // 19: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 20: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 21: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 22: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 23: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 24: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 25: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 26: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*FileRef)(nil),               // 11: flotilla.agent.v1.FileRef
+	(*HelmRelease)(nil),           // 12: flotilla.agent.v1.HelmRelease
+	(*PostRenderPatch)(nil),       // 13: flotilla.agent.v1.PostRenderPatch
+	(*PatchTarget)(nil),           // 14: flotilla.agent.v1.PatchTarget
+	(*AdoptRules)(nil),            // 15: flotilla.agent.v1.AdoptRules
+	(*IgnoreRule)(nil),            // 16: flotilla.agent.v1.IgnoreRule
+	(*ProjectRules)(nil),          // 17: flotilla.agent.v1.ProjectRules
+	(*GroupKind)(nil),             // 18: flotilla.agent.v1.GroupKind
+	(*ReportRequest)(nil),         // 19: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 20: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 21: flotilla.agent.v1.AssignmentStatus
+	(*Removal)(nil),               // 22: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 23: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 24: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 25: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 26: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 27: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 28: flotilla.agent.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 29: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 30: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
@@ -2391,35 +2770,40 @@ var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	9,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
 	7,  // 3: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
 	8,  // 4: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
-	26, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	13, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
-	12, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
-	11, // 8: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
-	14, // 9: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
-	14, // 10: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
-	16, // 11: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	27, // 12: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	17, // 13: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	22, // 14: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	19, // 15: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	18, // 16: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	20, // 17: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	21, // 18: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 19: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 20: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 21: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	15, // 22: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	24, // 23: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 24: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 25: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 26: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	23, // 27: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	25, // 28: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	24, // [24:29] is the sub-list for method output_type
-	19, // [19:24] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	30, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	17, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	16, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
+	15, // 8: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
+	12, // 9: flotilla.agent.v1.Assignment.helm:type_name -> flotilla.agent.v1.HelmRelease
+	11, // 10: flotilla.agent.v1.HelmRelease.values_files:type_name -> flotilla.agent.v1.FileRef
+	13, // 11: flotilla.agent.v1.HelmRelease.post_render:type_name -> flotilla.agent.v1.PostRenderPatch
+	11, // 12: flotilla.agent.v1.PostRenderPatch.file:type_name -> flotilla.agent.v1.FileRef
+	14, // 13: flotilla.agent.v1.PostRenderPatch.target:type_name -> flotilla.agent.v1.PatchTarget
+	18, // 14: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	18, // 15: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	20, // 16: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	31, // 17: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	21, // 18: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	26, // 19: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	23, // 20: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	22, // 21: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	24, // 22: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	25, // 23: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 24: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 25: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 26: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	19, // 27: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	28, // 28: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 29: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 30: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 31: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	27, // 32: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	29, // 33: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -2433,7 +2817,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
