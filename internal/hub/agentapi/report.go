@@ -23,11 +23,23 @@ const maxReportsPerRequest = 500
 const maxStatusesPerReport = 1000
 
 func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.ReportRequest]) (*connect.Response[agentv1.ReportResponse], error) {
-	s, cluster := a.s, clusterFrom(ctx)
-	if n := len(req.Msg.GetReports()); n > maxReportsPerRequest {
+	acked, err := a.s.IngestReports(ctx, clusterFrom(ctx), req.Msg.GetReports())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&agentv1.ReportResponse{Acked: acked}), nil
+}
+
+// IngestReports checks and ingests reports of cluster, in order, as the Report call does, and
+// returns the seqs acked: those stored now or before ((cluster, seq) is ingested once). It
+// stops at the first report it cannot store; the rest are not acked. A refusal is a
+// *connect.Error (invalid_argument: a report the hub will never take; unavailable). Reports
+// carried offline (internal/hub/bundleapi) go through here too, after their signature.
+func (s *Server) IngestReports(ctx context.Context, cluster string, reports []*agentv1.Report) ([]uint64, error) {
+	if n := len(reports); n > maxReportsPerRequest {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%d reports in one request; at most %d", n, maxReportsPerRequest))
 	}
-	for _, r := range req.Msg.GetReports() {
+	for _, r := range reports {
 		if n := len(r.GetStatuses()); n > maxStatusesPerReport {
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("report %d: %d statuses; at most %d", r.GetSeq(), n, maxStatusesPerReport))
 		}
@@ -43,13 +55,13 @@ func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
-	if err := known.check(cluster, req.Msg.GetReports()); err != nil {
+	if err := known.check(cluster, reports); err != nil {
 		s.d.Metrics.ReportsRefused.Inc()
 		s.d.Logger.Warn("report refused", "cluster", cluster, "error", err)
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	resp := &agentv1.ReportResponse{}
-	for _, r := range req.Msg.GetReports() {
+	var acked []uint64
+	for _, r := range reports {
 		statuses := make([]store.AssignmentStatus, 0, len(r.GetStatuses()))
 		for _, st := range r.GetStatuses() {
 			if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
@@ -82,9 +94,9 @@ func (a *agentServer) Report(ctx context.Context, req *connect.Request[agentv1.R
 			s.recordReport(ctx, cluster, r, known)
 			s.d.Changed()
 		}
-		resp.Acked = append(resp.Acked, r.GetSeq())
+		acked = append(acked, r.GetSeq())
 	}
-	return connect.NewResponse(resp), nil
+	return acked, nil
 }
 
 // releases are the releases a cluster's stored desired state names, with each assigned
