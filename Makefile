@@ -45,6 +45,13 @@ image: ## build bin/flotilla statically and the container image into out/image (
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh
 
+# bin/helm: the reference helm CLI built from tools/helm, which the chart rendering tests
+# (internal/agent/render) compare flotilla's in-process rendering with. Phony, so that build.sh
+# decides: it does nothing unless bin/helm is missing or tools/helm's pins changed.
+.PHONY: bin/helm
+bin/helm: ## build bin/helm, the reference helm the chart tests compare with
+	@tools/helm/build.sh
+
 chromium: ## install Debian's chromium for the dashboard's browser tests (only when /usr/bin/chromium is missing)
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then echo "chromium is missing: run 'sudo apt-get install -y chromium' (or make chromium as root)" >&2; exit 1; fi; \
@@ -55,7 +62,7 @@ chromium: ## install Debian's chromium for the dashboard's browser tests (only w
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
+test: kube-binaries bin/helm chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
@@ -75,6 +82,7 @@ verify: ## fail when gofmt or go mod tidy would change the tree
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@cd tools/kubeenv && $(GO) mod tidy -diff || { echo "tools/kubeenv/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd tools/helm && $(GO) mod tidy -diff || { echo "tools/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
 
 vet: ## go vet on the main module
 	$(GO) vet ./...
@@ -89,7 +97,7 @@ fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds fir
 	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub
 	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub
 
-bench: kube-binaries chromium ## benchmarks with real API servers (figures for issue notes)
+bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/agent/render
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench

@@ -22,6 +22,9 @@ type Helm struct {
 	APIVersions []string
 	// PostRender patches the chart's output with kustomize patches, in order.
 	PostRender []Patch
+
+	// lim replaces defaultHelmLimits: a test hook (helm_export_test.go).
+	lim *helmLimits
 }
 
 // ValuesFile is one values document and the name errors give it ("values/prod.yaml").
@@ -48,4 +51,28 @@ type Decryptor interface {
 	// Decrypt returns the plaintext of one encrypted document, format "yaml" or "json"; file
 	// is the document's file relative to the artifact root, for errors.
 	Decrypt(file string, doc []byte, format string) ([]byte, error)
+}
+
+// helmLimits bound what rendering a chart may read and produce; see defaultHelmLimits.
+type helmLimits struct {
+	chartBytes  int64 // the chart's files, archives of subcharts counted uncompressed
+	chartFiles  int   // the chart's files, those in subchart archives included
+	valuesBytes int64 // ValuesFiles, Values and Set together, after substitution
+	outputBytes int64 // the rendered manifests and hooks
+}
+
+// defaultHelmLimits are far above real charts (the largest public charts are a few MiB with
+// a few hundred files, their output a few MiB) and far below what would hurt an agent.
+var defaultHelmLimits = helmLimits{
+	chartBytes:  20 << 20,
+	chartFiles:  5000,
+	valuesBytes: 4 << 20,
+	outputBytes: 64 << 20,
+}
+
+func (h Helm) limits() helmLimits {
+	if h.lim != nil {
+		return *h.lim
+	}
+	return defaultHelmLimits
 }
