@@ -129,6 +129,8 @@ type Agent struct {
 	desired *agentv1.DesiredState // the last accepted desired state
 	lastGen int64                 // its generation
 	refused *RefusedError         // the hub's latest desired state, when the agent refused it
+
+	caps capabilityCache // the cluster's .Capabilities for charts (helm.go)
 }
 
 // New opens the state dir and, on the first start, joins the hub with the join token.
@@ -226,7 +228,8 @@ func (a *Agent) Close() error { return a.st.close() }
 // delays reports and new desired states.
 func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){a.watchLoop, a.reportLoop, a.heartbeatLoop, a.renewLoop} {
+	// offlineLoop takes bundles carried to an air-gapped site (offline.go).
+	for _, loop := range []func(context.Context){a.watchLoop, a.reportLoop, a.heartbeatLoop, a.renewLoop, a.offlineLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -104,5 +104,6 @@ in-cluster configuration (the agent's service account).`,
 	f.IntVar(&opts.MaxOutbox, "max-outbox", opts.MaxOutbox, "reports kept while the hub is unreachable; beyond it, reports superseded by a newer one of the same release are compacted away (and counted)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
 	cmd.AddCommand(newAgentInstallCommand(s))
+	cmd.AddCommand(newAgentImportCommand(s), newAgentExportReportsCommand(s)) // agent_offline.go
 	return cmd
 }

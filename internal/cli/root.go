@@ -105,6 +105,7 @@ the hub or the network is gone, and reports back.`,
 		newPlanCommand(s),
 		newImageCommand(s),
 		newImportCommand(s),
+		newBundleCommand(s),
 	)
 	withUsageErrors(root)
 	return root

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/bundleapi"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/sqlitedb"
@@ -40,8 +41,13 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 		Plan: opsapi.PlanDeps{Store: h.store, Artifacts: h.artifacts, EnsureArtifact: h.repl.EnsureArtifact, Poller: h.poller,
 			Fleet: o.Fleet, FleetBranch: o.FleetBranch, FleetPath: o.FleetPath, WorkDir: o.DataDir},
 	}, opsapi.Options{WebhookSecrets: o.WebhookSecrets})
+	// Offline bundles and reports for air-gapped sites (docs/airgap.md).
+	bundles := bundleapi.New(bundleapi.Deps{
+		Store: h.store, Artifacts: h.artifacts, EnsureArtifact: h.repl.EnsureArtifact, CA: h.ca,
+		Ingest: h.agent.IngestReports, Record: h.record, Clock: h.clock, Logger: h.log,
+	})
 	return userapi.New(userapi.Deps{
-		Extra: ops.Routes(), Public: ops.Public(),
+		Extra: append(ops.Routes(), bundles.Routes()...), Public: ops.Public(),
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
 		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens, Device: device,
