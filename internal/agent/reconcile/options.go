@@ -58,6 +58,12 @@ type Options struct {
 	RespectManagers []string
 	// Adopt takes over the fields of other tools' field managers (Release.spec.adopt).
 	Adopt *Adopt
+	// Hooks: the objects are a Helm chart's output, and those annotated helm.sh/hook are
+	// hooks (hooks.go): pre-install/pre-upgrade ones run before the rest is applied,
+	// post-install/post-upgrade ones after it (and its wait), each waited for, and only when
+	// the rendered set changed since they last ran to success. Hooks of other events are
+	// dropped. Hooks are never inventoried, pruned or reported as drift.
+	Hooks bool
 }
 
 // IgnoreRule is one Release.spec.ignore entry: JSON pointer paths of the objects whose group,

@@ -15,7 +15,8 @@ import (
 // and returns one line per failure and the objects it failed to prune, which stay in the
 // inventory so that the next reconcile tries again (a ServiceAccount denied the delete today
 // may be allowed it tomorrow). Only inventory objects are ever candidates; one annotated
-// flotilla.dev/prune: disabled is kept, and one already gone is skipped quietly. Without Prune
+// flotilla.dev/prune: disabled (or Helm's helm.sh/resource-policy: keep) is kept, and one
+// already gone is skipped quietly. Without Prune
 // nothing happens: objects that left the set are no longer managed, as with Flux. With
 // DeferPrune every one of them is kept in the inventory, untouched.
 func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, opts Options, dryRun bool) ([]ObjectResult, []string, []ObjectRef) {
@@ -57,7 +58,7 @@ func (r *Reconciler) prune(ctx context.Context, own *inventory, items []*item, o
 			failures[i] = fmt.Sprintf("%s in namespace %q: read before prune: %s", ref, ref.Namespace, apiReason(err))
 			return nil
 		}
-		if live.GetAnnotations()[PruneAnnotation] == "disabled" {
+		if live.GetAnnotations()[PruneAnnotation] == "disabled" || live.GetAnnotations()[ResourcePolicyAnnotation] == "keep" {
 			results[i].Action = PruneSkipped
 			return nil
 		}

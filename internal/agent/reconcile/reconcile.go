@@ -24,14 +24,19 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		return fmt.Errorf("%w; nothing applied", err)
 	}
 	objects, nsRef := withTargetNamespace(objects, opts)
+	if opts.Hooks {
+		objects = dropInapplicableHooks(objects)
+	}
 	items, err := r.prepare(objects, opts)
 	if err != nil {
 		return err
 	}
+	// Hooks are applied in their phases, never compared, reported as drift or inventoried.
+	items, hooks := splitHooks(items, opts)
 	for _, it := range items {
 		it.untracked = nsRef != nil && it.ref == *nsRef
 	}
-	if err := checkBounds(items, opts.Project, r.cfg.InventoryNamespace); err != nil {
+	if err := checkBounds(withHooks(items, hooks), opts.Project, r.cfg.InventoryNamespace); err != nil {
 		return err
 	}
 	if err := checkAdoptBounds(opts, r.cfg.InventoryNamespace); err != nil {
@@ -64,6 +69,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 				claimedBy[id] = name
 			}
 		}
+	}
+	if err := r.decideHooks(ctx, hooks, own, exists, claimedBy, opts); err != nil {
+		return err
 	}
 	if err := r.lookup(ctx, items); err != nil {
 		// Often an RBAC denial of the project's ServiceAccount: say that it cost nothing.
@@ -114,7 +122,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		for _, it := range later {
 			it.result.Action = Created // cannot be validated before its namespace or CRD exists
 		}
-		res.Objects, _, _ = r.prune(ctx, own, items, opts, true)
+		res.Objects, _, _ = r.prune(ctx, own, withHooks(items, hooks), opts, true)
 		return nil
 	}
 
@@ -182,6 +190,10 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err := recordPending(later); err != nil {
 		return err
 	}
+	// Pre-install and pre-upgrade hooks, after the definitions and namespaces they may need.
+	if err := r.runHooks(ctx, hooks, true, opts); err != nil {
+		return err
+	}
 	f, err = r.applyItems(ctx, stage1, opts)
 	if err != nil {
 		return err
@@ -194,7 +206,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		}
 	}
 
-	pruned, f, unpruned := r.prune(ctx, own, items, opts, false)
+	pruned, f, unpruned := r.prune(ctx, own, withHooks(items, hooks), opts, false)
 	res.Objects = pruned
 	failures = append(failures, f...)
 
@@ -232,7 +244,10 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 			return errors.New("not every object became ready; see health")
 		}
 	}
-	return nil
+	if err := r.runHooks(ctx, hooks, false, opts); err != nil {
+		return err
+	}
+	return r.recordHooks(ctx, hooks, opts)
 }
 
 // validate dry-runs the items and fails with every rejected object if any is rejected.
