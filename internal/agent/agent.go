@@ -129,6 +129,8 @@ type Agent struct {
 	desired *agentv1.DesiredState // the last accepted desired state
 	lastGen int64                 // its generation
 	refused *RefusedError         // the hub's latest desired state, when the agent refused it
+
+	caps capabilityCache // the cluster's .Capabilities for charts (helm.go)
 }
 
 // New opens the state dir and, on the first start, joins the hub with the join token.

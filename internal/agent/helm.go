@@ -2,13 +2,274 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/clock"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
+// maxHelmFileBytes bounds one values or patch file read from an artifact; the renderer
+// bounds all values together.
+const maxHelmFileBytes = 4 << 20
+
 // helmOptions are how the assignment's path renders if it is a chart: its Helm settings, its
-// values files read from their artifacts, and the cluster's capabilities.
+// values and patch files read from their artifacts, and the cluster's capabilities. It is nil
+// when the path is not a chart (a directory without Chart.yaml) and the assignment has no
+// Helm settings: nothing then reads the cluster's capabilities.
 func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*render.Helm, error) {
-	return &render.Helm{ReleaseName: as.Release, Namespace: as.Namespace}, nil
+	root, err := a.artifactRoot(ctx, as.Digest)
+	if err != nil {
+		return nil, err
+	}
+	chart := isChart(root, as.Path)
+	if !chart {
+		if as.Helm != nil {
+			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.Release, as.Path, as.Revision)
+		}
+		return nil, nil
+	}
+	h := &render.Helm{ReleaseName: as.Release, Namespace: as.Namespace, IncludeCRDs: true}
+	if h.Namespace == "" {
+		h.Namespace = "default"
+	}
+	caps, err := a.caps.get(ctx, a.clock, a.opts.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("chart %q: the cluster's capabilities (.Capabilities): %w", as.Path, err)
+	}
+	h.KubeVersion, h.APIVersions = caps.kubeVersion, caps.apiVersions
+	hr := as.Helm
+	if hr == nil {
+		return h, nil
+	}
+	if hr.ReleaseName != "" {
+		h.ReleaseName = hr.ReleaseName
+	}
+	h.IncludeCRDs = hr.IncludeCrds
+	h.Values = hr.ValuesJson
+	for _, f := range hr.ValuesFiles {
+		data, err := a.helmFile(ctx, "values file", f)
+		if err != nil {
+			return nil, err
+		}
+		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: fileRefName(f), Data: data})
+	}
+	for i, p := range hr.PostRender {
+		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.Patch)}
+		if p.File != nil {
+			if patch.Patch, err = a.helmFile(ctx, "postRender patch file", p.File); err != nil {
+				return nil, err
+			}
+			patch.Name = fileRefName(p.File)
+		}
+		if t := p.Target; t != nil {
+			patch.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		h.PostRender = append(h.PostRender, patch)
+	}
+	return h, nil
+}
+
+// helmFailed is told that a chart failed to render or apply: the cluster's capabilities may
+// have changed since they were read (an API removed by an upgrade, a CRD installed), so the
+// next render reads them again (at most every capabilitiesMinAge).
+func (a *Agent) helmFailed(h *render.Helm) {
+	if h != nil {
+		a.caps.invalidate()
+	}
+}
+
+// helmDigests are the artifacts an assignment's Helm settings name besides its own.
+func helmDigests(as *agentv1.Assignment) []string {
+	var out []string
+	for _, f := range as.GetHelm().GetValuesFiles() {
+		out = append(out, f.GetDigest())
+	}
+	for _, p := range as.GetHelm().GetPostRender() {
+		if p.GetFile() != nil {
+			out = append(out, p.GetFile().GetDigest())
+		}
+	}
+	return out
+}
+
+// fileRefName names a file for errors and the renderer: "SOURCE:PATH".
+func fileRefName(f *agentv1.FileRef) string { return f.GetSource() + ":" + f.GetPath() }
+
+// helmFile reads the file f names from its artifact (fetched like the assignment's own).
+func (a *Agent) helmFile(ctx context.Context, what string, f *agentv1.FileRef) ([]byte, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.GetPath(), f.GetSource(), f.GetRevision(), err)
+	}
+	root, err := a.artifactRoot(ctx, f.GetDigest())
+	if err != nil {
+		return nil, fail(err)
+	}
+	data, err := readInside(root, f.GetPath(), maxHelmFileBytes)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return data, nil
+}
+
+// readInside reads the regular file rel inside root, refusing a path or a symbolic link that
+// leads out of root, and a file over max bytes.
+func readInside(root, rel string, max int64) ([]byte, error) {
+	clean := path.Clean(filepath.ToSlash(rel))
+	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, errors.New("not a path inside the source")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.FromSlash(clean))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errors.New("no such file in the source")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("larger than the limit of %d bytes", max)
+	}
+	return data, nil
+}
+
+// isChart reports whether dir (inside root) holds a chart's Chart.yaml.
+func isChart(root, dir string) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	rel := strings.TrimPrefix(path.Join("/", filepath.ToSlash(dir), "Chart.yaml"), "/")
+	st, err := r.Stat(filepath.FromSlash(rel))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Capabilities are read from the cluster once and kept for capabilitiesTTL on the agent's
+// clock, or until a chart fails and they are older than capabilitiesMinAge.
+const (
+	capabilitiesTTL    = 10 * time.Minute
+	capabilitiesMinAge = 30 * time.Second
+	// maxAPIVersions bounds what a cluster's discovery may make the agent keep (and pass to
+	// every render): a cluster with 500 CRDs serves a few thousand.
+	maxAPIVersions = 20000
+	// discoveryTimeout bounds each discovery request.
+	discoveryTimeout = 30 * time.Second
+)
+
+// capabilities are what a chart sees as .Capabilities.
+type capabilities struct {
+	kubeVersion string
+	apiVersions []string
+}
+
+// capabilityCache holds the cluster's capabilities for the agent's renders.
+type capabilityCache struct {
+	mu    sync.Mutex
+	caps  *capabilities
+	read  time.Time
+	stale bool
+}
+
+// get returns the cached capabilities, reading them when they are missing, older than
+// capabilitiesTTL or invalidated. Without a REST config (a simulated cluster) they are
+// empty: Helm's defaults.
+func (c *capabilityCache) get(ctx context.Context, clk clock.Clock, cfg *rest.Config) (capabilities, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := clk.Now()
+	age := now.Sub(c.read)
+	if c.caps != nil && age < capabilitiesTTL && (!c.stale || age < capabilitiesMinAge) {
+		return *c.caps, nil
+	}
+	if cfg == nil {
+		return capabilities{}, nil
+	}
+	caps, err := readCapabilities(ctx, cfg)
+	if err != nil {
+		return capabilities{}, err
+	}
+	c.caps, c.read, c.stale = caps, now, false
+	return *caps, nil
+}
+
+// invalidate makes the next get read the capabilities again, unless they were read less than
+// capabilitiesMinAge ago (a chart that always fails must not cost a discovery per retry).
+// The age is checked at that get, on the agent's clock.
+func (c *capabilityCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stale = true
+}
+
+// readCapabilities reads the server version and every group-version and
+// group-version/kind the cluster serves, as `helm install` does. A group whose discovery fails
+// (an aggregated API whose service is down) is left out, as Helm leaves it out.
+func readCapabilities(ctx context.Context, cfg *rest.Config) (*capabilities, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = discoveryTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("server version: %w", err)
+	}
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("API versions: %w", err)
+	}
+	set := map[string]bool{}
+	for _, g := range groups {
+		for _, gv := range g.Versions {
+			set[gv.GroupVersion] = true
+		}
+	}
+	for _, rl := range resources {
+		for _, r := range rl.APIResources {
+			set[rl.GroupVersion+"/"+r.Kind] = true
+		}
+	}
+	if len(set) > maxAPIVersions {
+		return nil, fmt.Errorf("the cluster serves %d API versions and kinds, over the limit of %d", len(set), maxAPIVersions)
+	}
+	out := &capabilities{kubeVersion: v.GitVersion, apiVersions: make([]string, 0, len(set))}
+	for k := range set {
+		out.apiVersions = append(out.apiVersions, k)
+	}
+	sort.Strings(out.apiVersions)
+	return out, nil
 }

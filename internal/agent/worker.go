@@ -296,8 +296,11 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 // prefetch puts the artifact of a held revision in the cache, so that it lands when the
 // hold ends even if the hub is unreachable by then. A failure only delays that to the apply.
 func (a *Agent) prefetch(ctx context.Context, as *agentv1.Assignment) {
-	if _, err := a.artifactRoot(ctx, as.Digest); err != nil && ctx.Err() == nil {
-		a.log.Debug("artifact of a held revision not fetched yet", "release", as.Release, "revision", as.Revision, "error", err)
+	// The artifacts of its Helm values and patch files too (helm.go).
+	for _, digest := range append([]string{as.Digest}, helmDigests(as)...) {
+		if _, err := a.artifactRoot(ctx, digest); err != nil && ctx.Err() == nil {
+			a.log.Debug("artifact of a held revision not fetched yet", "release", as.Release, "revision", as.Revision, "artifact", digest, "error", err)
+		}
 	}
 }
 
@@ -380,6 +383,12 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 	if err != nil {
 		return nil, false, err
 	}
+	// The artifacts of its Helm values and patch files must be at hand as well (helm.go).
+	for _, digest := range helmDigests(as) {
+		if _, err := a.artifactRoot(ctx, digest); err != nil {
+			return nil, false, fmt.Errorf("artifact of a Helm values or patch file: %w", err)
+		}
+	}
 	helm, err := a.helmOptions(ctx, as)
 	if err != nil {
 		return nil, true, err
@@ -390,6 +399,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 	}
 	objects, err := render.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec})
 	if err != nil {
+		a.helmFailed(helm)
 		return nil, true, err
 	}
 	res, err = a.reconciler.Reconcile(ctx, objects, reconcile.Options{
@@ -407,7 +417,12 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		Ignore:          ignoreRules(as.Ignore),
 		RespectManagers: as.RespectManagers,
 		Adopt:           adoptRules(as, a.clock.Now()),
+		// A chart's helm.sh/hook objects are hooks (helm.go).
+		Hooks: helm != nil,
 	})
+	if err != nil {
+		a.helmFailed(helm)
+	}
 	return res, true, err
 }
 
