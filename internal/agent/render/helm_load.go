@@ -85,9 +85,6 @@ func (l *chartLoader) walk(ctx context.Context, prefix, dir string, chain []stri
 			if err != nil {
 				return l.problem(name, fmt.Errorf("broken symlink: %w", err))
 			}
-			if !within(l.root, target) {
-				return l.problem(name, fmt.Errorf("symlink %w", ErrOutsideRoot))
-			}
 			if fi, err = os.Stat(target); err != nil {
 				return l.problem(name, err)
 			}
@@ -97,6 +94,9 @@ func (l *chartLoader) walk(ctx context.Context, prefix, dir string, chain []stri
 		}
 		if l.rules.Ignore(name, fi) {
 			continue // a directory's rule skips all it holds, as in Helm
+		}
+		if !within(l.root, real) {
+			return l.problem(name, fmt.Errorf("symlink %w", ErrOutsideRoot))
 		}
 		if fi.IsDir() {
 			if slices.Contains(chain, real) {
