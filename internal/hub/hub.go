@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/source"
+	"github.com/flotilla/flotilla/internal/hub/source/helmchart"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -191,6 +192,7 @@ type Hub struct {
 	notifier       *notifier
 	repl           *replica.Replication
 	user           *userapi.API // nil until New has bound both listeners
+	helm           *helmchart.Fetcher
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -237,6 +239,9 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	po := source.DefaultOptions()
 	po.Policy = policy
 	h.poller = source.NewPollerWithOptions(filepath.Join(opts.DataDir, "git"), po)
+	// Chart sources under the same policy: named credentials, their hosts, no plain HTTP unless
+	// the source says insecure.
+	h.helm = helmchart.New(helmchart.Options{Policy: policy})
 	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
 	h.auth = agentapi.NewAuth(agentapi.RevocationTTL)
 	h.desired = desired.NewCache()
@@ -317,6 +322,7 @@ func (h *Hub) newController() error {
 		Clock:   h.clock,
 		Logger:  h.log,
 	}
+	d.Helm = h.helm
 	// Rollouts judge reachability as the views do, and announce their events.
 	d.LastSeen = func(c store.Cluster) time.Time { t, _ := h.seen.Get(c); return t }
 	d.UnreachableAfter = h.opts.UnreachableAfter
