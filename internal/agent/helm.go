@@ -2,14 +2,8 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,12 +12,9 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/helmrelease"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
-
-// maxHelmFileBytes bounds one values or patch file read from an artifact; the renderer
-// bounds all values together.
-const maxHelmFileBytes = 4 << 20
 
 // helmOptions are how the assignment's path renders if it is a chart: its Helm settings, its
 // values and patch files read from their artifacts, and the cluster's capabilities. It is nil
@@ -34,8 +25,7 @@ func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*rende
 	if err != nil {
 		return nil, err
 	}
-	chart := isChart(root, as.Path)
-	if !chart {
+	if !helmrelease.IsChart(root, as.Path) {
 		if as.Helm != nil {
 			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.Release, as.Path, as.Revision)
 		}
@@ -106,8 +96,9 @@ func helmDigests(as *agentv1.Assignment) []string {
 	return out
 }
 
-// fileRefName names a file for errors and the renderer: "SOURCE:PATH".
-func fileRefName(f *agentv1.FileRef) string { return f.GetSource() + ":" + f.GetPath() }
+// fileRefName names a file for errors and the renderer: "SOURCE:PATH", as the hub's renders
+// name it.
+func fileRefName(f *agentv1.FileRef) string { return helmrelease.FileName(f.GetSource(), f.GetPath()) }
 
 // helmFile reads the file f names from its artifact (fetched like the assignment's own).
 func (a *Agent) helmFile(ctx context.Context, what string, f *agentv1.FileRef) ([]byte, error) {
@@ -118,60 +109,11 @@ func (a *Agent) helmFile(ctx context.Context, what string, f *agentv1.FileRef) (
 	if err != nil {
 		return nil, fail(err)
 	}
-	data, err := readInside(root, f.GetPath(), maxHelmFileBytes)
+	data, err := helmrelease.ReadFile(root, f.GetPath(), helmrelease.MaxFileBytes)
 	if err != nil {
 		return nil, fail(err)
 	}
 	return data, nil
-}
-
-// readInside reads the regular file rel inside root, refusing a path or a symbolic link that
-// leads out of root, and a file over max bytes.
-func readInside(root, rel string, max int64) ([]byte, error) {
-	clean := path.Clean(filepath.ToSlash(rel))
-	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return nil, errors.New("not a path inside the source")
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f, err := r.Open(filepath.FromSlash(clean))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, errors.New("no such file in the source")
-		}
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than the limit of %d bytes", max)
-	}
-	return data, nil
-}
-
-// isChart reports whether dir (inside root) holds a chart's Chart.yaml.
-func isChart(root, dir string) bool {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return false
-	}
-	defer r.Close()
-	rel := strings.TrimPrefix(path.Join("/", filepath.ToSlash(dir), "Chart.yaml"), "/")
-	st, err := r.Stat(filepath.FromSlash(rel))
-	return err == nil && st.Mode().IsRegular()
 }
 
 // Capabilities are read from the cluster once and kept for capabilitiesTTL on the agent's

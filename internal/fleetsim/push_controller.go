@@ -23,6 +23,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -143,7 +144,13 @@ func (p *pusher) sync(ctx context.Context, commit string) PushResult {
 }
 
 func (p *pusher) pushAssignment(ctx context.Context, cluster, root string, a schedule.Assignment, sent, unchanged *atomic.Int64) error {
-	objs, err := render.Render(ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars})
+	// A chart renders with its Helm settings as the agent's would (the simulator's sources
+	// are all the one checkout), with Helm's default capabilities.
+	helm, err := helmrelease.Options(ctx, a, root, func(context.Context, string) (string, error) { return root, nil })
+	if err != nil {
+		return err
+	}
+	objs, err := render.Render(ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -85,8 +86,19 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		return res
 	}
 	key := a.Digest + "\x00" + a.Path
+	helm, err := helmrelease.Options(r.ctx, a, root, r.dir)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	if helm != nil {
+		// A chart renders with the release's name, namespace and Helm settings, and its values
+		// (in other artifacts) may name any variable.
+		settings, _ := json.Marshal(a.Helm)
+		key += "\x00" + a.Release + "\x00" + a.Namespace + "\x00" + string(settings)
+	}
 	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
-		if names[k] {
+		if names[k] || helm != nil {
 			key += "\x00" + k + "=" + a.Vars[k]
 		}
 	}
@@ -105,7 +117,9 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	}
 	r.count++
 	r.cache[key] = res
-	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars})
+	// The hub reads no cluster: a chart sees Helm's default .Capabilities here, where the
+	// agent gives it its cluster's.
+	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 			r.overTime++
@@ -124,6 +138,14 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		res.objs[k] = o
 	}
 	return res
+}
+
+// sameHelm: a and b have the same Helm settings, and a chart renders with the same name and
+// namespace.
+func sameHelm(a, b schedule.Assignment) bool {
+	x, _ := json.Marshal(a.Helm)
+	y, _ := json.Marshal(b.Helm)
+	return string(x) == string(y) && a.Namespace == b.Namespace && a.Release == b.Release
 }
 
 // varRef is a variable reference as substitution reads it.
@@ -184,7 +206,7 @@ func (r *renderer) compare(release string, a schedule.Assignment, had bool, b sc
 	default:
 		g.Change = hubapi.PlanChanged
 		g.Assignment = settings(a, b)
-		if a.Digest != b.Digest || a.Path != b.Path || !maps.Equal(a.Vars, b.Vars) {
+		if a.Digest != b.Digest || a.Path != b.Path || !maps.Equal(a.Vars, b.Vars) || !sameHelm(a, b) {
 			before, after = r.render(a), r.render(b)
 		}
 	}

@@ -1,0 +1,142 @@
+// Package helmrelease turns a release's resolved Helm settings (schedule.Helm) into the
+// options the renderer takes, reading its values and patch files from their artifacts, for the
+// renders outside the agent (the hub's plan, the fleet simulator), and holds what they share
+// with the agent's own (internal/agent/helm.go): reading a file inside an artifact, and
+// telling a chart directory.
+package helmrelease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+)
+
+// MaxFileBytes bounds one values or patch file read from an artifact; the renderer bounds all
+// values together.
+const MaxFileBytes = 4 << 20
+
+// Options are the render options of a on a cluster whose capabilities are unknown (Helm's
+// defaults: the hub reads no cluster), or nil when a's path in root is not a chart and a has
+// no Helm settings. dir returns the unpacked artifact of a digest.
+func Options(ctx context.Context, a schedule.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
+	if !IsChart(root, a.Path) {
+		if a.Helm != nil {
+			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", a.Release, a.Path, a.Revision)
+		}
+		return nil, nil
+	}
+	h := &render.Helm{ReleaseName: a.Release, Namespace: a.Namespace, IncludeCRDs: true}
+	if h.Namespace == "" {
+		h.Namespace = "default"
+	}
+	s := a.Helm
+	if s == nil {
+		return h, nil
+	}
+	if s.ReleaseName != "" {
+		h.ReleaseName = s.ReleaseName
+	}
+	h.IncludeCRDs = s.IncludeCRDs
+	if len(s.Values) > 0 {
+		data, err := json.Marshal(s.Values)
+		if err != nil {
+			return nil, fmt.Errorf("helm values of release %q: %w", a.Release, err)
+		}
+		h.Values = data
+	}
+	read := func(what string, f schedule.FileRef) ([]byte, error) {
+		root, err := dir(ctx, f.Digest)
+		if err == nil {
+			var data []byte
+			if data, err = ReadFile(root, f.Path, MaxFileBytes); err == nil {
+				return data, nil
+			}
+		}
+		return nil, fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.Path, f.Source, f.Revision, err)
+	}
+	for _, f := range s.ValuesFiles {
+		data, err := read("values file", f)
+		if err != nil {
+			return nil, err
+		}
+		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: FileName(f.Source, f.Path), Data: data})
+	}
+	for i, p := range s.PostRender {
+		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.Patch)}
+		if p.File != nil {
+			data, err := read("postRender patch file", *p.File)
+			if err != nil {
+				return nil, err
+			}
+			patch.Name, patch.Patch = FileName(p.File.Source, p.File.Path), data
+		}
+		if t := p.Target; t != nil {
+			patch.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		h.PostRender = append(h.PostRender, patch)
+	}
+	return h, nil
+}
+
+// FileName names a file of a source for errors and the renderer: "SOURCE:PATH".
+func FileName(source, path string) string { return source + ":" + path }
+
+// ReadFile reads the regular file rel inside root, refusing a path or a symbolic link that
+// leads out of root, and a file over max bytes.
+func ReadFile(root, rel string, max int64) ([]byte, error) {
+	clean := path.Clean(filepath.ToSlash(rel))
+	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return nil, errors.New("not a path inside the source")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.FromSlash(clean))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errors.New("no such file in the source")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("larger than the limit of %d bytes", max)
+	}
+	return data, nil
+}
+
+// IsChart reports whether dir (inside root) holds a chart's Chart.yaml, as the renderer
+// decides it.
+func IsChart(root, dir string) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	rel := strings.TrimPrefix(path.Join("/", filepath.ToSlash(dir), "Chart.yaml"), "/")
+	st, err := r.Stat(filepath.FromSlash(rel))
+	return err == nil && st.Mode().IsRegular()
+}
