@@ -45,6 +45,12 @@ image: ## build bin/flotilla statically and the container image into out/image (
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh
 
+# cosign, built from tools/cosign's pinned module: the OCI source tests sign artifacts with it.
+# Phony: build.sh itself decides whether the binary is stale (its pins changed).
+.PHONY: bin/cosign
+bin/cosign: ## build bin/cosign, the reference cosign CLI (only when missing or its pin changed)
+	@tools/cosign/build.sh
+
 # bin/helm: the reference helm CLI built from tools/helm, which the chart rendering tests
 # (internal/agent/render) compare flotilla's in-process rendering with. Phony, so that build.sh
 # decides: it does nothing unless bin/helm is missing or tools/helm's pins changed.
@@ -62,7 +68,7 @@ chromium: ## install Debian's chromium for the dashboard's browser tests (only w
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries bin/helm chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
+test: kube-binaries bin/helm bin/cosign chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
@@ -83,6 +89,7 @@ verify: ## fail when gofmt or go mod tidy would change the tree
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@cd tools/kubeenv && $(GO) mod tidy -diff || { echo "tools/kubeenv/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd tools/helm && $(GO) mod tidy -diff || { echo "tools/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd tools/cosign && $(GO) mod tidy -diff || { echo "tools/cosign/go.mod is not tidy: run go mod tidy there"; exit 1; }
 
 vet: ## go vet on the main module
 	$(GO) vet ./...
