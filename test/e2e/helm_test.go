@@ -168,7 +168,7 @@ spec:
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `,
-	"charts/web/charts/cache/Chart.yaml": "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
+	"charts/web/charts/cache/Chart.yaml":  "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
 	"charts/web/charts/cache/values.yaml": "size: 0\n",
 	"charts/web/charts/cache/templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
