@@ -59,7 +59,14 @@ With --webhook it measures sync on push instead of the push baseline: after wave
 point of the interval), then raises the source's interval to an hour and makes as many
 commits, each followed at once by a signed push to the hub's generic webhook. The report gives
 each cluster's time from a commit until it wrote its last changed object, as p50 and p99 over
-clusters x commits for each mode, and their ratio (docs/webhooks.md).`,
+clusters x commits for each mode, and their ratio (docs/webhooks.md).
+
+With --helm every release is one Helm chart (a Deployment, a Service and ConfigMaps from a
+helpers file, OBJECTS templates, 20 unless --objects says otherwise) that the simulator serves
+as a chart repository over TLS: the hub fetches it (Source.spec.helm) and packs it once, and
+every agent renders it in-process with its cluster's own values (${cluster_name}, and a replica
+count from the cluster's "replicas" label). Wave 2 publishes a new chart version that changes
+every object. There is no push baseline in this mode (docs/helm.md).`,
 		Example: `  # A small fleet, with the push baseline, as a table
   flotilla bench fleet --clusters 20 --releases 3 --objects 10
 
@@ -68,6 +75,9 @@ clusters x commits for each mode, and their ratio (docs/webhooks.md).`,
 
   # Sync on push: commit -> every cluster converged with a webhook, against polling
   flotilla bench fleet --clusters 100 --webhook
+
+  # A Helm chart shared by 100 clusters, each rendering it with its own values
+  flotilla bench fleet --helm --clusters 100
 
   # Incompressible payloads, agents reporting every second, no push baseline
   flotilla bench fleet --payload random --report-interval 1s --push=false`,
@@ -91,6 +101,15 @@ clusters x commits for each mode, and their ratio (docs/webhooks.md).`,
 					return usageError{fmt.Errorf("--webhook compares with polling, not push: leave out --push")}
 				}
 				opts.Push = false
+			}
+			if opts.Helm {
+				if opts.Webhook || (opts.Push && cmd.Flags().Changed("push")) {
+					return usageError{fmt.Errorf("--helm has no push baseline or webhook mode: leave out --push and --webhook")}
+				}
+				opts.Push = false
+				if !cmd.Flags().Changed("objects") {
+					opts.Objects = 20 // templates in the chart
+				}
 			}
 			opts.Logger = loggerFrom(ctx)
 			if profile != "" {
@@ -127,6 +146,7 @@ clusters x commits for each mode, and their ratio (docs/webhooks.md).`,
 	f.DurationVar(&opts.Timeout, "timeout", 0, "bound for each wave (default 30m)")
 	f.BoolVar(&opts.Push, "push", true, "also run the push baseline and compare")
 	f.BoolVar(&opts.Webhook, "webhook", false, "after wave 2, measure each cluster's commit-to-converged time with a webhook (source interval 1h) against polling; no push baseline")
+	f.BoolVar(&opts.Helm, "helm", false, "every release is one Helm chart the hub fetches from a chart repository the simulator serves, rendered by each agent with per-cluster values; no push baseline")
 	f.IntVar(&opts.WebhookRounds, "webhook-rounds", 5, "with --webhook: commits measured in each mode")
 	f.IntVar(&opts.PushWorkers, "push-workers", 16, "clusters the push controller syncs at once")
 	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for the hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")

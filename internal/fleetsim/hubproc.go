@@ -21,6 +21,7 @@ import (
 type hubProc struct {
 	bin, dataDir, fleetDir string
 	extra                  []string
+	env                    []string // added to the simulator's environment
 	agentAddr, apiAddr     string
 	cmd                    *exec.Cmd
 	exited                 chan struct{}
@@ -37,6 +38,9 @@ func (h *hubProc) start(ctx context.Context) error {
 		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--log-level", "warn",
 		"--allow-file-sources", filepath.Dir(h.fleetDir)}, h.extra...) // the source repository is beside the fleet
 	h.cmd = exec.Command(h.bin, args...)
+	if h.env != nil {
+		h.cmd.Env = append(os.Environ(), h.env...)
+	}
 	stderr, err := h.cmd.StderrPipe()
 	if err != nil {
 		return err

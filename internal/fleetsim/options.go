@@ -46,6 +46,10 @@ type Options struct {
 	// signed push to the hub's generic webhook after each (WebhookReport). It cannot be
 	// combined with Push (the push baseline compares the final contents after wave 2).
 	Webhook bool
+	// Helm makes every release one chart, served by the simulator as a chart repository over
+	// TLS and fetched by the hub (Source.spec.helm), rendered by every agent with per-cluster
+	// values; wave 2 publishes a new chart version. No push baseline, no webhook mode.
+	Helm bool
 	// WebhookRounds is the commits measured in each mode with Webhook. Default 5.
 	WebhookRounds int
 	// PushWorkers is how many clusters the push controller syncs at once. Default 16.
@@ -92,6 +96,9 @@ func (o *Options) setDefaults() error {
 	defD(&o.HubProfileFor, 30*time.Second)
 	if o.SourceInterval < 2*time.Second {
 		return fmt.Errorf("source interval %s: the hub polls a source at most every 2s", o.SourceInterval)
+	}
+	if o.Helm && (o.Push || o.Webhook) {
+		return errors.New("fleet simulator: the Helm mode has no push baseline or webhook mode: turn them off")
 	}
 	if o.Webhook && o.Push {
 		return errors.New("fleet simulator: the webhook mode compares with polling, not push: turn the push baseline off")

@@ -32,7 +32,11 @@ func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Cli
 	for i := range n {
 		g.Go(func() error {
 			name := clusterName(i)
-			j, err := api.AddCluster(gctx, name, simLabels)
+			labels := simLabels
+			if opts.Helm {
+				labels = helmClusterLabels(i)
+			}
+			j, err := api.AddCluster(gctx, name, labels)
 			if err != nil {
 				return fmt.Errorf("cluster %s: add: %w", name, err)
 			}

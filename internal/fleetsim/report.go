@@ -29,6 +29,8 @@ type Report struct {
 	Agreement *Agreement `json:"agreement,omitempty"`
 	// Webhook compares sync on push with polling (Options.Webhook).
 	Webhook *WebhookReport `json:"webhook,omitempty"`
+	// Helm says what the Helm mode's chart repository served (Options.Helm).
+	Helm *HelmReport `json:"helm,omitempty"`
 }
 
 // Shape is the simulated fleet.
@@ -180,6 +182,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nfinal objects, pull vs push: %d of %d clusters identical\n", a.Matching, a.Clusters)
 	}
 	if h := r.Webhook; h != nil {
+		h.writeTable(w)
+	}
+	if h := r.Helm; h != nil {
 		h.writeTable(w)
 	}
 	return nil

@@ -23,6 +23,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
+	if opts.Helm {
+		return runHelm(ctx, opts)
+	}
 	raiseFileLimit()
 	log := opts.Logger
 	rep := &Report{Spokes: SpokesNote, Shape: Shape{
