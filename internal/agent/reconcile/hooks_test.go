@@ -443,6 +443,31 @@ metadata: {name: settings}
 	if configMapExists(t, a.ns, "settings") {
 		t.Error("settings applied although the set was out of bounds")
 	}
+	t.Run("a hook is read and applied as the project's ServiceAccount", func(t *testing.T) {
+		// The team may write ConfigMaps, not Jobs: RBAC refuses the hook, and the rest waits.
+		set := `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: {helm.sh/hook: pre-install}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: m}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+`
+		_, err := r.Reconcile(t.Context(), parse(t, a.ns, set), Options{Name: a.ns, Namespace: a.ns, Hooks: true, Project: rules})
+		want := `User "system:serviceaccount:` + a.ns + `:deployer" cannot get resource "jobs"`
+		if err == nil || !strings.Contains(err.Error(), "pre-install hook job.batch/migrate") || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error = %v, want the hook refused by RBAC (%s)", err, want)
+		}
+		if configMapExists(t, a.ns, "settings") {
+			t.Error("settings applied although its pre-install hook failed")
+		}
+	})
 }
 
 // TestResourcePolicyKeep: an object annotated helm.sh/resource-policy: keep is not pruned when
