@@ -51,7 +51,9 @@ var kustomizeMu sync.Mutex
 // in policy.go walk every kustomization and plugin config and turn such references into clear
 // errors naming the file and the field; unchecked (a test hook) skips them, to show that the
 // seal holds by itself.
-func buildKustomization(ctx context.Context, root, rel, kustFile string, unchecked bool) ([]object, error) {
+//
+// SOPS documents in the files kustomize reads are decrypted as dec says (decryptingFS).
+func buildKustomization(ctx context.Context, root, rel, kustFile string, unchecked bool, dec decryption) ([]object, error) {
 	fsys, outside, err := loadRoot(ctx, root)
 	if err != nil {
 		return nil, err
@@ -77,10 +79,14 @@ func buildKustomization(ctx context.Context, root, rel, kustFile string, uncheck
 	// boundary, not kustomize's own restriction to the kustomization's directory.
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	opts.PluginConfig = types.DisabledPluginConfig()
-	sealed := newSealedFS(fsys)
+	decrypting := newDecryptingFS(fsys, dec)
+	sealed := newSealedFS(decrypting)
 	m, err := runKustomize(opts, sealed, memPath(rel))
 	if refused := sealed.refusal(); refused != nil {
 		return nil, refused // whatever kustomize made of it
+	}
+	if failed := decrypting.failure(); failed != nil {
+		return nil, failed
 	}
 	if err != nil {
 		if types.IsErrOnlyBuiltinPluginsAllowed(err) {

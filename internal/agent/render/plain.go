@@ -7,8 +7,9 @@ import (
 	"path"
 )
 
-// readPlain reads every manifest file under dir (rel inside root) in path order.
-func readPlain(ctx context.Context, root, rel, dir string) ([]object, error) {
+// readPlain reads every manifest file under dir (rel inside root) in path order, SOPS
+// documents decrypted as dec says.
+func readPlain(ctx context.Context, root, rel, dir string, dec decryption) ([]object, error) {
 	w := &walker{
 		root: root,
 		skip: func(name string, _ bool) bool { return isHidden(name) },
@@ -36,6 +37,9 @@ func readPlain(ctx context.Context, root, rel, dir string) ([]object, error) {
 		data, err := os.ReadFile(f.real)
 		if err != nil {
 			return nil, &Error{File: f.rel, Err: err}
+		}
+		if data, err = dec.file(f.rel, data); err != nil {
+			return nil, err
 		}
 		if objs, err = decodeFile(f.rel, data, objs); err != nil {
 			return nil, err

@@ -70,9 +70,9 @@ func render(ctx context.Context, opts Options) ([]object, error) {
 		return renderChart(ctx, root, rel, dir, opts, vars)
 	}
 	if kf := findKustomization(dir); kf != "" {
-		objs, err = buildKustomization(ctx, root, rel, kf, opts.unchecked)
+		objs, err = buildKustomization(ctx, root, rel, kf, opts.unchecked, opts.decryption())
 	} else {
-		objs, err = readPlain(ctx, root, rel, dir)
+		objs, err = readPlain(ctx, root, rel, dir, opts.decryption())
 	}
 	if err != nil {
 		return nil, err

@@ -1,0 +1,206 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+
+	yaml "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// ErrEncrypted: a document is SOPS-encrypted and the release does not ask for decryption
+// (Options.Decrypt is nil).
+var ErrEncrypted = errors.New("SOPS-encrypted")
+
+// decryption is what Options say about SOPS documents: decrypt them (dec), pass them through
+// as ciphertext (keep), or refuse them.
+type decryption struct {
+	dec  Decryptor
+	keep bool
+}
+
+func (o Options) decryption() decryption { return decryption{dec: o.Decrypt, keep: o.KeepEncrypted} }
+
+// file returns a manifest file's content with each of its SOPS documents (a top-level
+// "sops" key) replaced by its plaintext, before anything parses it into objects, so that
+// variable substitution, kustomize's transformers and the checks all see plaintext and never
+// ciphertext. A file without one is returned as it is.
+//
+// SOPS's MAC covers every value of the document as written, in order, so each encrypted
+// document is handed to the Decryptor as its own parsed YAML node re-encoded (keys, order
+// and scalar styles as written); unencrypted documents beside it are re-encoded the same way.
+// One failing document fails the whole file, and so the whole render: nothing of it is applied.
+func (d decryption) file(rel string, data []byte) ([]byte, error) {
+	if d.keep || !bytes.Contains(data, []byte("sops")) {
+		return data, nil
+	}
+	if strings.EqualFold(path.Ext(rel), ".json") {
+		return d.jsonFile(rel, data)
+	}
+	return d.yamlFile(rel, data)
+}
+
+func (d decryption) yamlFile(rel string, data []byte) ([]byte, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	encrypted := false
+	for {
+		n := new(yaml.Node)
+		if err := dec.Decode(n); err == io.EOF {
+			break
+		} else if err != nil {
+			return data, nil // decoding reports it, with its line
+		}
+		docs = append(docs, n)
+		encrypted = encrypted || hasSOPSKey(resolveNode(n))
+	}
+	if !encrypted {
+		return data, nil
+	}
+	var out bytes.Buffer
+	for i, n := range docs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		text, err := encodeNode(n)
+		if err != nil {
+			return nil, &Error{File: rel, Line: docLine(n), Err: fmt.Errorf("document %d: %w", i+1, err)}
+		}
+		if hasSOPSKey(resolveNode(n)) {
+			if text, err = d.decrypt(rel, i+1, text, "yaml"); err != nil {
+				return nil, &Error{File: rel, Err: err}
+			}
+		}
+		out.Write(text)
+	}
+	return out.Bytes(), nil
+}
+
+func (d decryption) jsonFile(rel string, data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var docs []json.RawMessage
+	encrypted := false
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			return data, nil // decoding reports it, with its line
+		}
+		docs = append(docs, raw)
+		var top map[string]json.RawMessage
+		if json.Unmarshal(raw, &top) == nil && top["sops"] != nil {
+			encrypted = true
+		}
+	}
+	if !encrypted {
+		return data, nil
+	}
+	var out bytes.Buffer
+	for i, raw := range docs {
+		var top map[string]json.RawMessage
+		text := []byte(raw)
+		if json.Unmarshal(raw, &top) == nil && top["sops"] != nil {
+			var err error
+			if text, err = d.decrypt(rel, i+1, raw, "json"); err != nil {
+				return nil, &Error{File: rel, Err: err}
+			}
+		}
+		out.Write(text)
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), nil
+}
+
+// decrypt decrypts document doc of file rel, or says why it may not be.
+func (d decryption) decrypt(rel string, doc int, text []byte, format string) ([]byte, error) {
+	if d.dec == nil {
+		return nil, fmt.Errorf("document %d is %w: set spec.decryption.provider: sops on the release", doc, ErrEncrypted)
+	}
+	plain, err := d.dec.Decrypt(rel, text, format)
+	if err != nil {
+		return nil, fmt.Errorf("document %d: %w", doc, err)
+	}
+	return plain, nil
+}
+
+// hasSOPSKey reports whether n is a mapping with a "sops" key.
+func hasSOPSKey(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == "sops" {
+			return true
+		}
+	}
+	return false
+}
+
+func encodeNode(n *yaml.Node) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func docLine(n *yaml.Node) int {
+	if len(n.Content) > 0 {
+		return n.Content[0].Line
+	}
+	return n.Line
+}
+
+// decryptingFS is the in-memory copy of the root as kustomize reads it, with the SOPS
+// documents of every manifest file kustomize reads decrypted (decryption.file). Decrypting
+// the files kustomize reads, rather than its output, keeps each document as it was
+// encrypted: kustomize's transformers (namespace, labels, patches) change an object, and
+// SOPS's MAC covers every value, so its output would no longer decrypt. Files kustomize
+// never reads (another cluster's secrets beside this one's) are never decrypted. The seal
+// (sealedFS) sits above, so it checks the plaintext kustomize interprets.
+type decryptingFS struct {
+	filesys.FileSystem
+	d      decryption
+	mu     sync.Mutex
+	failed error // the first failure, *Error
+}
+
+func newDecryptingFS(fsys filesys.FileSystem, d decryption) *decryptingFS {
+	return &decryptingFS{FileSystem: fsys, d: d}
+}
+
+func (f *decryptingFS) ReadFile(name string) ([]byte, error) {
+	data, err := f.FileSystem.ReadFile(name)
+	if err != nil || !isManifest(path.Base(name)) {
+		return data, err
+	}
+	out, err := f.d.file(strings.TrimPrefix(path.Clean(name), "/"), data)
+	if err != nil {
+		f.mu.Lock()
+		if f.failed == nil {
+			f.failed = err
+		}
+		f.mu.Unlock()
+		return nil, err
+	}
+	return out, nil
+}
+
+// failure is the first file that could not be decrypted, or nil: kustomize may wrap or
+// swallow the error ReadFile returned.
+func (f *decryptingFS) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
