@@ -26,6 +26,8 @@ func newHubCommand(s streams) *cobra.Command {
 		storeLocation string
 		// webhookSecrets are PROVIDER=FILE: the secrets stay out of the process list.
 		webhookSecrets []string
+		// verifyKeys are NAME=FILE: the public keys OCI sources may name (docs/oci.md).
+		verifyKeys []string
 	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
@@ -58,6 +60,9 @@ and several hubs may share it (docs/ha.md).`,
   flotilla hub --data-dir ./hub-data --fleet ./fleet \
     --webhook-secret-file github=/etc/flotilla/github-webhook-secret
 
+  # Accept OCI artifacts only when signed with cosign by the release key (docs/oci.md)
+  flotilla hub --data-dir ./hub-data --fleet ./fleet --verify-key release=/etc/flotilla/cosign.pub
+
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
     --fleet-branch main --agent-addr 0.0.0.0:8443 --api-addr 0.0.0.0:8444 --host hub.example.com`,
@@ -74,6 +79,9 @@ and several hubs may share it (docs/ha.md).`,
 				return err
 			}
 			opts.WebhookSecrets = secrets
+			if opts.VerifyKeys, err = parseVerifyKeys(verifyKeys); err != nil {
+				return err
+			}
 			if opts.DataDir == "" || opts.Fleet == "" {
 				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
 			}
@@ -145,6 +153,8 @@ and several hubs may share it (docs/ha.md).`,
 	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "joins each client address may attempt at once")
 	// Webhooks of Git providers (docs/webhooks.md).
 	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
+	// Keys that OCI sources' cosign signatures are verified with (docs/oci.md).
+	f.StringArrayVar(&verifyKeys, "verify-key", nil, "trust a cosign public key for OCI sources that name it in verify.cosign.publicKeys: NAME=FILE, FILE a cosign.pub PEM file (ECDSA P-256, RSA or Ed25519); loaded at start (repeatable; default: none, and sources that ask for verification are refused)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	cmd.AddCommand(newHubImportReportsCommand(s)) // hub_reports.go
 	return cmd

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/source/helmchart"
+	"github.com/flotilla/flotilla/internal/hub/source/ociartifact"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -71,6 +72,9 @@ type Options struct {
 	// AllowFileSources are the directories under which file:// sources may lie. Empty: no
 	// file sources (the fleet repository given in Fleet is not bound by it).
 	AllowFileSources []string
+	// VerifyKeys are the public keys (cosign.pub PEM files) OCI sources may name in
+	// verify.cosign.publicKeys, by name. Every file must load, or New fails.
+	VerifyKeys map[string]string
 	// MaxArtifactDownloads bounds artifact downloads served at once. Default 16.
 	MaxArtifactDownloads int
 	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
@@ -193,6 +197,7 @@ type Hub struct {
 	repl           *replica.Replication
 	user           *userapi.API // nil until New has bound both listeners
 	helm           *helmchart.Fetcher
+	oci            *ociartifact.Fetcher
 }
 
 // AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
@@ -242,6 +247,10 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	// Chart sources under the same policy: named credentials, their hosts, no plain HTTP unless
 	// the source says insecure.
 	h.helm = helmchart.New(helmchart.Options{Policy: policy})
+	if h.oci, err = newOCIFetcher(opts, policy); err != nil {
+		h.audit.Close()
+		return nil, err
+	}
 	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
 	h.auth = agentapi.NewAuth(agentapi.RevocationTTL)
 	h.desired = desired.NewCache()
@@ -322,6 +331,7 @@ func (h *Hub) newController() error {
 		Clock:   h.clock,
 		Logger:  h.log,
 	}
+	d.OCI = h.oci
 	d.Helm = h.helm
 	// Rollouts judge reachability as the views do, and announce their events.
 	d.LastSeen = func(c store.Cluster) time.Time { t, _ := h.seen.Get(c); return t }
