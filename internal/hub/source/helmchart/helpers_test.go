@@ -81,6 +81,8 @@ type chartRepo struct {
 	user, pass string
 	// rawIndex, when set, is served instead of the index.
 	rawIndex []byte
+	// redirects send a path elsewhere (302).
+	redirects map[string]string
 	requests []request
 }
 
@@ -116,6 +118,10 @@ func (r *chartRepo) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 		var body []byte
+		if to, ok := r.redirects[req.URL.Path]; ok {
+			http.Redirect(w, req, to, http.StatusFound)
+			return http.StatusFound
+		}
 		if strings.HasSuffix(req.URL.Path, "/index.yaml") {
 			body = r.rawIndex
 			if body == nil {

@@ -25,6 +25,9 @@ func pushChart(t testing.TB, reg *registrytest.Registry, user, pass, path string
 	if user != "" {
 		opts = append(opts, registry.ClientOptBasicAuth(user, pass))
 	}
+	if reg.CAFile == "" {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
 	c, err := registry.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -127,4 +130,21 @@ func TestOCINotAChart(t *testing.T) {
 		t.Fatalf("large chart: %v", err)
 	}
 	_ = chart.APIVersionV2
+}
+
+// TestOCIPlainHTTP: a registry on plain HTTP is refused unless the source says insecure, even
+// on a loopback address, where the registry client would try plain HTTP by itself.
+func TestOCIPlainHTTP(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	pushChart(t, reg, "", "", "charts/podinfo", packageChart(t, newChart("podinfo", "1.0.0", 1)), "1.0.0")
+	src := helmSource("oci://"+reg.Host+"/charts", "podinfo", "")
+	_, err := New(Options{}).Fetch(t.Context(), src, "", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "plain HTTP refused: set insecure: true on the source to accept it") {
+		t.Fatalf("error %v, want plain HTTP refused", err)
+	}
+	src.Spec.Helm.Insecure = true
+	got, err := New(Options{}).Fetch(t.Context(), src, "", t.TempDir())
+	if err != nil || !strings.HasPrefix(got.Revision, "1.0.0@sha256:") {
+		t.Fatalf("insecure: %+v, %v", got, err)
+	}
 }

@@ -69,7 +69,7 @@ func (j *fetchJob) openRepository(ctx context.Context, raw, credName string, pri
 		return nil, fail(err)
 	}
 	limit := max(j.f.opts.MaxIndexBytes, j.f.opts.MaxChartBytes) + 1<<20
-	g := &guard{base: j.f.base, origin: &hu, creds: creds, limit: limit}
+	g := &guard{base: j.f.base, origin: &hu, creds: creds, limit: limit, insecure: j.insecure}
 	if u.Scheme == "oci" {
 		// The registry client sends the credentials, to the registry and to its token
 		// service; the guard keeps them from a token service on a host they may not go to.

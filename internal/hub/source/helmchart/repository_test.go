@@ -239,3 +239,35 @@ func TestRepositoryRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestRepositoryRedirects: a redirect to another host gets no credentials, and a redirect
+// from https to plain http is refused.
+func TestRepositoryRedirects(t *testing.T) {
+	r := startRepo(t, true, "deploy", "s3cret")
+	elsewhere := startRepo(t, true, "", "")
+	plain := startRepo(t, false, "", "")
+	c := newChart("podinfo", "6.5.4", 1)
+	data := packageChart(t, c)
+	elsewhere.files["/podinfo.tgz"] = data
+	plain.files["/podinfo.tgz"] = data
+	r.redirects = map[string]string{"/moved/podinfo-6.5.4.tgz": elsewhere.URL + "/podinfo.tgz", "/plain/podinfo-7.0.0.tgz": plain.URL + "/podinfo.tgz"}
+	r.addArchive(t, c.Metadata, data, "moved/podinfo-6.5.4.tgz", "")
+	c7 := newChart("podinfo", "7.0.0", 1)
+	r.addArchive(t, c7.Metadata, data, "plain/podinfo-7.0.0.tgz", "-")
+	f := New(Options{TLS: testTLS(t, r), Policy: policy(t, "username: deploy\npassword: s3cret\n", "127.0.0.1")})
+	withCreds := func(h *v1alpha1.HelmSource) { h.Credentials = "charts" }
+
+	if _, err := f.Fetch(t.Context(), helmSource(r.URL, "podinfo", "^6", withCreds), "", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if got := elsewhere.take(); len(got) != 1 || got[0].auth != "" || got[0].status != 200 {
+		t.Fatalf("the redirect's target saw %+v, want one download without credentials", got)
+	}
+	_, err := f.Fetch(t.Context(), helmSource(r.URL, "podinfo", "^7", withCreds), "", t.TempDir())
+	if want := "redirect from https to " + plain.URL + "/podinfo.tgz refused"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if got := plain.take(); len(got) != 0 {
+		t.Fatalf("the plain-HTTP server saw %+v", got)
+	}
+}

@@ -28,9 +28,19 @@ type guard struct {
 	allow func(u *url.URL) bool
 	// limit bounds each response body.
 	limit int64
+	// insecure allows plain HTTP. Without it every http:// request is refused: the registry
+	// client tries plain HTTP by itself for loopback and private addresses, and a redirect
+	// could lead there.
+	insecure bool
 }
 
+// errPlainHTTP is a plain-HTTP request of a source that does not allow it.
+var errPlainHTTP = errors.New("plain HTTP refused: set insecure: true on the source to accept it")
+
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.insecure {
+		return nil, fmt.Errorf("%s: %w", req.URL.Redacted(), errPlainHTTP)
+	}
 	r := req
 	switch {
 	case sameHost(req.URL, g.origin):
