@@ -83,7 +83,7 @@ type chartRepo struct {
 	rawIndex []byte
 	// redirects send a path elsewhere (302).
 	redirects map[string]string
-	requests []request
+	requests  []request
 }
 
 type request struct {
