@@ -197,10 +197,19 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 			m.Cluster, m.CreatedAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
 		return
 	}
-	// The certificate at the time the agent signed: one that expired since (an agent away
-	// longer than its certificate's lifetime cannot renew it) still vouches for what it
-	// signed while valid; revocation is checked in the store, now.
-	cluster, serial, err := a.d.CA.VerifyAgent([][]byte{rf.Certificate.Raw}, m.CreatedAt)
+	// The chain is checked (this CA signed it, for client authentication) at a time inside
+	// the certificate's validity: an agent cut off from the hub cannot renew its certificate,
+	// and an expired one must not strand its reports. What ends an agent's trust is
+	// revocation (`flotilla cluster rotate`), checked in the store, now.
+	cert := rf.Certificate
+	at := m.CreatedAt
+	if at.After(cert.NotAfter) {
+		at = cert.NotAfter
+	}
+	if at.Before(cert.NotBefore) {
+		at = cert.NotBefore
+	}
+	cluster, serial, err := a.d.CA.VerifyAgent([][]byte{cert.Raw}, at)
 	if err != nil {
 		userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file of cluster %q: not signed by an agent of this hub: %w", m.Cluster, err))
 		return
@@ -248,6 +257,7 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 	a.d.Record(ctx, userapi.WithRole(ctx, audit.Event{Action: "reports.imported", Cluster: cluster, Detail: map[string]any{
 		"reports": out.Reports, "ingested": out.Ingested, "duplicates": out.Duplicates, "refused": len(out.Refused),
 		"firstSeq": m.FirstSeq, "lastSeq": m.LastSeq, "writtenAt": m.CreatedAt.Format(time.RFC3339), "certificate": serial,
+		"certificateExpired": now.After(cert.NotAfter),
 	}}))
 	if stopped != nil {
 		out.Duplicates = 0 // not known for the reports not tried

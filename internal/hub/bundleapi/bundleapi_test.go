@@ -42,6 +42,12 @@ func hubCA(t *testing.T, f *hubtest.Fleet) *pki.CA {
 // join does) when st is set.
 func agentOf(t *testing.T, f *hubtest.Fleet, ca *pki.CA, cluster string, register bool) ([]byte, *ecdsa.PrivateKey) {
 	t.Helper()
+	return agentAt(t, f, ca, cluster, register, time.Now(), time.Hour)
+}
+
+// agentAt is agentOf with a certificate issued at issued, valid for ttl.
+func agentAt(t *testing.T, f *hubtest.Fleet, ca *pki.CA, cluster string, register bool, issued time.Time, ttl time.Duration) ([]byte, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := pki.NewAgentKey()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +56,7 @@ func agentOf(t *testing.T, f *hubtest.Fleet, ca *pki.CA, cluster string, registe
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, serial, notAfter, err := ca.SignAgentCSR(csr, cluster, time.Hour, time.Now())
+	certPEM, serial, notAfter, err := ca.SignAgentCSR(csr, cluster, ttl, issued)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +70,11 @@ func agentOf(t *testing.T, f *hubtest.Fleet, ca *pki.CA, cluster string, registe
 
 func reportsFile(t *testing.T, f *hubtest.Fleet, cluster string, certPEM []byte, key *ecdsa.PrivateKey, release string, seqs ...uint64) []byte {
 	t.Helper()
+	return reportsFileAt(t, f, cluster, certPEM, key, release, time.Now(), seqs...)
+}
+
+func reportsFileAt(t *testing.T, f *hubtest.Fleet, cluster string, certPEM []byte, key *ecdsa.PrivateKey, release string, written time.Time, seqs ...uint64) []byte {
+	t.Helper()
 	var reports []*agentv1.Report
 	for _, seq := range seqs {
 		reports = append(reports, &agentv1.Report{Seq: seq, ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{
@@ -71,7 +82,7 @@ func reportsFile(t *testing.T, f *hubtest.Fleet, cluster string, certPEM []byte,
 		}})
 	}
 	var buf bytes.Buffer
-	if _, err := bundle.WriteReports(&buf, cluster, reports, certPEM, key, time.Now()); err != nil {
+	if _, err := bundle.WriteReports(&buf, cluster, reports, certPEM, key, written); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -189,6 +200,22 @@ func TestImportReports(t *testing.T) {
 		}
 	})
 
+	t.Run("an agent whose certificate expired while it was cut off", func(t *testing.T) {
+		// Expired a minute ago, after the test's CA was created.
+		expiredCert, expiredKey := agentAt(t, f, ca, cluster, true, time.Now().Add(-2*time.Minute), time.Minute)
+		res, err := admin.ImportReports(t.Context(), bytes.NewReader(reportsFile(t, f, cluster, expiredCert, expiredKey, release, 12)))
+		if err != nil || res.Ingested != 1 {
+			t.Fatalf("import: %+v (%v); want the report ingested: the agent could not renew", res, err)
+		}
+		recs, err := admin.Audit(t.Context(), hubapi.AuditFilter{Action: "reports.imported"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := recs[len(recs)-1]; last.Detail["certificateExpired"] != true {
+			t.Errorf("audit record %+v; want certificateExpired true", last.Detail)
+		}
+	})
+
 	other, err := pki.LoadOrCreateCA(t.TempDir(), time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +237,8 @@ func TestImportReports(t *testing.T) {
 			"revoked or cluster removed"},
 		{"another cluster's certificate", reportsFile(t, f, cluster, otherClusterCert, otherClusterKey, release, 20), http.StatusForbidden,
 			`says cluster "` + cluster + `", but its certificate is cluster "` + f.Clusters[1] + `"'s`},
+		{"written in the hub's future", reportsFileAt(t, f, cluster, certPEM, key, release, time.Now().Add(time.Hour), 20), http.StatusBadRequest,
+			"in the future of the hub's clock"},
 		{"altered after signing", tampered, http.StatusBadRequest, "reports.pb does not match the manifest"},
 		{"not a reports file", []byte("hello"), http.StatusBadRequest, "reports file:"},
 	} {
@@ -225,7 +254,7 @@ func TestImportReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if final.LastSeq != 10 {
-		t.Errorf("after the refused files the hub's last seq of %s is %d, want 10 (nothing of them ingested)", cluster, final.LastSeq)
+	if final.LastSeq != 12 {
+		t.Errorf("after the refused files the hub's last seq of %s is %d, want 12 (nothing of them ingested)", cluster, final.LastSeq)
 	}
 }
