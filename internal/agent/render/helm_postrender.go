@@ -51,7 +51,7 @@ func postRender(ctx context.Context, rel string, objs []object, patches []Patch)
 		}
 		var n yaml.Node
 		if err := yaml.Unmarshal(p.Patch, &n); err != nil {
-			return nil, fail(fmt.Errorf("%s: yaml: %w", name, err))
+			return nil, fail(fmt.Errorf("%s: %w", name, err))
 		}
 		if n.Kind == 0 {
 			return nil, fail(fmt.Errorf("%s: empty patch", name))
