@@ -207,8 +207,23 @@ func (r *Reconciler) decideHooks(ctx context.Context, hs *hookSet, own *inventor
 	if err != nil && !isNotFoundOrGone(err) {
 		return fmt.Errorf("read which hooks ran from inventory %s/%s: %w", r.cfg.InventoryNamespace, inventoryConfigMapName(opts.Name), err)
 	}
-	hs.run = cm.GetAnnotations()[HooksRanForAnnotation] != hs.digest
+	ranFor := cm.GetAnnotations()[HooksRanForAnnotation]
+	hs.run = ranFor != hs.digest
+	// An install that failed (a pre-install hook, say) left an inventory of objects it meant
+	// to apply: its retry is still an install, as long as nothing was ever applied.
+	hs.install = ranFor == "" && neverApplied(own)
 	return nil
+}
+
+// neverApplied: every object of the inventory was only recorded before an apply that did
+// not happen (recordPending's "pending").
+func neverApplied(own *inventory) bool {
+	for _, e := range own.entries {
+		if e.hash != "pending" {
+			return false
+		}
+	}
+	return true
 }
 
 // event is the Helm event of the pre (or post) phase of this reconcile.

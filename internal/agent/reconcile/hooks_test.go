@@ -271,7 +271,7 @@ func configMapValue(t *testing.T, ns, name, key string) (string, bool) {
 
 // TestFailedHookFailsTheRelease: a pre-install Job that fails stops the release before the
 // rest is applied, with the Job's reason; the next reconcile runs it again (nothing was
-// recorded as done).
+// recorded as done), still as an install: the release was never installed.
 func TestFailedHookFailsTheRelease(t *testing.T) {
 	r := newTestReconciler(t)
 	ns := uniqueName("hookfail")
@@ -279,8 +279,9 @@ func TestFailedHookFailsTheRelease(t *testing.T) {
 	var mu sync.Mutex
 	failing := true
 	jc := playJobController(t, ns, func(string) bool { mu.Lock(); defer mu.Unlock(); return failing })
+	set := strings.Replace(chartObjects("web:1"), `helm.sh/hook: "pre-install,pre-upgrade"`, `helm.sh/hook: pre-install`, 1)
 
-	_, err := r.Reconcile(t.Context(), parse(t, ns, chartObjects("web:1")), opts)
+	_, err := r.Reconcile(t.Context(), parse(t, ns, set), opts)
 	wantErr := `pre-install hook job.batch/migrate in namespace "` + ns + `": failed: BackoffLimitExceeded: Job has reached the specified backoff limit`
 	if err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Fatalf("error = %v, want it to contain %q", err, wantErr)
@@ -295,7 +296,7 @@ func TestFailedHookFailsTheRelease(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	mustReconcile(t, r, parse(t, ns, chartObjects("web:1")), opts)
+	mustReconcile(t, r, parse(t, ns, set), opts)
 	if runs := jc.seen(); len(runs) != 2 || runs[0].uid == runs[1].uid || runs[1].deployment {
 		t.Errorf("job runs = %+v, want a second, new run before the Deployment", runs)
 	}
