@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/secrets"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -131,6 +132,9 @@ type Agent struct {
 	refused *RefusedError         // the hub's latest desired state, when the agent refused it
 
 	caps capabilityCache // the cluster's .Capabilities for charts (helm.go)
+
+	// age is the cluster's age key (agekey.go): secrets are encrypted to its recipient.
+	age secrets.Key
 }
 
 // New opens the state dir and, on the first start, joins the hub with the join token.
@@ -163,6 +167,9 @@ func (a *Agent) init(ctx context.Context) error {
 		return err
 	}
 	joined := id == nil
+	if a.age, err = loadOrCreateAgeKey(a.opts.StateDir); err != nil {
+		return err
+	}
 	if id == nil {
 		if a.opts.JoinToken == "" {
 			return errNotJoined
@@ -170,7 +177,7 @@ func (a *Agent) init(ctx context.Context) error {
 		if a.opts.HubURL == "" {
 			return errors.New("--hub is required to join")
 		}
-		if id, err = join(ctx, a.opts.HubURL, a.opts.JoinToken, a.opts.Version); err != nil {
+		if id, err = join(ctx, a.opts.HubURL, a.opts.JoinToken, a.opts.Version, a.age.Recipient); err != nil {
 			return err
 		}
 		if err := a.st.saveIdentity(id); err != nil {
@@ -283,7 +290,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		t.Reset(a.opts.HeartbeatInterval) // the next one is due an interval after this one starts
-		req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version}
+		req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version, AgeRecipient: a.age.Recipient}
 		a.mu.Lock()
 		req.Generation = a.lastGen
 		if a.refused != nil {

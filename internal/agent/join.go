@@ -22,7 +22,8 @@ import (
 // join exchanges the token and a fresh key for a certificate. Before it has the hub's CA the
 // agent trusts only a server whose CA matches the fingerprint pinned in the token, so a
 // man in the middle cannot take the token.
-func join(ctx context.Context, hubURL, rawToken, version string) (*identity, error) {
+// ageRecipient is the cluster's age recipient ("" for programs that only speak the protocol).
+func join(ctx context.Context, hubURL, rawToken, version, ageRecipient string) (*identity, error) {
 	tok, err := pki.ParseJoinToken(rawToken)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func join(ctx context.Context, hubURL, rawToken, version string) (*identity, err
 	// open, idle, for the life of the process, at both ends.
 	defer pinned.CloseIdleConnections()
 	c := agentv1connect.NewJoinServiceClient(pinned, hubURL)
-	resp, err := c.Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: rawToken, CsrPem: csr, AgentVersion: version}))
+	resp, err := c.Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: rawToken, CsrPem: csr, AgentVersion: version, AgeRecipient: ageRecipient}))
 	if err != nil {
 		return nil, fmt.Errorf("join %s as cluster %q: %w", hubURL, tok.Cluster, err)
 	}
@@ -82,7 +83,7 @@ type Joined struct {
 // token) and returns the certificate, for programs that speak the protocol without running
 // an agent: tests, benchmarks, the fleet simulator.
 func Join(ctx context.Context, hubURL, token string) (Joined, error) {
-	id, err := join(ctx, hubURL, token, "")
+	id, err := join(ctx, hubURL, token, "", "")
 	if err != nil {
 		return Joined{}, err
 	}
