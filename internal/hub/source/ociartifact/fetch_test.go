@@ -62,3 +62,53 @@ func TestFetchSigned(t *testing.T) {
 		})
 	}
 }
+
+// TestUnchangedReverified: an unchanged revision is checked again when the keys it is
+// verified with change: with the source's new key list (no download), and after a restart
+// whose key of the same name is another key (refused).
+func TestUnchangedReverified(t *testing.T) {
+	fx := newFixture(t, Options{})
+	other := ocitest.GenerateKeyPair(t)
+	otherKey, err := LoadKey("release", other.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := LoadKey("second", other.Public)
+	f, err := New(Options{Keys: map[string]Key{"release": fx.key, "second": second}, Transport: fx.counter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ocitest.PushFlux(t, fx.reg, "team/app", "v1", map[string]string{"deploy.yaml": deployment}, ocitest.Push{})
+	ocitest.Sign(t, fx.reg, fx.kp, "team/app", d)
+	src := ociSource(fx.reg.Host, "team/app", v1alpha1.OCISource{Tag: "v1", Verify: verifyWith("release")})
+	first, err := f.Fetch(t.Context(), src, "", emptyDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The fleet now also accepts "second": verified again, nothing downloaded.
+	src.Spec.OCI.Verify = verifyWith("second", "release")
+	before := fx.counter.blobGets()
+	dst := emptyDir(t)
+	got, err := f.Fetch(t.Context(), src, first.Revision, dst)
+	if err != nil || !got.Unchanged || len(tree(t, dst)) != 0 {
+		t.Fatalf("with another key list: %+v, %v, files %v; want Unchanged", got, err, tree(t, dst))
+	}
+	if n := fx.counter.blobGets() - before; n != 1 { // the signature's payload, not the layer
+		t.Errorf("%d blobs read, want 1 (the signature payload)", n)
+	}
+
+	// Only "second" now, which did not sign it: refused although the revision is the same.
+	src.Spec.OCI.Verify = verifyWith("second")
+	_, err = f.Fetch(t.Context(), src, first.Revision, emptyDir(t))
+	wantError(t, err, "signature by key 'second' does not verify")
+
+	// A restarted hub whose key "release" is another key: refused, not taken as unchanged.
+	restarted, err := New(Options{Keys: map[string]Key{"release": otherKey}, Transport: fx.reg.Client.Transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Spec.OCI.Verify = verifyWith("release")
+	_, err = restarted.Fetch(t.Context(), src, first.Revision, emptyDir(t))
+	wantError(t, err, "signature by key 'release' does not verify")
+}

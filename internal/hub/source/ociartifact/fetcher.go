@@ -163,7 +163,9 @@ func (f *Fetcher) Fetch(ctx context.Context, s v1alpha1.Source, prev string, dst
 				return source.Fetched{}, t.errorf("%s: %v", c.revision, err)
 			}
 			if c.revision == prev && f.sameURL(s.Metadata.Name, t) {
-				// Verified anew (after a restart, or with other keys): still nothing to download.
+				// Verified anew with the source's new keys: still nothing to download. (After a
+				// restart nothing is remembered, and the artifact is fetched again: the
+				// controller's previous URL is not known here.)
 				f.remember(s.Metadata.Name, t, c.revision)
 				return source.Fetched{Revision: c.revision, URL: t.url, Unchanged: true}, nil
 			}
