@@ -196,6 +196,9 @@ func runInstall(ctx context.Context, ch *chart.Chart, vals map[string]any, h Hel
 				done <- result{err: fmt.Errorf("helm panicked: %v", p)}
 			}
 		}()
+		if h.started != nil {
+			h.started()
+		}
 		cfg := &action.Configuration{Log: func(string, ...any) {}}
 		inst := action.NewInstall(cfg)
 		inst.DryRun = true

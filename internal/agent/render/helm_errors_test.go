@@ -248,17 +248,6 @@ generated: "2024-01-01T00:00:00Z"
 			helm: render.Helm{PostRender: []render.Patch{{Name: "patches/nothing.yaml", Patch: []byte("- op: replace\n  path: /data/x\n  value: y\n")}}},
 			want: []string{"render app: post-render:", "patches/nothing.yaml"},
 		},
-		{
-			name:  "render time",
-			files: map[string]string{"app/templates/slow.yaml": "{{ range until 3000000 }}{{ end }}"},
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-				t.Cleanup(cancel)
-				return ctx
-			},
-			is:   context.DeadlineExceeded,
-			want: []string{"render app: chart tiny 0.1.0: rendering stopped: context deadline exceeded"},
-		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,6 +291,44 @@ generated: "2024-01-01T00:00:00Z"
 				}
 			}
 		})
+	}
+}
+
+// TestRenderChartStops: a render still running when its context ends returns at once with the
+// context's error, and the render, which Helm cannot interrupt, finishes in the background.
+// The render is held at its start (WithRenderStarted) while the context is cancelled, so the
+// test does not depend on how long a template takes.
+func TestRenderChartStops(t *testing.T) {
+	root := t.TempDir()
+	writeChartFiles(t, root, tinyChart(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	h := render.WithRenderStarted(render.Helm{}, func() {
+		cancel()
+		<-release
+		close(finished)
+	})
+	_, err := render.Render(ctx, render.Options{Root: root, Path: "app", Helm: h})
+	var re *render.Error
+	if !errors.As(err, &re) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Render = %v, want a *render.Error wrapping context.Canceled", err)
+	}
+	if want := "render app: chart tiny 0.1.0: rendering stopped: context canceled"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	close(release)
+	<-finished
+
+	// A render that is slow on purpose (a template looping ten million times) stops the
+	// same way when its deadline passes.
+	writeChartFiles(t, root, map[string]string{"app/templates/slow.yaml": "{{ range until 10000000 }}{{ end }}"})
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = render.Render(ctx, render.Options{Root: root, Path: "app"})
+	if !errors.As(err, &re) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Render = %v, want a *render.Error wrapping context.DeadlineExceeded", err)
 	}
 }
 

@@ -27,3 +27,10 @@ var DefaultHelmLimits = struct {
 	ValuesBytes int64
 	OutputBytes int64
 }{defaultHelmLimits.chartBytes, defaultHelmLimits.chartFiles, defaultHelmLimits.valuesBytes, defaultHelmLimits.outputBytes}
+
+// WithRenderStarted returns a copy of h that calls started as Helm starts rendering, in the
+// goroutine that renders.
+func WithRenderStarted(h Helm, started func()) *Helm {
+	h.started = started
+	return &h
+}

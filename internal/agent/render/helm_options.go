@@ -25,6 +25,9 @@ type Helm struct {
 
 	// lim replaces defaultHelmLimits: a test hook (helm_export_test.go).
 	lim *helmLimits
+	// started, when set, is called as Helm starts rendering: a test hook, to stop a render
+	// midway without depending on how long it takes.
+	started func()
 }
 
 // ValuesFile is one values document and the name errors give it ("values/prod.yaml").
