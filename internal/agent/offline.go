@@ -232,6 +232,13 @@ func pinOffline(stateDir string, id *identity) error {
 			return err
 		}
 	}
+	// Artifacts staged by an import that a crash interrupted: no import runs before this
+	// agent holds the state dir's lock.
+	if left, err := filepath.Glob(filepath.Join(offlineDir(stateDir), "staging-*")); err == nil {
+		for _, d := range left {
+			os.RemoveAll(d)
+		}
+	}
 	if err := writeFileAtomic(filepath.Join(offlineDir(stateDir), "hub-ca.crt"), id.CAPEM); err != nil {
 		return err
 	}
