@@ -28,7 +28,7 @@ type fixture struct {
 	desired *agentv1.DesiredState
 }
 
-func newCA(t *testing.T) *pki.CA {
+func newCA(t testing.TB) *pki.CA {
 	t.Helper()
 	ca, err := pki.LoadOrCreateCA(t.TempDir(), testNow)
 	if err != nil {
