@@ -146,6 +146,11 @@ func (f *Fetcher) Fetch(ctx context.Context, s v1alpha1.Source, prev string, dst
 
 	var refused []string
 	for _, c := range cands {
+		if c.revision == "" {
+			if c, err = resolveTag(ctx, t, c.tag); err != nil {
+				return source.Fetched{}, err
+			}
+		}
 		if c.revision == prev && f.unchanged(s.Metadata.Name, t, c.revision) {
 			return source.Fetched{Revision: c.revision, URL: t.url, Unchanged: true}, nil
 		}

@@ -35,7 +35,7 @@ func resolveTag(ctx context.Context, t *target, tag string) (candidate, error) {
 }
 
 // semverCandidates lists the repository's tags that satisfy the range, newest first, at most
-// MaxSemverCandidates, resolved to digests. Tags that are not versions are ignored;
+// MaxSemverCandidates, not yet resolved to digests. Tags that are not versions are ignored;
 // pre-releases only satisfy a range that names one (Masterminds/semver's rule, as for Git
 // sources). Of two tags naming one version ("v1.2.0", "1.2.0"), the greater name comes first.
 func (f *Fetcher) semverCandidates(ctx context.Context, t *target, rng string) ([]candidate, error) {
@@ -68,13 +68,9 @@ func (f *Fetcher) semverCandidates(ctx context.Context, t *target, rng string) (
 		return ok[i].tag > ok[j].tag
 	})
 	ok = ok[:min(len(ok), f.opts.MaxSemverCandidates)]
-	out := make([]candidate, 0, len(ok))
-	for _, v := range ok {
-		cand, err := resolveTag(ctx, t, v.tag)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cand)
+	out := make([]candidate, len(ok))
+	for i, v := range ok {
+		out[i] = candidate{tag: v.tag} // resolved when tried: usually only the newest is
 	}
 	return out, nil
 }
