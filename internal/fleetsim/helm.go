@@ -290,6 +290,13 @@ func runHelm(ctx context.Context, opts Options) (*Report, error) {
 	}
 	joins := strconv.Itoa(max(opts.Clusters, 20))
 	hubArgs := append([]string{"--fleet-interval", "2s", "--join-qps", joins, "--join-burst", joins}, opts.HubArgs...)
+	pprofAddr := ""
+	if opts.HubProfile != "" {
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		hubArgs = append(hubArgs, "--pprof-addr", pprofAddr)
+	}
 	hub := newHubProc(opts.Binary, filepath.Join(opts.Dir, "hub"), fleetDir, hubArgs)
 	// The hub trusts the repository's CA as an operator's would be told to: SSL_CERT_FILE.
 	hub.env = []string{"SSL_CERT_FILE=" + cr.caFile}
@@ -309,12 +316,21 @@ func runHelm(ctx context.Context, opts Options) (*Report, error) {
 	agentCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	probe := waveProbe{pid: hub.pid(), meter: &fleet.meter, clusters: fleet.clusters}
+	profiled := make(chan error, 1)
 	w, err := probe.measure(ctx, "wave 1", revisions[0], opts.Timeout, func() error {
+		if pprofAddr != "" {
+			go func() { profiled <- profileHub(ctx, pprofAddr, opts.HubProfileFor, opts.HubProfile) }()
+		} else {
+			profiled <- nil
+		}
 		fleet.run(agentCtx)
 		return nil
 	}, func(ctx context.Context) error { return waitSynced(ctx, api, opts, revisions[0]) })
 	if err != nil {
 		return nil, fmt.Errorf("pull wave 1 (chart 1.0.0): %w", err)
+	}
+	if err := <-profiled; err != nil {
+		log.Warn("hub profile not recorded", "error", err)
 	}
 	rep.Pull = append(rep.Pull, w)
 	log.Info("pull wave 1 converged", "seconds", w.ConvergedSeconds)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/registry"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -129,7 +128,6 @@ func TestOCINotAChart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bytes, larger than the limit of 100 bytes") {
 		t.Fatalf("large chart: %v", err)
 	}
-	_ = chart.APIVersionV2
 }
 
 // TestOCIPlainHTTP: a registry on plain HTTP is refused unless the source says insecure, even
