@@ -43,15 +43,17 @@ type renderer struct {
 	cache  map[string]*rendered
 	// names are the variables each artifact names, by digest.
 	names map[string]map[string]bool
-	diffs map[[2]*rendered][]hubapi.PlanObject
-	count int
+	// charts says which (artifact, path) is a chart directory.
+	charts map[string]bool
+	diffs  map[[2]*rendered][]hubapi.PlanObject
+	count  int
 	// cut counts renders the limits left out, by limit.
 	overCount, overTime int
 }
 
 func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
 	rctx, cancel := context.WithTimeout(ctx, lim.RenderTime)
-	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{}}
+	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, charts: map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{}}
 }
 
 func (r *renderer) close() { r.cancel() }
@@ -86,19 +88,21 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		return res
 	}
 	key := a.Digest + "\x00" + a.Path
-	helm, err := helmrelease.Options(r.ctx, a, root, r.dir)
-	if err != nil {
-		res.err = err
-		return res
+	chartKey := a.Digest + "\x00" + a.Path
+	chart, ok := r.charts[chartKey]
+	if !ok {
+		chart = helmrelease.IsChart(root, a.Path)
+		r.charts[chartKey] = chart
 	}
-	if helm != nil {
+	chart = chart || a.Helm != nil
+	if chart {
 		// A chart renders with the release's name, namespace and Helm settings, and its values
 		// (in other artifacts) may name any variable.
 		settings, _ := json.Marshal(a.Helm)
 		key += "\x00" + a.Release + "\x00" + a.Namespace + "\x00" + string(settings)
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.Vars)) {
-		if names[k] || helm != nil {
+		if names[k] || chart {
 			key += "\x00" + k + "=" + a.Vars[k]
 		}
 	}
@@ -119,6 +123,11 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	r.cache[key] = res
 	// The hub reads no cluster: a chart sees Helm's default .Capabilities here, where the
 	// agent gives it its cluster's.
+	helm, err := helmrelease.Options(r.ctx, a, root, r.dir)
+	if err != nil {
+		res.err = err
+		return res
+	}
 	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
@@ -143,6 +152,9 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 // sameHelm: a and b have the same Helm settings, and a chart renders with the same name and
 // namespace.
 func sameHelm(a, b schedule.Assignment) bool {
+	if a.Helm == nil && b.Helm == nil {
+		return a.Namespace == b.Namespace && a.Release == b.Release
+	}
 	x, _ := json.Marshal(a.Helm)
 	y, _ := json.Marshal(b.Helm)
 	return string(x) == string(y) && a.Namespace == b.Namespace && a.Release == b.Release
