@@ -63,6 +63,9 @@ and several hubs may share it (docs/ha.md).`,
   # Accept OCI artifacts only when signed with cosign by the release key (docs/oci.md)
   flotilla hub --data-dir ./hub-data --fleet ./fleet --verify-key release=/etc/flotilla/cosign.pub
 
+  # Encrypt Secrets to a recovery key too, kept offline by the platform team (docs/secrets.md)
+  flotilla hub --data-dir ./hub-data --fleet ./fleet --recovery-recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
+
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
     --fleet-branch main --agent-addr 0.0.0.0:8443 --api-addr 0.0.0.0:8444 --host hub.example.com`,
@@ -154,6 +157,7 @@ and several hubs may share it (docs/ha.md).`,
 	// Webhooks of Git providers (docs/webhooks.md).
 	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
 	// Keys that OCI sources' cosign signatures are verified with (docs/oci.md).
+	f.StringArrayVar(&opts.RecoveryRecipients, "recovery-recipient", nil, "also encrypt every Secret `flotilla secret encrypt` writes to this age recipient (age1...), whose holder can decrypt and re-encrypt it when clusters change (repeatable; docs/secrets.md)")
 	f.StringArrayVar(&verifyKeys, "verify-key", nil, "trust a cosign public key for OCI sources that name it in verify.cosign.publicKeys: NAME=FILE, FILE a cosign.pub PEM file (ECDSA P-256, RSA or Ed25519); loaded at start (repeatable; default: none, and sources that ask for verification are refused)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	cmd.AddCommand(newHubImportReportsCommand(s)) // hub_reports.go

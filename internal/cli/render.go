@@ -20,6 +20,7 @@ func newRenderCommand(s streams) *cobra.Command {
 		vars   []string
 		format = newChoice("yaml", "json")
 		chart  chartFlags
+		sops   decryptFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "render DIR",
@@ -52,7 +53,11 @@ substituted in the text of the --values files before they are parsed, never in t
 its output. An agent renders with its cluster's Kubernetes version and API versions: pass
 them with --kube-version and --api-versions to see what a cluster gets (without them, Helm's
 defaults). Templates see .Release.IsInstall true and .Release.IsUpgrade false, and lookup
-finds nothing, as with helm template.`,
+finds nothing, as with helm template.
+
+SOPS-encrypted documents (flotilla secret encrypt, or the sops CLI) are printed as the
+ciphertext they are; with --decrypt --key-file FILE they are decrypted with that age key, as
+an agent decrypts them with its own (docs/secrets.md).`,
 		Example: `  # Render a plain directory of manifests
   flotilla render ./deploy
 
@@ -67,6 +72,9 @@ finds nothing, as with helm template.`,
   flotilla render ./charts/webapp --release-name shop --namespace web \
     --values values/prod.yaml --set replicaCount=3 \
     --kube-version v1.31.4 --api-versions monitoring.coreos.com/v1
+
+  # Show the plaintext of the SOPS-encrypted Secrets, with the recovery key
+  flotilla render ./deploy --decrypt --key-file ~/.config/flotilla/recovery.txt
 
   # The chart of a Helm source as cluster edge-1 gets it, values using its variables
   flotilla render ./artifact --values values/edge.yaml --var cluster_name=edge-1`,
@@ -85,7 +93,11 @@ finds nothing, as with helm template.`,
 			if err != nil {
 				return err
 			}
-			objs, err := render.Render(cmd.Context(), render.Options{Root: args[0], Path: path, Vars: vm, Helm: helm})
+			dec, keep, err := sops.options()
+			if err != nil {
+				return err
+			}
+			objs, err := render.Render(cmd.Context(), render.Options{Root: args[0], Path: path, Vars: vm, Helm: helm, Decrypt: dec, KeepEncrypted: keep})
 			if err != nil {
 				return err
 			}
@@ -95,6 +107,7 @@ finds nothing, as with helm template.`,
 			return writeYAMLDocuments(s.out, objs)
 		},
 	}
+	sops.bind(cmd)
 	cmd.Flags().StringVar(&path, "path", "", "directory inside DIR to render (default: DIR itself)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "substitution variable as NAME=VALUE; repeat the flag for more")
 	cmd.Flags().VarP(format, "output", "o", "output format: yaml (documents separated by ---) or json (a v1 List)")

@@ -106,6 +106,7 @@ the hub or the network is gone, and reports back.`,
 		newImageCommand(s),
 		newImportCommand(s),
 		newBundleCommand(s),
+		newSecretCommand(s),
 	)
 	withUsageErrors(root)
 	return root

@@ -1,6 +1,9 @@
 package hub
 
-import "github.com/flotilla/flotilla/internal/hub/agentapi"
+import (
+	"github.com/flotilla/flotilla/internal/hub/agekeys"
+	"github.com/flotilla/flotilla/internal/hub/agentapi"
+)
 
 // newAgentAPI wires the agent endpoint: the store, the CA, the artifacts (fetched from the
 // other replicas when missing here), the audit log, and the watchers, last-seen times and
@@ -12,6 +15,7 @@ func (h *Hub) newAgentAPI() *agentapi.Server {
 		Record: h.record, Changed: h.dashboardChanged,
 		Watchers: h.watchers, Seen: h.seen, Auth: h.auth, Metrics: h.metrics.agent,
 		Clock: h.clock, Logger: h.log,
+		AgeKeys: agekeys.NewTracker(h.store, h.record, h.log),
 	}, agentapi.Options{
 		CertTTL: o.CertTTL, AgentQPS: o.AgentQPS, AgentBurst: o.AgentBurst, GlobalQPS: o.GlobalQPS, GlobalBurst: o.GlobalBurst,
 		JoinQPS: o.JoinQPS, JoinBurst: o.JoinBurst,

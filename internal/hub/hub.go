@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
+	"github.com/flotilla/flotilla/internal/secrets"
 )
 
 // Options configure a hub.
@@ -75,6 +76,10 @@ type Options struct {
 	// VerifyKeys are the public keys (cosign.pub PEM files) OCI sources may name in
 	// verify.cosign.publicKeys, by name. Every file must load, or New fails.
 	VerifyKeys map[string]string
+	// RecoveryRecipients are age recipients (age1...) every Secret `flotilla secret encrypt`
+	// writes is encrypted to as well as to the selected clusters: their holders can decrypt
+	// and re-encrypt when clusters change (docs/secrets.md). Each must parse, or New fails.
+	RecoveryRecipients []string
 	// MaxArtifactDownloads bounds artifact downloads served at once. Default 16.
 	MaxArtifactDownloads int
 	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
@@ -218,6 +223,11 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
+	}
+	for _, r := range opts.RecoveryRecipients {
+		if err := secrets.CheckRecipient(r); err != nil {
+			return nil, fmt.Errorf("recovery recipient: %w", err)
+		}
 	}
 	h := &Hub{opts: opts, log: opts.Logger, store: st, clock: opts.Clock, watchers: agentapi.NewWatchers()}
 	var err error

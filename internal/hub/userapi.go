@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/bundleapi"
+	"github.com/flotilla/flotilla/internal/hub/keysapi"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/sqlitedb"
@@ -47,7 +48,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 		Ingest: h.agent.IngestReports, Record: h.record, Clock: h.clock, Logger: h.log,
 	})
 	return userapi.New(userapi.Deps{
-		Extra: append(ops.Routes(), bundles.Routes()...), Public: ops.Public(),
+		Extra: append(append(ops.Routes(), bundles.Routes()...), keysapi.New(h.store, o.RecoveryRecipients).Routes()...), Public: ops.Public(),
 		Store: h.store, Seen: h.seen, Desired: h.desired, View: h.ctrl.View, Audit: h.audit,
 		Record: h.record, ClustersChanged: h.kickController, ClusterRelabelled: h.ctrl.Relabelled, ClusterRemoved: h.forgetCluster,
 		CertificatesRevoked: h.certificatesRevoked, Clock: h.clock, Logger: h.log, Auth: auth, Tokens: tokens, Device: device,

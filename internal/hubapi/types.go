@@ -28,6 +28,10 @@ type ClusterView struct {
 	// Conditions summarise the cluster: Reachable, Converged, Drifted, Failed, Conflicted
 	// (filled by the single-cluster endpoint only).
 	Conditions []Condition `json:"conditions,omitempty"`
+
+	// AgeRecipient is the public half of the age key the cluster's agent generated:
+	// `flotilla secret encrypt` encrypts to it. Absent until the agent sent one.
+	AgeRecipient string `json:"ageRecipient,omitempty"`
 }
 
 // Condition is one fact about a cluster, in the shape of a Kubernetes condition: Type holds

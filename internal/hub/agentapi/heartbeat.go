@@ -18,6 +18,9 @@ import (
 func (a *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv1.HeartbeatRequest]) (*connect.Response[agentv1.HeartbeatResponse], error) {
 	s, cluster := a.s, clusterFrom(ctx)
 	s.d.Seen.Heartbeat(cluster, req.Msg.GetAgentVersion(), int(req.Msg.GetOutboxDepth()))
+	if err := s.observeAgeKey(ctx, cluster, req.Msg.GetAgeRecipient()); err != nil {
+		return nil, err
+	}
 	if gen := req.Msg.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
 		reason := boundReason(req.Msg.GetRefusedReason())
 		s.d.Metrics.DesiredRefused.Inc()
@@ -77,4 +80,7 @@ func (r *refusals) forget(cluster string) {
 // ForgetCluster drops what the endpoint remembers of a removed cluster.
 func (s *Server) ForgetCluster(cluster string) {
 	s.refused.forget(cluster)
+	if s.d.AgeKeys != nil {
+		s.d.AgeKeys.Forget(cluster)
+	}
 }

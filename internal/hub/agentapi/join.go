@@ -21,6 +21,9 @@ func (j *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.Join
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
+	if err := checkAgeRecipient(req.Msg.GetAgeRecipient()); err != nil {
+		return nil, err // before the token is used up
+	}
 	now := s.d.Clock.Now()
 	if err := s.d.Store.ConsumeJoinToken(ctx, tok.ID, pki.SecretHash(tok.Secret), tok.Cluster, now); err != nil {
 		s.d.Logger.Warn("join refused", "cluster", tok.Cluster, "token", tok.ID, "error", err)
@@ -41,6 +44,7 @@ func (j *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.Join
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	s.d.Seen.Touch(tok.Cluster, req.Msg.GetAgentVersion())
+	_ = s.observeAgeKey(ctx, tok.Cluster, req.Msg.GetAgeRecipient()) // checked above
 	s.d.Logger.Info("agent joined", "cluster", tok.Cluster, "token", tok.ID, "nextReportSeq", stats.LastSeq+1)
 	s.d.Record(ctx, audit.Event{Actor: "agent:" + tok.Cluster, Action: "token.used", Cluster: tok.Cluster, Detail: map[string]any{
 		"token": tok.ID, "certificateSerial": serial, "certificateNotAfter": notAfter.UTC(), "agentVersion": req.Msg.GetAgentVersion(), "peer": req.Peer().Addr,

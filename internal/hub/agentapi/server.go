@@ -82,6 +82,8 @@ type Deps struct {
 	Metrics  *Metrics
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// AgeKeys records the clusters' age recipients (nil: they are not recorded).
+	AgeKeys AgeKeys
 }
 
 // Server is the agent endpoint.

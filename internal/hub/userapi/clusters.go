@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -101,6 +102,7 @@ func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView
 		v.LastSeen = &t
 		v.Reachable = api.reachable(t)
 	}
+	v.AgeRecipient, _ = agekeys.Get(r.Context(), api.d.Store, c.Name)
 	if st, err := api.d.Store.ReportStats(r.Context(), c.Name); err == nil {
 		v.ReportsIngested, v.ReportsCompacted, v.LastReportSeq = st.Ingested, st.Compacted, st.LastSeq
 	}
@@ -169,6 +171,10 @@ func (api *API) removeCluster(w http.ResponseWriter, r *http.Request) {
 	if err := api.d.Store.DeleteRecord(r.Context(), controller.RecordSuspend, name, store.AnyVersion); err != nil && !errors.Is(err, store.ErrNotFound) {
 		api.d.Logger.Warn("cluster removed, but its suspension was not; it holds a cluster registered again under this name until `flotilla cluster resume`",
 			"cluster", name, "error", err)
+	}
+	// Its age key is gone with it: a cluster registered again under this name makes a new one.
+	if err := agekeys.Delete(r.Context(), api.d.Store, name); err != nil {
+		api.d.Logger.Warn("cluster removed, but its age recipient record was not", "cluster", name, "error", err)
 	}
 	// Its certificates are revoked in the store; end its open streams now.
 	api.d.ClusterRemoved(name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
 // Rule is what a route another package serves (Deps.Extra) asks of the principal.
@@ -102,6 +103,9 @@ func WithRole(ctx context.Context, e audit.Event) audit.Event {
 
 // WriteJSON and WriteError answer as every user API route does.
 func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// VisibleCluster reports whether ctx's principal may see cluster c (its scope).
+func VisibleCluster(ctx context.Context, c store.Cluster) bool { return visibleCluster(ctx, c) }
 
 // WriteError writes err as the user API's error document.
 func WriteError(w http.ResponseWriter, status int, err error) { writeError(w, status, err) }

@@ -45,6 +45,8 @@ type Store interface {
 	// ListSourceStatuses returns every source status, ordered by name.
 	ListSourceStatuses(ctx context.Context) ([]store.SourceStatus, error)
 	GetFleetStatus(ctx context.Context) (store.FleetStatus, error)
+	// GetRecord reads a record (a cluster's age recipient).
+	GetRecord(ctx context.Context, kind, key string) (store.Record, error)
 	// DeleteRecord deletes a record (a removed cluster's suspension).
 	DeleteRecord(ctx context.Context, kind, key string, expect int64) error
 }

@@ -1,0 +1,110 @@
+// Package keysapi serves GET /api/v1/agekeys: the age recipients of the clusters a set of
+// label selectors picks, the selected clusters without one, and the hub's recovery
+// recipients; what `flotilla secret encrypt` encrypts for. It is read-only and shows only
+// public keys; it is mounted by the user API (userapi.Deps.Extra) for viewers, and a
+// viewer sees only the clusters in its scope.
+package keysapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/flotilla/flotilla/internal/hub/agekeys"
+	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hubapi"
+)
+
+// Bounds on a request's selectors.
+const (
+	maxSelectors     = 32
+	maxSelectorBytes = 1024
+)
+
+// Store is the part of the hub's store the route reads.
+type Store interface {
+	ListClusters(ctx context.Context) ([]store.Cluster, error)
+	ListRecords(ctx context.Context, kind string) ([]store.Record, error)
+}
+
+// API serves the route.
+type API struct {
+	st       Store
+	recovery []string
+}
+
+// New returns the route's API: clusters and recipients from st; recovery are the hub's
+// recovery recipients (checked by the hub's configuration).
+func New(st Store, recovery []string) *API {
+	return &API{st: st, recovery: slices.Clone(recovery)}
+}
+
+// Routes are the routes, for userapi.Deps.Extra.
+func (a *API) Routes() []userapi.Route {
+	return []userapi.Route{{Pattern: "GET /api/v1/agekeys", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.list)}}
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	raw := r.URL.Query()["selector"]
+	if len(raw) == 0 {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: at least one selector is required (?selector=env=prod)"))
+		return
+	}
+	if len(raw) > maxSelectors {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: %d selectors, at most %d", len(raw), maxSelectors))
+		return
+	}
+	sels := make([]labels.Selector, len(raw))
+	for i, s := range raw {
+		if len(s) > maxSelectorBytes {
+			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %d is %d bytes, at most %d", i+1, len(s), maxSelectorBytes))
+			return
+		}
+		sel, err := labels.Parse(s)
+		if err != nil {
+			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q: %w", s, err))
+			return
+		}
+		if sel.Empty() {
+			// An empty selector matches every cluster: too easy to do by mistake.
+			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q selects every cluster; name labels (env=prod)", s))
+			return
+		}
+		sels[i] = sel
+	}
+	clusters, err := a.st.ListClusters(r.Context())
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	records, err := a.st.ListRecords(r.Context(), agekeys.Kind)
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	keys := make(map[string]string, len(records))
+	for _, rec := range records {
+		if rcp, err := agekeys.Decode(rec); err == nil && rcp != "" {
+			keys[rec.Key] = rcp
+		}
+	}
+	out := hubapi.AgeKeysView{Clusters: []hubapi.ClusterAgeKey{}, Missing: []string{}, RecoveryRecipients: a.recovery}
+	if out.RecoveryRecipients == nil {
+		out.RecoveryRecipients = []string{}
+	}
+	for _, c := range clusters {
+		if !userapi.VisibleCluster(r.Context(), c) || !slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(c.Labels)) }) {
+			continue
+		}
+		if k, ok := keys[c.Name]; ok {
+			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k})
+		} else {
+			out.Missing = append(out.Missing, c.Name)
+		}
+	}
+	userapi.WriteJSON(w, http.StatusOK, out)
+}
