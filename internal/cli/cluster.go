@@ -209,6 +209,7 @@ func printCluster(w io.Writer, v hubapi.ClusterView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nOutbox:\t%s\nGeneration:\t%d\nReports:\t%d ingested, %d compacted by the agent's outbox\n",
 		v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, version, outbox, v.Generation, v.ReportsIngested, v.ReportsCompacted)
+	fmt.Fprintf(tw, "Age recipient:\t%s\n", orDash(v.AgeRecipient)) // flotilla secret encrypt encrypts to it
 	tw.Flush()
 
 	fmt.Fprintln(w, "\nConditions:")
