@@ -136,7 +136,10 @@ func IsChart(root, dir string) bool {
 		return false
 	}
 	defer r.Close()
-	rel := strings.TrimPrefix(path.Join("/", filepath.ToSlash(dir), "Chart.yaml"), "/")
-	st, err := r.Stat(filepath.FromSlash(rel))
+	clean := path.Clean(filepath.ToSlash(dir))
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return false // the renderer refuses such a path
+	}
+	st, err := r.Stat(filepath.FromSlash(path.Join(clean, "Chart.yaml")))
 	return err == nil && st.Mode().IsRegular()
 }
