@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/bundle"
@@ -188,10 +189,19 @@ func (s *state) ackThrough(seq uint64) (int, error) {
 // key. The outbox keeps them: they leave it when a bundle says the hub has them.
 func exportReports(st *state, id *identity, w io.Writer, now time.Time) (ExportResult, error) {
 	res := ExportResult{Cluster: id.Cluster}
-	limit := bundle.DefaultReportsLimits().MaxReports
-	reports, err := st.pending(limit)
+	lim := bundle.DefaultReportsLimits()
+	reports, err := st.pending(lim.MaxReports)
 	if err != nil {
 		return res, err
+	}
+	// The oldest reports that fit the hub's bound on a file, with room for the rest of it;
+	// the others wait for the next export.
+	size := int64(0)
+	for i, r := range reports {
+		if size += int64(proto.Size(r)) + 16; size > lim.MaxBytes-(1<<20) {
+			reports = reports[:i]
+			break
+		}
 	}
 	if n := st.outboxDepth(); n > len(reports) {
 		res.Left = n - len(reports)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -227,17 +228,11 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 	}
 	out := hubapi.ReportsImport{Cluster: cluster, Reports: len(rf.Reports), FirstSeq: m.FirstSeq, LastSeq: m.LastSeq}
 	var stopped error
-	for _, rep := range rf.Reports {
-		acked, err := a.d.Ingest(ctx, cluster, []*agentv1.Report{rep})
-		if connect.CodeOf(err) == connect.CodeInvalidArgument {
-			out.Refused = append(out.Refused, hubapi.RefusedReport{Seq: rep.GetSeq(), Error: connectMessage(err)})
-			continue
-		}
-		if err == nil && len(acked) == 0 {
-			err = fmt.Errorf("report %d not stored", rep.GetSeq())
-		}
+	for batch := range slices.Chunk(rf.Reports, ingestBatch) {
+		refused, err := a.ingest(ctx, cluster, batch)
+		out.Refused = append(out.Refused, refused...)
 		if err != nil {
-			stopped = fmt.Errorf("report %d of cluster %q: %s; the reports before it are ingested, import the file again to ingest the rest", rep.GetSeq(), cluster, connectMessage(err))
+			stopped = err
 			break
 		}
 	}
@@ -258,6 +253,42 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	userapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// ingestBatch is how many reports go to the ingestion at once, as an agent sends them.
+const ingestBatch = 100
+
+// ingest ingests a batch of reports in seq order. A batch refused as invalid (a report the
+// hub will never take) is ingested one report at a time, so that the refused ones are listed
+// and dropped and the rest go in, as an agent does online. Any other failure stops the
+// import: the reports before it are in, and importing the file again ingests the rest.
+func (a *API) ingest(ctx context.Context, cluster string, batch []*agentv1.Report) ([]hubapi.RefusedReport, error) {
+	acked, err := a.d.Ingest(ctx, cluster, batch)
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		if err == nil && len(acked) < len(batch) {
+			err = fmt.Errorf("%d of %d reports not stored", len(batch)-len(acked), len(batch))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reports %d to %d of cluster %q: %s; the reports before them are ingested, import the file again to ingest the rest",
+				batch[0].GetSeq(), batch[len(batch)-1].GetSeq(), cluster, connectMessage(err))
+		}
+		return nil, nil
+	}
+	var refused []hubapi.RefusedReport
+	for _, rep := range batch {
+		acked, err := a.d.Ingest(ctx, cluster, []*agentv1.Report{rep})
+		if connect.CodeOf(err) == connect.CodeInvalidArgument {
+			refused = append(refused, hubapi.RefusedReport{Seq: rep.GetSeq(), Error: connectMessage(err)})
+			continue
+		}
+		if err == nil && len(acked) == 0 {
+			err = errors.New("not stored")
+		}
+		if err != nil {
+			return refused, fmt.Errorf("report %d of cluster %q: %s; the reports before it are ingested, import the file again to ingest the rest", rep.GetSeq(), cluster, connectMessage(err))
+		}
+	}
+	return refused, nil
 }
 
 func connectMessage(err error) string {
