@@ -52,14 +52,30 @@ func (c chartOutput) manifestObjects(manifest string) ([]object, error) {
 		}
 		doc := string(chunk)
 		// A CRD file with several documents has the comment on its first one only.
-		if first, _, _ := strings.Cut(strings.TrimLeft(doc, "\n"), "\n"); strings.HasPrefix(first, sourcePrefix) {
-			source = strings.TrimSpace(strings.TrimPrefix(first, sourcePrefix))
+		if s, ok := sourceOf(doc); ok {
+			source = s
 		}
 		if objs, err = c.appendDoc(objs, source, doc); err != nil {
 			return nil, err
 		}
 	}
 	return dropDuplicateCRDs(objs), nil
+}
+
+// sourceOf returns the path in the "# Source:" comment that heads a document (after the
+// "---" that the first document keeps), if it has one.
+func sourceOf(doc string) (string, bool) {
+	for line := range strings.Lines(doc) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "---"):
+			continue
+		case strings.HasPrefix(line, sourcePrefix):
+			return strings.TrimSpace(strings.TrimPrefix(line, sourcePrefix)), true
+		}
+		return "", false
+	}
+	return "", false
 }
 
 func dropDuplicateCRDs(objs []object) []object {
