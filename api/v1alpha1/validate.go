@@ -116,6 +116,9 @@ func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 		checkDuplicate(releases, KindRelease, r.Metadata.Name, file, add)
 		validateReleaseSpec(r.Spec, add)
 		validateReleaseHelm(r.Spec.Helm, add)
+		if h := r.Spec.Helm; h != nil && h.ReleaseName == "" && len(r.Metadata.Name) > MaxHelmReleaseNameLength {
+			add("spec.helm.releaseName", fmt.Sprintf("must be set: the release name %q is longer than the %d characters Helm allows a release name", r.Metadata.Name, MaxHelmReleaseNameLength))
+		}
 		validateDecryption(r.Spec.Decryption, add)
 		for _, ref := range r.Spec.fileRefs() {
 			if _, ok := sources[ref.source]; ref.source != "" && !ok && !t.hasSource(ref.source) && !(o != nil && o.broken[ref.source]) {
