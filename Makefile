@@ -51,6 +51,13 @@ kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or th
 bin/cosign: ## build bin/cosign, the reference cosign CLI (only when missing or its pin changed)
 	@tools/cosign/build.sh
 
+# sops, built from tools/sops's pinned module (the same sops version as go.mod's): the secret
+# tests check that files it encrypts decrypt at the agent and the other way round. Phony:
+# build.sh itself decides whether the binary is stale.
+.PHONY: bin/sops
+bin/sops: ## build bin/sops, the reference sops CLI the secret tests interoperate with
+	@tools/sops/build.sh
+
 # bin/helm: the reference helm CLI built from tools/helm, which the chart rendering tests
 # (internal/agent/render) compare flotilla's in-process rendering with. Phony, so that build.sh
 # decides: it does nothing unless bin/helm is missing or tools/helm's pins changed.
@@ -68,7 +75,7 @@ chromium: ## install Debian's chromium for the dashboard's browser tests (only w
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries bin/helm bin/cosign chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
+test: kube-binaries bin/helm bin/cosign bin/sops chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 
