@@ -139,10 +139,15 @@ func (c *Controller) pollSource(ctx context.Context, s v1alpha1.Source) (art sch
 			prevRevision = prev.Revision
 		}
 		res, err := f.Fetch(ctx, s, prevRevision, dir)
+		if err == nil && res.Unchanged && prev.URL != res.URL {
+			// The same revision at another location (the fleet moved the source): fetch it
+			// from there, since Unchanged left dir empty.
+			res, err = f.Fetch(ctx, s, "", dir)
+		}
 		if err != nil {
 			return schedule.Artifact{}, nil, err
 		}
-		if res.Unchanged && prev.URL == res.URL {
+		if res.Unchanged {
 			return prev, nil, nil
 		}
 		revision, url, verified = res.Revision, res.URL, res.Verified
