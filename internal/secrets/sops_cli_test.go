@@ -1,0 +1,134 @@
+package secrets_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/secrets"
+	"github.com/flotilla/flotilla/internal/secrets/sopstest"
+)
+
+const secretDoc = `apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: app
+  annotations: {owner: team-a}
+type: Opaque
+stringData:
+  password: correct-horse-battery
+  replicas: "3"
+data:
+  token: c2VjcmV0LXRva2Vu
+`
+
+// The agent decrypts what the real sops CLI encrypts for its recipient: a plain directory and
+// a kustomization, through render as the agent renders.
+func TestAgentDecryptsFilesTheSOPSCLIEncrypted(t *testing.T) {
+	cluster, other := mustKey(t), mustKey(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "db.yaml")
+	if err := os.WriteFile(plain, []byte(secretDoc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := sopstest.Run(t, nil, "--encrypt", "--age", other.Recipient+","+cluster.Recipient,
+		"--encrypted-regex", "^(data|stringData)$", plain)
+	if strings.Contains(string(enc), "correct-horse") {
+		t.Fatalf("sops left the plaintext:\n%s", enc)
+	}
+	dec, err := secrets.NewDecryptor("cluster eu-1", cluster.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dec.Decrypt("secrets/db.yaml", enc, "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSecret(t, got)
+
+	root := t.TempDir()
+	write(t, filepath.Join(root, "plain", "db.yaml"), enc)
+	write(t, filepath.Join(root, "kust", "db.yaml"), enc)
+	write(t, filepath.Join(root, "kust", "kustomization.yaml"), []byte("namespace: other\nresources: [db.yaml]\n"))
+	for _, path := range []string{"plain", "kust"} {
+		objs, err := render.Render(context.Background(), render.Options{Root: root, Path: path, Decrypt: dec})
+		if err != nil {
+			t.Fatalf("render %s: %v", path, err)
+		}
+		if len(objs) != 1 {
+			t.Fatalf("render %s: %d objects, want 1", path, len(objs))
+		}
+		sd, _ := objs[0].Object["stringData"].(map[string]any)
+		if sd["password"] != "correct-horse-battery" {
+			t.Errorf("render %s: stringData = %v", path, sd)
+		}
+	}
+
+	// The whole file encrypted (no --encrypted-regex) decrypts too.
+	enc = sopstest.Run(t, nil, "--encrypt", "--age", cluster.Recipient, plain)
+	if got, err = dec.Decrypt("secrets/db.yaml", enc, "yaml"); err != nil {
+		t.Fatal(err)
+	}
+	assertSecret(t, got)
+}
+
+// The real sops CLI decrypts what Encrypt writes, with the key of any recipient.
+func TestSOPSCLIDecryptsWhatFlotillaEncrypts(t *testing.T) {
+	a, b := mustKey(t), mustKey(t)
+	enc, err := secrets.Encrypt([]byte(secretDoc), "yaml", []string{a.Recipient, b.Recipient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	encFile := filepath.Join(dir, "db.yaml")
+	write(t, encFile, enc)
+	for _, k := range []secrets.Key{a, b} {
+		keyFile := filepath.Join(dir, "key.txt")
+		write(t, keyFile, secrets.FormatIdentity(k))
+		got := sopstest.Run(t, []string{"SOPS_AGE_KEY_FILE=" + keyFile}, "--decrypt", encFile)
+		assertSecret(t, got)
+	}
+}
+
+func assertSecret(t *testing.T, doc []byte) {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(doc, &m); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	sd, _ := m["stringData"].(map[string]any)
+	d, _ := m["data"].(map[string]any)
+	md, _ := m["metadata"].(map[string]any)
+	if sd["password"] != "correct-horse-battery" || sd["replicas"] != "3" || d["token"] != "c2VjcmV0LXRva2Vu" || md["name"] != "db" {
+		t.Errorf("decrypted Secret differs:\n%s", doc)
+	}
+	if _, ok := m["sops"]; ok {
+		t.Errorf("decrypted Secret keeps its sops metadata:\n%s", doc)
+	}
+}
+
+func mustKey(t *testing.T) secrets.Key {
+	t.Helper()
+	k, err := secrets.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
