@@ -102,7 +102,7 @@ func (h hold) key() string {
 }
 
 // sameContent reports whether two assignments apply the same thing: revision, artifact, path,
-// variables, namespace. This is what a gate on revisions holds back. The other settings
+// variables, namespace, Helm settings (values), decryption. This is what a gate on revisions holds back. The other settings
 // (prune, selfHeal, wait, timeouts, the project's rules, ignore rules, dependsOn) take effect
 // at once, also while a window or freeze holds a new revision: they say how to reconcile, not
 // what, and an operator may need to change them during a freeze (turn self-heal off in an
@@ -110,7 +110,7 @@ func (h hold) key() string {
 func sameContent(a, b *agentv1.Assignment) bool {
 	if a.GetRevision() != b.GetRevision() || a.GetDigest() != b.GetDigest() || a.GetPath() != b.GetPath() ||
 		a.GetNamespace() != b.GetNamespace() || a.GetSource() != b.GetSource() || a.GetUrl() != b.GetUrl() ||
-		len(a.GetVars()) != len(b.GetVars()) {
+		len(a.GetVars()) != len(b.GetVars()) || a.GetDecryption() != b.GetDecryption() || !proto.Equal(a.GetHelm(), b.GetHelm()) {
 		return false
 	}
 	for k, v := range a.GetVars() {
@@ -126,6 +126,12 @@ func withContent(desired, inForce *agentv1.Assignment) *agentv1.Assignment {
 	out := cloneAssignment(desired)
 	out.Revision, out.Digest, out.Path = inForce.GetRevision(), inForce.GetDigest(), inForce.GetPath()
 	out.Namespace, out.Source, out.Url, out.Vars = inForce.GetNamespace(), inForce.GetSource(), inForce.GetUrl(), inForce.GetVars()
+	out.Decryption = inForce.GetDecryption()
+	if h := inForce.GetHelm(); h != nil {
+		out.Helm = proto.Clone(h).(*agentv1.HelmRelease)
+	} else {
+		out.Helm = nil
+	}
 	return out
 }
 
