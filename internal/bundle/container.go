@@ -168,9 +168,15 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *budgetReader) err() error {
-	return fmt.Errorf("%s: larger than %d bytes", b.what, b.max)
+func (b *budgetReader) err() error { return &TooLargeError{What: b.what, Max: b.max} }
+
+// TooLargeError is a file over its bound (Limits.MaxBytes, ReportsLimits.MaxBytes).
+type TooLargeError struct {
+	What string // "bundle", "reports file"
+	Max  int64
 }
+
+func (e *TooLargeError) Error() string { return fmt.Sprintf("%s: larger than %d bytes", e.What, e.Max) }
 
 // decodeStrict decodes one JSON document into v, refusing unknown fields and trailing data.
 func decodeStrict(data []byte, v any) error {

@@ -57,6 +57,9 @@ type Deps struct {
 	Record func(ctx context.Context, e audit.Event)
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// ReportsLimits bound an imported reports file; zero fields take
+	// bundle.DefaultReportsLimits.
+	ReportsLimits bundle.ReportsLimits
 }
 
 // API serves the routes.
@@ -74,7 +77,14 @@ func New(d Deps) *API {
 	if d.Record == nil {
 		d.Record = func(context.Context, audit.Event) {}
 	}
-	return &API{d: d, limits: bundle.DefaultReportsLimits()}
+	lim, def := d.ReportsLimits, bundle.DefaultReportsLimits()
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = def.MaxBytes
+	}
+	if lim.MaxReports <= 0 {
+		lim.MaxReports = def.MaxReports
+	}
+	return &API{d: d, limits: lim}
 }
 
 // Routes are the authenticated routes, for userapi.Deps.Extra. A bundle holds what every
@@ -177,12 +187,16 @@ func (a *API) open(_ context.Context, digest string) (io.ReadCloser, int64, erro
 // never take does not hold back the rest.
 func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if r.ContentLength > a.limits.MaxBytes {
+		userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("reports file: %d bytes; at most %d", r.ContentLength, a.limits.MaxBytes))
+		return
+	}
 	body := http.MaxBytesReader(w, r.Body, a.limits.MaxBytes+1)
 	rf, err := bundle.ReadReports(body, a.limits)
 	if err != nil {
 		status := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var tooLarge *bundle.TooLargeError
+		if errors.As(err, &tooLarge) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		userapi.WriteError(w, status, err)
