@@ -125,6 +125,9 @@ type Agent struct {
 	// enqueueMu orders queueing a report against refusing a desired state, so that no report
 	// on a release the refused document dropped enters the outbox after it was cleared of them.
 	enqueueMu sync.Mutex
+	// offerMu orders desired states offered from the hub's watch stream and from imported
+	// bundles, so that a bundle's generation check and its acceptance are one step.
+	offerMu sync.Mutex
 
 	mu      sync.Mutex
 	desired *agentv1.DesiredState // the last accepted desired state

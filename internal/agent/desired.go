@@ -70,6 +70,25 @@ func checkRemovals(accepted, next *agentv1.DesiredState) *RefusedError {
 // it and keep running the last accepted one (which stays the one in the state dir, so a
 // restart refuses the same document again rather than forgetting the refusal).
 func (a *Agent) offer(ds *agentv1.DesiredState) {
+	a.offerMu.Lock()
+	defer a.offerMu.Unlock()
+	a.offerLocked(ds)
+}
+
+// offerNewer offers ds only if it is newer than the desired state in force (an imported
+// bundle must never take back what the hub sent meanwhile), and returns the generation in
+// force when it is not.
+func (a *Agent) offerNewer(ds *agentv1.DesiredState) (have int64, offered bool) {
+	a.offerMu.Lock()
+	defer a.offerMu.Unlock()
+	if have := a.currentDesired().GetGeneration(); ds.Generation <= have {
+		return have, false
+	}
+	a.offerLocked(ds)
+	return 0, true
+}
+
+func (a *Agent) offerLocked(ds *agentv1.DesiredState) {
 	if refused := checkRemovals(a.currentDesired(), ds); refused != nil {
 		a.enqueueMu.Lock()
 		a.mu.Lock()

@@ -267,15 +267,14 @@ func (a *Agent) takeImports(ctx context.Context) {
 		if err != nil {
 			res.Status, res.Message = ImportRefused, err.Error()
 		}
-		if have := a.currentDesired().GetGeneration(); ds != nil && ds.Generation <= have {
-			// The hub's watch stream brought this generation or a newer one while the bundle
-			// was read: the bundle must not take it back.
-			res.Status, res.Message = ImportAlready, fmt.Sprintf("desired state generation %d reached the agent from the hub meanwhile; nothing to apply", have)
-			ds = nil
-		}
 		if ds != nil {
-			a.log.Info("desired state imported from a bundle", "generation", ds.Generation, "assignments", len(ds.Assignments), "tombstones", len(ds.Removed))
-			a.offer(ds)
+			if have, ok := a.offerNewer(ds); !ok {
+				// The hub's watch stream brought this generation or a newer one while the
+				// bundle was read: the bundle must not take it back.
+				res.Status, res.Message = ImportAlready, fmt.Sprintf("desired state generation %d reached the agent from the hub meanwhile; nothing to apply", have)
+			} else {
+				a.log.Info("desired state imported from a bundle", "generation", ds.Generation, "assignments", len(ds.Assignments), "tombstones", len(ds.Removed))
+			}
 		}
 		if res.Status == ImportRefused {
 			a.log.Error("bundle refused", "file", name, "error", res.Message)
