@@ -1,0 +1,128 @@
+package hub
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/flotilla/flotilla/internal/hub/agekeys"
+	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/pki"
+	"github.com/flotilla/flotilla/internal/secrets"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+func newRecipient(t *testing.T) string {
+	t.Helper()
+	k, err := secrets.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Recipient
+}
+
+// TestAgeRecipients: the hub records each cluster's age recipient from its heartbeats (and
+// audits a change once), shows it, lists the selected clusters' recipients with the recovery
+// recipients for secret encrypt, refuses what is not a recipient, and forgets it with the
+// cluster.
+func TestAgeRecipients(t *testing.T) {
+	recovery := newRecipient(t)
+	th := startHub(t, "", func(o *Options) { o.RecoveryRecipients = []string{recovery} })
+	ctx := t.Context()
+	eu := th.addAgent(t, "eu-1", map[string]string{"env": "prod"})
+	th.addAgent(t, "us-1", map[string]string{"env": "prod"}) // no key yet
+	dev := th.addAgent(t, "dev-1", map[string]string{"env": "dev"})
+
+	first, second := newRecipient(t), newRecipient(t)
+	beat := func(a *testAgent, r string) error {
+		_, err := a.client.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{AgeRecipient: r}))
+		return err
+	}
+	for _, r := range []string{first, first, first, second, second} {
+		if err := beat(eu, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := beat(dev, newRecipient(t)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := th.api.Cluster(ctx, "eu-1")
+	if err != nil || c.AgeRecipient != second {
+		t.Fatalf("cluster eu-1 shows %q (%v), want the latest recipient", c.AgeRecipient, err)
+	}
+	recs, err := th.api.Audit(ctx, hubapi.AuditFilter{Cluster: "eu-1", Action: "cluster.agekey"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[1].Detail["previous"] != first || recs[1].Detail["recipient"] != second || recs[0].Actor != "agent:eu-1" {
+		t.Errorf("cluster.agekey records = %+v, want one for the first key and one for the change", recs)
+	}
+
+	t.Run("refused recipients", func(t *testing.T) {
+		for _, bad := range []string{"age1nope", strings.Repeat("a", 200), "AGE-SECRET-KEY-1QQQ"} {
+			err := beat(eu, bad)
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "age_recipient") {
+				t.Errorf("heartbeat with %.20q: err = %v, want invalid_argument naming age_recipient", bad, err)
+			}
+		}
+		// A join with a bad recipient is refused before its token is used.
+		j, err := th.api.AddCluster(ctx, "new-1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _ := pki.NewAgentKey()
+		csr, _ := pki.CreateCSR(key, "new-1")
+		_, err = th.joinClient().Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: j.JoinToken, CsrPem: csr, AgeRecipient: "age1nope"}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("join with a bad recipient: %v", err)
+		}
+		r := newRecipient(t)
+		if _, err := th.joinClient().Join(ctx, connect.NewRequest(&agentv1.JoinRequest{Token: j.JoinToken, CsrPem: csr, AgeRecipient: r})); err != nil {
+			t.Fatalf("the token was used up by the refused join: %v", err)
+		}
+		if c, _ := th.api.Cluster(ctx, "new-1"); c.AgeRecipient != r {
+			t.Errorf("join did not record the recipient: %q", c.AgeRecipient)
+		}
+	})
+
+	t.Run("agekeys for secret encrypt", func(t *testing.T) {
+		v, err := th.api.AgeKeys(ctx, []string{"env=prod"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Clusters) != 1 || v.Clusters[0] != (hubapi.ClusterAgeKey{Name: "eu-1", AgeRecipient: second}) ||
+			strings.Join(v.Missing, ",") != "us-1" || strings.Join(v.RecoveryRecipients, ",") != recovery {
+			t.Errorf("agekeys env=prod = %+v", v)
+		}
+		v, err = th.api.AgeKeys(ctx, []string{"env=prod", "env=dev"})
+		if err != nil || len(v.Clusters) != 2 {
+			t.Errorf("two selectors pick the clusters of either: %+v, %v", v, err)
+		}
+		for _, tc := range []struct {
+			sels []string
+			want string
+		}{
+			{nil, "at least one selector is required"},
+			{[]string{""}, "selects every cluster"},
+			{[]string{"env in (prod"}, `selector "env in (prod"`},
+			{[]string{strings.Repeat("a", 1100)}, "at most 1024"},
+		} {
+			_, err := th.api.AgeKeys(ctx, tc.sels)
+			var se *hubapi.StatusError
+			if !errors.As(err, &se) || se.Code != 400 || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("agekeys %q: err = %v, want 400 %q", tc.sels, err, tc.want)
+			}
+		}
+	})
+
+	t.Run("removed with its cluster", func(t *testing.T) {
+		if err := th.api.RemoveCluster(ctx, "eu-1"); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := agekeys.Get(ctx, th.store, "eu-1"); err != nil || r != "" {
+			t.Errorf("after removal: recipient %q, err %v; want none", r, err)
+		}
+	})
+}
