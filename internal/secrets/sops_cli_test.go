@@ -79,6 +79,58 @@ func TestAgentDecryptsFilesTheSOPSCLIEncrypted(t *testing.T) {
 	assertSecret(t, got)
 }
 
+// A multi-document file the sops CLI encrypted as a whole (one MAC over every document)
+// decrypts as a whole; documents encrypted one by one and put in one file decrypt one by one.
+func TestAgentDecryptsMultiDocumentFiles(t *testing.T) {
+	cluster := mustKey(t)
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.yaml")
+	write(t, two, []byte(secretDoc+"---\n"+strings.Replace(secretDoc, "name: db", "name: db2", 1)))
+	whole := sopstest.Run(t, nil, "--encrypt", "--age", cluster.Recipient, "--encrypted-regex", "^(data|stringData)$", two)
+	one, err := secrets.Encrypt([]byte(secretDoc), "yaml", []string{cluster.Recipient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write(t, filepath.Join(root, "whole", "s.yaml"), whole)
+	other, err := secrets.Encrypt([]byte(strings.Replace(secretDoc, "name: db", "name: other", 1)), "yaml", []string{cluster.Recipient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "joined", "s.yaml"), []byte(string(one)+"---\n"+string(other)))
+	dec, err := secrets.NewDecryptor("cluster eu-1", cluster.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := render.Render(context.Background(), render.Options{Root: root, Path: "whole", Decrypt: dec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[1].GetName() != "db2" {
+		t.Fatalf("whole file: %d objects, want db and db2", len(objs))
+	}
+	for _, o := range objs {
+		if sd, _ := o.Object["stringData"].(map[string]any); sd["password"] != "correct-horse-battery" {
+			t.Errorf("%s: stringData = %v", o.GetName(), sd)
+		}
+	}
+	if _, err := render.Render(context.Background(), render.Options{Root: root, Path: "whole"}); err == nil ||
+		!strings.Contains(err.Error(), "render whole/s.yaml: documents 1-2 (encrypted together) are SOPS-encrypted") {
+		t.Errorf("without decryption: err = %v", err)
+	}
+	objs, err = render.Render(context.Background(), render.Options{Root: root, Path: "joined", Decrypt: dec})
+	if err != nil || len(objs) != 2 || objs[1].GetName() != "other" {
+		t.Fatalf("documents encrypted one by one: %d objects, %v; want db and other", len(objs), err)
+	}
+	// A document of them changed after encryption (its name is under the MAC) fails the
+	// file, naming the document.
+	write(t, filepath.Join(root, "joined", "s.yaml"), []byte(string(one)+"---\n"+strings.Replace(string(other), "name: other", "name: changed", 1)))
+	if _, err := render.Render(context.Background(), render.Options{Root: root, Path: "joined", Decrypt: dec}); err == nil ||
+		!strings.Contains(err.Error(), "render joined/s.yaml: document 2: MAC mismatch") {
+		t.Errorf("joined file: err = %v, want document 2's MAC mismatch", err)
+	}
+}
+
 // The real sops CLI decrypts what Encrypt writes, with the key of any recipient.
 func TestSOPSCLIDecryptsWhatFlotillaEncrypts(t *testing.T) {
 	a, b := mustKey(t), mustKey(t)

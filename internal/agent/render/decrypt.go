@@ -63,6 +63,9 @@ func (d decryption) yamlFile(rel string, data []byte) ([]byte, error) {
 	if !encrypted {
 		return data, nil
 	}
+	if len(docs) > 1 && sharedMAC(docs) {
+		return d.yamlStream(rel, docs)
+	}
 	var out bytes.Buffer
 	for i, n := range docs {
 		if i > 0 {
@@ -80,6 +83,64 @@ func (d decryption) yamlFile(rel string, data []byte) ([]byte, error) {
 		out.Write(text)
 	}
 	return out.Bytes(), nil
+}
+
+// yamlStream decrypts a file the sops CLI encrypted as a whole: each document carries the
+// same metadata, and one MAC covers them all, so they decrypt together or not at all.
+func (d decryption) yamlStream(rel string, docs []*yaml.Node) ([]byte, error) {
+	var text bytes.Buffer
+	for i, n := range docs {
+		if i > 0 {
+			text.WriteString("---\n")
+		}
+		b, err := encodeNode(n)
+		if err != nil {
+			return nil, &Error{File: rel, Err: fmt.Errorf("document %d: %w", i+1, err)}
+		}
+		text.Write(b)
+	}
+	which := fmt.Sprintf("documents 1-%d (encrypted together)", len(docs))
+	if d.dec == nil {
+		return nil, &Error{File: rel, Err: fmt.Errorf("%s are %w: set spec.decryption.provider: sops on the release", which, ErrEncrypted)}
+	}
+	plain, err := d.dec.Decrypt(rel, text.Bytes(), "yaml")
+	if err != nil {
+		return nil, &Error{File: rel, Err: fmt.Errorf("%s: %w", which, err)}
+	}
+	return plain, nil
+}
+
+// sharedMAC reports whether every document is encrypted with the same MAC: one file the
+// sops CLI encrypted as a whole, not documents encrypted one by one and put together.
+func sharedMAC(docs []*yaml.Node) bool {
+	mac := ""
+	for _, n := range docs {
+		m := sopsField(resolveNode(n), "mac")
+		if m == "" || (mac != "" && m != mac) {
+			return false
+		}
+		mac = m
+	}
+	return true
+}
+
+// sopsField is the scalar value of field in the top-level sops mapping of n, or "".
+func sopsField(n *yaml.Node, field string) string {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != "sops" || n.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		md := n.Content[i+1]
+		for j := 0; j+1 < len(md.Content); j += 2 {
+			if md.Content[j].Value == field && md.Content[j+1].Kind == yaml.ScalarNode {
+				return md.Content[j+1].Value
+			}
+		}
+	}
+	return ""
 }
 
 func (d decryption) jsonFile(rel string, data []byte) ([]byte, error) {
