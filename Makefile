@@ -97,6 +97,7 @@ verify: ## fail when gofmt or go mod tidy would change the tree
 	@cd tools/kubeenv && $(GO) mod tidy -diff || { echo "tools/kubeenv/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd tools/helm && $(GO) mod tidy -diff || { echo "tools/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd tools/cosign && $(GO) mod tidy -diff || { echo "tools/cosign/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd tools/sops && $(GO) mod tidy -diff || { echo "tools/sops/go.mod is not tidy: run go mod tidy there"; exit 1; }
 
 vet: ## go vet on the main module
 	$(GO) vet ./...
