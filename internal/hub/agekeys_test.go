@@ -2,12 +2,14 @@ package hub
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
+	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
 	"github.com/flotilla/flotilla/internal/secrets"
@@ -125,4 +127,18 @@ func TestAgeRecipients(t *testing.T) {
 			t.Errorf("after removal: recipient %q, err %v; want none", r, err)
 		}
 	})
+}
+
+func TestRecoveryRecipientMustParse(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = New(t.Context(), Options{DataDir: filepath.Join(dir, "hub"), Fleet: t.TempDir(), AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		RecoveryRecipients: []string{"age1notakey"}}, st)
+	if err == nil || !strings.Contains(err.Error(), `recovery recipient: age recipient "age1notakey"`) {
+		t.Fatalf("err = %v, want the recovery recipient named", err)
+	}
 }
