@@ -128,7 +128,8 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		res.err = err
 		return res
 	}
-	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm})
+	// The hub holds no cluster's key: a release that decrypts is planned on its ciphertext.
+	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != ""})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 			r.overTime++
