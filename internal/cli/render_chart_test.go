@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/flotilla/flotilla/internal/toolbin"
 )
 
 // chartTree is an artifact whose charts/shop directory is a chart with a helper, a vendored
@@ -261,20 +262,5 @@ func objectsByKey(t *testing.T, data []byte) map[string]map[string]any {
 // referenceHelm is bin/helm at the repository root, built by `make bin/helm`.
 func referenceHelm(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module github.com/flotilla/flotilla\n")) {
-			p := filepath.Join(d, "bin", "helm")
-			if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
-				t.Fatalf("%s is missing: run `make bin/helm` at the repository root (builds the reference helm from tools/helm)", p)
-			}
-			return p
-		}
-		if filepath.Dir(d) == d || slices.Contains([]string{"", "/"}, d) {
-			t.Fatalf("no repository root above %s", wd)
-		}
-	}
+	return toolbin.Path(t, "helm")
 }

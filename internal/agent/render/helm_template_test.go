@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,28 +18,14 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/toolbin"
 )
 
 // helmBinary returns bin/helm at the repository root: the reference `helm` built from the
 // Helm module pinned in tools/helm. A test that needs it fails, never skips, without it.
 func helmBinary(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module github.com/flotilla/flotilla\n")) {
-			p := filepath.Join(d, "bin", "helm")
-			if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
-				t.Fatalf("%s is missing: run `make bin/helm` at the repository root (builds the reference helm from tools/helm)", p)
-			}
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no repository root (go.mod of github.com/flotilla/flotilla) above %s", wd)
-		}
-	}
+	return toolbin.Path(t, "helm")
 }
 
 // helmTemplate runs `bin/helm template NAME DIR --include-crds --skip-tests ARGS...` in an

@@ -6,29 +6,15 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/flotilla/flotilla/internal/toolbin"
 )
 
 // Binary returns bin/sops at the repository root.
 func Binary(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module github.com/flotilla/flotilla\n")) {
-			p := filepath.Join(d, "bin", "sops")
-			if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
-				t.Fatalf("%s is missing: run `make bin/sops` at the repository root (builds the reference sops from tools/sops)", p)
-			}
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no repository root (go.mod of github.com/flotilla/flotilla) above %s", wd)
-		}
-	}
+	return toolbin.Path(t, "sops")
 }
 
 // Run runs bin/sops with args, in a clean environment (a HOME of its own, so no user

@@ -28,6 +28,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/flotilla/flotilla/internal/registrytest"
+	"github.com/flotilla/flotilla/internal/toolbin"
 )
 
 // Password protects the cosign private keys the tests generate.
@@ -37,30 +38,10 @@ const Password = "test-password"
 // test fails when it is missing, saying how to build it.
 func Cosign(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "bin", "cosign")
-		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
-			return p
-		}
-		if isRoot(d) {
-			t.Fatalf("bin/cosign is missing: run `make bin/cosign` in %s (it builds the cosign CLI pinned in tools/cosign)", d)
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("bin/cosign is missing: run `make bin/cosign` at the repository root")
-		}
-	}
+	return toolbin.Path(t, "cosign")
 }
 
 // isRoot reports whether d is the main module's root (not a nested tools/ module).
-func isRoot(d string) bool {
-	data, err := os.ReadFile(filepath.Join(d, "go.mod"))
-	return err == nil && bytes.HasPrefix(data, []byte("module github.com/flotilla/flotilla\n"))
-}
-
 // RunCosign runs cosign with args in dir, trusting the registry's certificate, with the key
 // password in its environment and a home of its own. It returns the combined output.
 func RunCosign(t testing.TB, reg *registrytest.Registry, dir string, args ...string) (string, error) {
