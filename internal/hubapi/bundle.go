@@ -88,28 +88,7 @@ func (c *Client) ImportReports(ctx context.Context, file io.Reader) (ReportsImpo
 // sendLong is send for transfers that may outlast the client's timeout: a raw body, and the
 // context as the only bound.
 func (c *Client) sendLong(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
 	hc := *c.http
 	hc.Timeout = 0
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("hub %s: %w", c.base, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var apiErr APIError
-		if json.Unmarshal(data, &apiErr) == nil && apiErr.Error != "" {
-			return nil, &StatusError{Code: resp.StatusCode, Message: apiErr.Error}
-		}
-		return nil, &StatusError{Code: resp.StatusCode, Message: resp.Status}
-	}
-	return resp, nil
+	return c.request(ctx, &hc, method, path, body, contentType)
 }

@@ -96,15 +96,25 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		}
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return c.request(ctx, c.http, method, path, rd, contentType)
+}
+
+// request makes a request with hc and returns the response of a successful one, body unread; an
+// error answer is returned as a *StatusError.
+func (c *Client) request(ctx context.Context, hc *http.Client, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("hub %s: %w", c.base, err)
 	}
