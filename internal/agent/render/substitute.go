@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fluxcd/pkg/envsubst"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -63,21 +62,9 @@ func substituteObject(o *object, vars map[string]string) error {
 	if err != nil {
 		return fail(fmt.Errorf("substitution: %w", err))
 	}
-	// envsubst stops at the first variable that is not set and does not say which one, so
-	// remember the last lookup that failed: lookups for ${x:=default} fail without stopping it.
-	var missing string
-	out, err := envsubst.Eval(string(text), func(k string) (string, bool) {
-		v, ok := vars[k]
-		if !ok {
-			missing = k
-		}
-		return v, ok
-	})
+	out, err := evalStrict(string(text), vars)
 	if err != nil {
-		if missing != "" {
-			return fail(fmt.Errorf("%w %q (set it, or give a default with ${%s:=value})", ErrUndefinedVariable, missing, missing))
-		}
-		return fail(fmt.Errorf("substitution: %w", err))
+		return fail(err)
 	}
 	if out == string(text) {
 		return nil
