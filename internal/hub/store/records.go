@@ -44,22 +44,44 @@ SELECT key, data, version, updated_at FROM records WHERE kind = $1 ORDER BY key`
 }
 
 // PutRecord writes r if the stored version is expect: a row lock (PostgreSQL) or the one
-// writer (SQLite) makes the read and the write one step, so two replicas never both win.
+// writer (SQLite) makes the read and the write one step, so two replicas never both win. A
+// record that does not exist yet has no row to lock: it is created with an insert that does
+// nothing when a concurrent writer created it first, which is then a conflict (an upsert here
+// let both writers win, and one update was lost).
 func (s *sqlStore) PutRecord(ctx context.Context, r Record, expect int64) (int64, error) {
 	var version int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var stored int64
 		err := tx.QueryRowContext(ctx, `SELECT version FROM records WHERE kind = $1 AND key = $2`+s.d.forLock("UPDATE"), r.Kind, r.Key).Scan(&stored)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if expect != AnyVersion && expect != 0 {
+				return fmt.Errorf("no version stored, %d expected: %w", expect, ErrConflict)
+			}
+			res, err := tx.ExecContext(ctx, `
+INSERT INTO records (kind, key, data, version, updated_at) VALUES ($1, $2, $3, 1, $4)
+ON CONFLICT (kind, key) DO NOTHING`, r.Kind, r.Key, notNil(r.Data), s.d.time(s.now()))
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				version = 1
+				return err
+			}
+			if expect != AnyVersion {
+				return fmt.Errorf("created by another writer meanwhile, none expected: %w", ErrConflict)
+			}
+			// Any version will do: write over what the other writer created.
+			return tx.QueryRowContext(ctx, `
+UPDATE records SET data = $3, version = version + 1, updated_at = $4 WHERE kind = $1 AND key = $2 RETURNING version`,
+				r.Kind, r.Key, notNil(r.Data), s.d.time(s.now())).Scan(&version)
+		case err != nil:
 			return err
-		}
-		if expect != AnyVersion && stored != expect {
+		case expect != AnyVersion && stored != expect:
 			return fmt.Errorf("version %d stored, %d expected: %w", stored, expect, ErrConflict)
 		}
 		version = stored + 1
-		_, err = tx.ExecContext(ctx, `
-INSERT INTO records (kind, key, data, version, updated_at) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (kind, key) DO UPDATE SET data = excluded.data, version = excluded.version, updated_at = excluded.updated_at`,
+		_, err = tx.ExecContext(ctx, `UPDATE records SET data = $3, version = $4, updated_at = $5 WHERE kind = $1 AND key = $2`,
 			r.Kind, r.Key, notNil(r.Data), version, s.d.time(s.now()))
 		return err
 	})
