@@ -25,51 +25,15 @@ func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*rende
 	if err != nil {
 		return nil, err
 	}
-	if !helmrelease.IsChart(root, as.Path) {
-		if as.Helm != nil {
-			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.Release, as.Path, as.Revision)
-		}
-		return nil, nil
-	}
-	h := &render.Helm{ReleaseName: as.Release, Namespace: as.Namespace, IncludeCRDs: true}
-	if h.Namespace == "" {
-		h.Namespace = "default"
+	h, err := helmrelease.ForAssignment(ctx, as, root, a.artifactRoot)
+	if h == nil || err != nil {
+		return nil, err
 	}
 	caps, err := a.caps.get(ctx, a.clock, a.opts.RESTConfig)
 	if err != nil {
 		return nil, fmt.Errorf("chart %q: the cluster's capabilities (.Capabilities): %w", as.Path, err)
 	}
 	h.KubeVersion, h.APIVersions = caps.kubeVersion, caps.apiVersions
-	hr := as.Helm
-	if hr == nil {
-		return h, nil
-	}
-	if hr.ReleaseName != "" {
-		h.ReleaseName = hr.ReleaseName
-	}
-	h.IncludeCRDs = hr.IncludeCrds
-	h.Values = hr.ValuesJson
-	for _, f := range hr.ValuesFiles {
-		data, err := a.helmFile(ctx, "values file", f)
-		if err != nil {
-			return nil, err
-		}
-		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: fileRefName(f), Data: data})
-	}
-	for i, p := range hr.PostRender {
-		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.Patch)}
-		if p.File != nil {
-			if patch.Patch, err = a.helmFile(ctx, "postRender patch file", p.File); err != nil {
-				return nil, err
-			}
-			patch.Name = fileRefName(p.File)
-		}
-		if t := p.Target; t != nil {
-			patch.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
-				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		h.PostRender = append(h.PostRender, patch)
-	}
 	return h, nil
 }
 
@@ -80,40 +44,6 @@ func (a *Agent) helmFailed(h *render.Helm) {
 	if h != nil {
 		a.caps.invalidate()
 	}
-}
-
-// helmDigests are the artifacts an assignment's Helm settings name besides its own.
-func helmDigests(as *agentv1.Assignment) []string {
-	var out []string
-	for _, f := range as.GetHelm().GetValuesFiles() {
-		out = append(out, f.GetDigest())
-	}
-	for _, p := range as.GetHelm().GetPostRender() {
-		if p.GetFile() != nil {
-			out = append(out, p.GetFile().GetDigest())
-		}
-	}
-	return out
-}
-
-// fileRefName names a file for errors and the renderer: "SOURCE:PATH", as the hub's renders
-// name it.
-func fileRefName(f *agentv1.FileRef) string { return helmrelease.FileName(f.GetSource(), f.GetPath()) }
-
-// helmFile reads the file f names from its artifact (fetched like the assignment's own).
-func (a *Agent) helmFile(ctx context.Context, what string, f *agentv1.FileRef) ([]byte, error) {
-	fail := func(err error) error {
-		return fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.GetPath(), f.GetSource(), f.GetRevision(), err)
-	}
-	root, err := a.artifactRoot(ctx, f.GetDigest())
-	if err != nil {
-		return nil, fail(err)
-	}
-	data, err := helmrelease.ReadFile(root, f.GetPath(), helmrelease.MaxFileBytes)
-	if err != nil {
-		return nil, fail(err)
-	}
-	return data, nil
 }
 
 // Capabilities are read from the cluster once and kept for capabilitiesTTL on the agent's

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // MaxFileBytes bounds one values or patch file read from an artifact; the renderer bounds all
@@ -28,64 +29,117 @@ const MaxFileBytes = 4 << 20
 // defaults: the hub reads no cluster), or nil when a's path in root is not a chart and a has
 // no Helm settings. dir returns the unpacked artifact of a digest.
 func Options(ctx context.Context, a schedule.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
-	if !IsChart(root, a.Path) {
-		if a.Helm != nil {
-			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", a.Release, a.Path, a.Revision)
+	hr, err := Proto(a.Helm)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", a.Release, err)
+	}
+	return ForAssignment(ctx, &agentv1.Assignment{Release: a.Release, Namespace: a.Namespace, Path: a.Path, Revision: a.Revision, Helm: hr}, root, dir)
+}
+
+// ForAssignment is Options for an assignment as the agent receives it: the one place that
+// turns Helm settings into render options, for the agent and the hub's renders alike. The
+// caller adds the cluster's capabilities.
+func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
+	if !IsChart(root, as.GetPath()) {
+		if as.GetHelm() != nil {
+			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.GetRelease(), as.GetPath(), as.GetRevision())
 		}
 		return nil, nil
 	}
-	h := &render.Helm{ReleaseName: a.Release, Namespace: a.Namespace, IncludeCRDs: true}
+	h := &render.Helm{ReleaseName: as.GetRelease(), Namespace: as.GetNamespace(), IncludeCRDs: true}
 	if h.Namespace == "" {
 		h.Namespace = "default"
 	}
-	s := a.Helm
-	if s == nil {
+	hr := as.GetHelm()
+	if hr == nil {
 		return h, nil
 	}
-	if s.ReleaseName != "" {
-		h.ReleaseName = s.ReleaseName
+	if hr.GetReleaseName() != "" {
+		h.ReleaseName = hr.GetReleaseName()
 	}
-	h.IncludeCRDs = s.IncludeCRDs
-	if len(s.Values) > 0 {
-		data, err := json.Marshal(s.Values)
-		if err != nil {
-			return nil, fmt.Errorf("helm values of release %q: %w", a.Release, err)
-		}
-		h.Values = data
-	}
-	read := func(what string, f schedule.FileRef) ([]byte, error) {
-		root, err := dir(ctx, f.Digest)
+	h.IncludeCRDs = hr.GetIncludeCrds()
+	h.Values = hr.GetValuesJson()
+	read := func(what string, f *agentv1.FileRef) ([]byte, error) {
+		root, err := dir(ctx, f.GetDigest())
 		if err == nil {
 			var data []byte
-			if data, err = ReadFile(root, f.Path, MaxFileBytes); err == nil {
+			if data, err = ReadFile(root, f.GetPath(), MaxFileBytes); err == nil {
 				return data, nil
 			}
 		}
-		return nil, fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.Path, f.Source, f.Revision, err)
+		return nil, fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.GetPath(), f.GetSource(), f.GetRevision(), err)
 	}
-	for _, f := range s.ValuesFiles {
+	for _, f := range hr.GetValuesFiles() {
 		data, err := read("values file", f)
 		if err != nil {
 			return nil, err
 		}
-		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: FileName(f.Source, f.Path), Data: data})
+		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: FileName(f.GetSource(), f.GetPath()), Data: data})
 	}
-	for i, p := range s.PostRender {
-		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.Patch)}
-		if p.File != nil {
-			data, err := read("postRender patch file", *p.File)
+	for i, p := range hr.GetPostRender() {
+		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.GetPatch())}
+		if f := p.GetFile(); f != nil {
+			data, err := read("postRender patch file", f)
 			if err != nil {
 				return nil, err
 			}
-			patch.Name, patch.Patch = FileName(p.File.Source, p.File.Path), data
+			patch.Name, patch.Patch = FileName(f.GetSource(), f.GetPath()), data
 		}
-		if t := p.Target; t != nil {
+		if t := p.GetTarget(); t != nil {
 			patch.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
 				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}
 		h.PostRender = append(h.PostRender, patch)
 	}
 	return h, nil
+}
+
+// Digests are the artifacts Helm settings name (values and patch files) besides the
+// release's own.
+func Digests(hr *agentv1.HelmRelease) []string {
+	var out []string
+	for _, f := range hr.GetValuesFiles() {
+		out = append(out, f.GetDigest())
+	}
+	for _, p := range hr.GetPostRender() {
+		if p.GetFile() != nil {
+			out = append(out, p.GetFile().GetDigest())
+		}
+	}
+	return out
+}
+
+// Proto is a release's resolved Helm settings as the agent receives them; nil for none.
+func Proto(h *schedule.Helm) (*agentv1.HelmRelease, error) {
+	if h == nil {
+		return nil, nil
+	}
+	out := &agentv1.HelmRelease{ReleaseName: h.ReleaseName, IncludeCrds: h.IncludeCRDs}
+	if len(h.Values) > 0 {
+		data, err := json.Marshal(h.Values)
+		if err != nil {
+			return nil, fmt.Errorf("helm values: %w", err)
+		}
+		out.ValuesJson = data
+	}
+	ref := func(f schedule.FileRef) *agentv1.FileRef {
+		return &agentv1.FileRef{Source: f.Source, Revision: f.Revision, Digest: f.Digest, Path: f.Path}
+	}
+	for _, f := range h.ValuesFiles {
+		out.ValuesFiles = append(out.ValuesFiles, ref(f))
+	}
+	for _, p := range h.PostRender {
+		pp := &agentv1.PostRenderPatch{Patch: p.Patch}
+		if p.File != nil {
+			pp.File = ref(*p.File)
+		}
+		if t := p.Target; t != nil {
+			pp.Target = &agentv1.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		out.PostRender = append(out.PostRender, pp)
+	}
+	return out, nil
 }
 
 // FileName names a file of a source for errors and the renderer: "SOURCE:PATH".

@@ -2,13 +2,13 @@ package agentapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -95,7 +95,7 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 		}
 		pa.Decryption = a.Decryption
 		if a.Helm != nil {
-			if pa.Helm, err = helmToProto(a.Helm); err != nil {
+			if pa.Helm, err = helmrelease.Proto(a.Helm); err != nil {
 				return nil, fmt.Errorf("desired state of cluster %q: release %q: %w", ds.Cluster, a.Release, err)
 			}
 		}
@@ -110,36 +110,6 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 	}
 	for _, r := range doc.Syncs {
 		out.Syncs = append(out.Syncs, &agentv1.SyncRequest{Id: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
-	}
-	return out, nil
-}
-
-// helmToProto is a release's resolved Helm settings as the agent receives them.
-func helmToProto(h *schedule.Helm) (*agentv1.HelmRelease, error) {
-	out := &agentv1.HelmRelease{ReleaseName: h.ReleaseName, IncludeCrds: h.IncludeCRDs}
-	if len(h.Values) > 0 {
-		data, err := json.Marshal(h.Values)
-		if err != nil {
-			return nil, fmt.Errorf("helm values: %w", err)
-		}
-		out.ValuesJson = data
-	}
-	ref := func(f schedule.FileRef) *agentv1.FileRef {
-		return &agentv1.FileRef{Source: f.Source, Revision: f.Revision, Digest: f.Digest, Path: f.Path}
-	}
-	for _, f := range h.ValuesFiles {
-		out.ValuesFiles = append(out.ValuesFiles, ref(f))
-	}
-	for _, p := range h.PostRender {
-		pp := &agentv1.PostRenderPatch{Patch: p.Patch}
-		if p.File != nil {
-			pp.File = ref(*p.File)
-		}
-		if t := p.Target; t != nil {
-			pp.Target = &agentv1.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
-				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		out.PostRender = append(out.PostRender, pp)
 	}
 	return out, nil
 }

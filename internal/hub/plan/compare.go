@@ -88,11 +88,10 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		return res
 	}
 	key := a.Digest + "\x00" + a.Path
-	chartKey := a.Digest + "\x00" + a.Path
-	chart, ok := r.charts[chartKey]
+	chart, ok := r.charts[key]
 	if !ok {
 		chart = helmrelease.IsChart(root, a.Path)
-		r.charts[chartKey] = chart
+		r.charts[key] = chart
 	}
 	chart = chart || a.Helm != nil
 	if chart {
