@@ -47,13 +47,9 @@ func (d *Decryptor) Decrypt(file string, doc []byte, format string) ([]byte, err
 	if len(doc) > MaxEncryptedBytes {
 		return nil, fmt.Errorf("%d bytes, at most %d", len(doc), MaxEncryptedBytes)
 	}
-	store, err := storeFor(format)
+	store, tree, err := loadEncrypted(doc, format)
 	if err != nil {
 		return nil, err
-	}
-	tree, err := store.LoadEncryptedFile(doc)
-	if err != nil {
-		return nil, fmt.Errorf("SOPS metadata: %w", err)
 	}
 	dataKey, err := d.dataKey(tree.Metadata)
 	if err != nil {
@@ -121,13 +117,9 @@ func listRecipients(rs []string) string {
 // Recipients are the age recipients of an encrypted document, for messages and `flotilla
 // secret` output.
 func Recipients(doc []byte, format string) ([]string, error) {
-	store, err := storeFor(format)
+	_, tree, err := loadEncrypted(doc, format)
 	if err != nil {
 		return nil, err
-	}
-	tree, err := store.LoadEncryptedFile(doc)
-	if err != nil {
-		return nil, fmt.Errorf("SOPS metadata: %w", err)
 	}
 	var out []string
 	for _, g := range tree.Metadata.KeyGroups {
@@ -138,4 +130,17 @@ func Recipients(doc []byte, format string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// loadEncrypted parses an encrypted document of format "yaml" or "json" with its store.
+func loadEncrypted(doc []byte, format string) (sops.Store, sops.Tree, error) {
+	store, err := storeFor(format)
+	if err != nil {
+		return nil, sops.Tree{}, err
+	}
+	tree, err := store.LoadEncryptedFile(doc)
+	if err != nil {
+		return nil, sops.Tree{}, fmt.Errorf("SOPS metadata: %w", err)
+	}
+	return store, tree, nil
 }
