@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,6 +41,17 @@ func (s *Store) Dir() string { return s.dir }
 // untouched. Concurrent calls are safe: each packs into its own temporary
 // file, and renaming identical content over identical content is harmless.
 func (s *Store) PutDir(ctx context.Context, dir string) (digest string, size int64, err error) {
+	return s.put(func(w io.Writer) (string, int64, error) { return Pack(ctx, dir, w) })
+}
+
+// PutFiles packs the entries names of the tree at dir ([PackFiles]) into the
+// store and returns the artifact's digest and size, as PutDir does.
+func (s *Store) PutFiles(ctx context.Context, dir string, names []string) (digest string, size int64, err error) {
+	return s.put(func(w io.Writer) (string, int64, error) { return PackFiles(ctx, dir, names, w) })
+}
+
+// put stores what pack writes under its digest.
+func (s *Store) put(pack func(io.Writer) (string, int64, error)) (digest string, size int64, err error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, storeSubdir), tempPrefix+"*")
 	if err != nil {
 		return "", 0, fmt.Errorf("artifact store %s: %w", s.dir, err)
@@ -52,7 +64,7 @@ func (s *Store) PutDir(ctx context.Context, dir string) (digest string, size int
 		}
 	}()
 
-	digest, size, err = Pack(ctx, dir, tmp)
+	digest, size, err = pack(tmp)
 	if err != nil {
 		return "", 0, err
 	}
