@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -22,7 +20,7 @@ func newBenchCommand(s streams) *cobra.Command {
 store, while the agents, the hub process, Git and mTLS on loopback are real.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s))
+	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchColdCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s))
 	return cmd
 }
 
@@ -222,6 +220,90 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
 	return cmd
 }
 
+func newBenchColdCommand(s streams) *cobra.Command {
+	var (
+		opts   fleetsim.ColdOptions
+		dir    string
+		keep   bool
+		output = newChoice("table", "json")
+	)
+	cmd := &cobra.Command{
+		Use:   "cold",
+		Short: "Measure a cold start: every agent of a fleet starting within one second",
+		Long: `Register and join AGENTS real agents (one small release each, in agent-host processes of
+--agents-per-process agents), wait until the hub has scheduled all of them, then start every
+agent within one second and measure until the hub's status API shows every assignment Ready at
+the commit, or --timeout passes.
+
+The report gives the join time (before the start), the time to converge, the hub's CPU and
+peak resident memory, the requests the agents sent and the refusals they got (429 or 503, and
+how many said when to come back with Retry-After), and the agents that gave up: those not Ready
+when the run ended, and those whose run ended with an error.
+
+With --replicas 2 --postgres URL the run creates a database of its own on that PostgreSQL
+server (the role must be allowed to CREATE DATABASE; it is dropped afterwards), starts that
+many hub replicas on it, and spreads the agents over them, each agent knowing every replica to
+fail over to. The report then gives each replica's share: the agents that chose it first, the
+agents connected to it at the end (its flotilla_hub_agents_connected), the artifact downloads
+it served, the requests it answered, its CPU and its peak memory. The spokes are simulated
+(in-memory clusters); see docs/simulator.md.`,
+		Example: `  # 10,000 agents starting at once against one hub
+  flotilla bench cold --agents 10000
+
+  # The same against two hub replicas on the PostgreSQL server of ` + "`make postgres`" + `
+  flotilla bench cold --agents 10000 --replicas 2 \
+    --postgres 'postgres://flotilla@127.0.0.1:55432/postgres?sslmode=disable'
+
+  # A quick look, as JSON, with the hub's CPU profile over the first 30 seconds
+  flotilla bench cold --agents 500 --hub-profile cold.pprof -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Replicas < 1 {
+				return usageError{fmt.Errorf("--replicas %d: want 1 or more", opts.Replicas)}
+			}
+			if opts.Replicas > 1 && opts.Postgres == "" {
+				return usageError{fmt.Errorf("--replicas %d: replicas share a PostgreSQL database: give --postgres postgres://USER@HOST:PORT/DATABASE", opts.Replicas)}
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the flotilla binary: %w", err)
+			}
+			opts.Binary = bin
+			cleanup, err := workDir(&dir, keep, s)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			opts.Dir = dir
+			opts.Logger = loggerFrom(cmd.Context())
+			rep, err := fleetsim.RunCold(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if output.value == "json" {
+				return rep.WriteJSON(s.out)
+			}
+			return rep.WriteTable(s.out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Agents, "agents", 10000, "agents, one one-object release each")
+	f.IntVar(&opts.Replicas, "replicas", 1, "hub replicas; more than one needs --postgres")
+	f.StringVar(&opts.Postgres, "postgres", "", "PostgreSQL server URL where the run creates (and afterwards drops) a database of its own for the hub replicas; libpq's PG* variables fill in what it leaves out")
+	f.IntVar(&opts.AgentsPerProcess, "agents-per-process", 5000, "agents each agent-host process runs (each agent holds two file descriptors)")
+	f.IntVar(&opts.JoinConcurrency, "join-concurrency", 16, "agents registered and joined at once, before the start")
+	f.DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "bound for the joins and for the cold start: agents not Ready by then gave up")
+	f.DurationVar(&opts.PollInterval, "poll-interval", 2*time.Second, "how often the hub's status API is read")
+	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "agents' heartbeat interval")
+	f.StringArrayVar(&opts.HubArgs, "hub-arg", nil, "extra flag for every hub process, e.g. --hub-arg=--max-artifact-downloads=64 (repeatable)")
+	f.StringVar(&opts.HubProfile, "hub-profile", "", "write the first replica's CPU profile, from the start, to this file")
+	f.DurationVar(&opts.HubProfileFor, "hub-profile-for", 30*time.Second, "how long --hub-profile records")
+	f.StringVar(&dir, "dir", "", "work directory (default: a temporary directory, removed afterwards)")
+	f.BoolVar(&keep, "keep", false, "keep the work directory")
+	f.VarP(output, "output", "o", "output format: table or json")
+	return cmd
+}
+
 // workDir makes the run's directory: the one given, or a temporary one removed afterwards
 // unless keep.
 func workDir(dir *string, keep bool, s streams) (func(), error) {
@@ -265,7 +347,7 @@ func newBenchAgentHostCommand(s streams) *cobra.Command {
 	var specFile string
 	cmd := &cobra.Command{
 		Use:    "agent-host --spec FILE",
-		Short:  "Run a share of a simulated fleet's agents (started by flotilla bench idle)",
+		Short:  "Run a share of a simulated fleet's agents (started by flotilla bench idle and bench cold)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -273,14 +355,8 @@ func newBenchAgentHostCommand(s streams) *cobra.Command {
 			if err := readSpec(specFile, &spec); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			go func() {
-				// The runner closes stdin to stop this host.
-				_, _ = io.Copy(io.Discard, cmd.InOrStdin())
-				cancel()
-			}()
-			return fleetsim.RunAgentHost(ctx, spec, s.out)
+			// The runner says "start" on stdin (bench cold) and closes it to stop this host.
+			return fleetsim.RunAgentHost(cmd.Context(), spec, cmd.InOrStdin(), s.out)
 		},
 	}
 	cmd.Flags().StringVar(&specFile, "spec", "", "agent host spec (JSON) written by flotilla bench idle")

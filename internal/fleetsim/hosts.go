@@ -26,8 +26,10 @@ type hostedFleet struct {
 }
 
 // startHosts registers n clusters through the user API and starts agent hosts of at most
-// perHost agents each.
-func startHosts(ctx context.Context, bin, dir, hubURL string, api *hubapi.Client, sim Options, n, perHost int) (*hostedFleet, error) {
+// perHost agents each. The agents are spread over hubURLs (a hub's replicas) in turn, each
+// with the others to fail over to. With waitStart the hosts join their agents and wait for
+// start to run them.
+func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hubapi.Client, sim Options, n, perHost int, waitStart bool) (*hostedFleet, error) {
 	agents := make([]HostedAgent, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(sim.JoinConcurrency)
@@ -38,7 +40,7 @@ func startHosts(ctx context.Context, bin, dir, hubURL string, api *hubapi.Client
 			if err != nil {
 				return fmt.Errorf("cluster %s: add: %w", name, err)
 			}
-			agents[i] = HostedAgent{Cluster: name, Token: j.JoinToken}
+			agents[i] = HostedAgent{Cluster: name, Token: j.JoinToken, Primary: i % len(hubURLs)}
 			return nil
 		})
 	}
@@ -47,7 +49,7 @@ func startHosts(ctx context.Context, bin, dir, hubURL string, api *hubapi.Client
 	}
 	f := &hostedFleet{}
 	for i := 0; i*perHost < n; i++ {
-		spec := AgentHostSpec{HubURL: hubURL, StateDir: filepath.Join(dir, "agents"), Agents: agents[i*perHost : min((i+1)*perHost, n)],
+		spec := AgentHostSpec{HubURLs: hubURLs, WaitForStart: waitStart, StateDir: filepath.Join(dir, "agents"), Agents: agents[i*perHost : min((i+1)*perHost, n)],
 			HeartbeatInterval: sim.HeartbeatInterval, ReportInterval: sim.ReportInterval, JoinConcurrency: sim.JoinConcurrency}
 		file := filepath.Join(dir, fmt.Sprintf("agent-host-%d.json", i))
 		data, err := json.Marshal(spec)
@@ -108,8 +110,37 @@ func (f *hostedFleet) counters() (HostCounters, error) {
 		sum.ToHub += c.ToHub
 		sum.FromHub += c.FromHub
 		sum.Requests += c.Requests
+		sum.Refused += c.Refused
+		sum.RetryAfter += c.RetryAfter
+		sum.Exited += c.Exited
+		if sum.ExitError == "" {
+			sum.ExitError = c.ExitError
+		}
+		for addr, h := range c.Hubs {
+			if sum.Hubs == nil {
+				sum.Hubs = map[string]HubCounters{}
+			}
+			x := sum.Hubs[addr]
+			x.Dials += h.Dials
+			x.Open += h.Open
+			x.FromHub += h.FromHub
+			x.Requests += h.Requests
+			x.Refused += h.Refused
+			x.Downloads += h.Downloads
+			sum.Hubs[addr] = x
+		}
 	}
 	return sum, nil
+}
+
+// start tells every host to run its agents (their hosts started with waitStart).
+func (f *hostedFleet) start() error {
+	for i, in := range f.stdins {
+		if _, err := io.WriteString(in, "start\n"); err != nil {
+			return fmt.Errorf("start agent host %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // stop ends every host (closing its stdin) and waits for it.

@@ -160,7 +160,7 @@ func RunIdle(ctx context.Context, opts IdleOptions) (*IdleReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	fleet, err := startHosts(ctx, opts.Binary, opts.Dir, hub.agentURL(), api, sim, opts.Agents, opts.AgentsPerProcess)
+	fleet, err := startHosts(ctx, opts.Binary, opts.Dir, []string{hub.agentURL()}, api, sim, opts.Agents, opts.AgentsPerProcess, false)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -14,6 +16,46 @@ type meter struct {
 	requests       atomic.Int64
 	// dials counts connections opened to the hub, open those not closed yet.
 	dials, open atomic.Int64
+	// refused counts responses that turned a request away (429, 503); retryAfter those of
+	// them that said when to come back (a Retry-After header).
+	refused, retryAfter atomic.Int64
+	// hubs splits the counts by hub address (HOST:PORT), for a fleet spread over replicas.
+	hubs sync.Map // string -> *hubMeter
+}
+
+// hubMeter is what crossed the connections to one hub address.
+type hubMeter struct {
+	dials, open, fromHub, requests, refused, downloads atomic.Int64
+}
+
+func (m *meter) hub(addr string) *hubMeter {
+	if h, ok := m.hubs.Load(addr); ok {
+		return h.(*hubMeter)
+	}
+	h, _ := m.hubs.LoadOrStore(addr, &hubMeter{})
+	return h.(*hubMeter)
+}
+
+// HubCounters are one hub address's share of an agent host's counters.
+type HubCounters struct {
+	Dials     int64 `json:"dials"`
+	Open      int64 `json:"open"`
+	FromHub   int64 `json:"fromHub"`
+	Requests  int64 `json:"requests"`
+	Refused   int64 `json:"refused"`
+	Downloads int64 `json:"downloads"`
+}
+
+// perHub snapshots the per-address counts.
+func (m *meter) perHub() map[string]HubCounters {
+	out := map[string]HubCounters{}
+	m.hubs.Range(func(k, v any) bool {
+		h := v.(*hubMeter)
+		out[k.(string)] = HubCounters{Dials: h.dials.Load(), Open: h.open.Load(), FromHub: h.fromHub.Load(),
+			Requests: h.requests.Load(), Refused: h.refused.Load(), Downloads: h.downloads.Load()}
+		return true
+	})
+	return out
 }
 
 // traffic is a snapshot of a meter.
@@ -36,16 +78,37 @@ func (m *meter) dial(ctx context.Context, network, addr string) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
+	h := m.hub(addr)
 	m.dials.Add(1)
 	m.open.Add(1)
-	return &countedConn{Conn: c, read: &m.fromHub, written: &m.toHub, open: &m.open}, nil
+	h.dials.Add(1)
+	h.open.Add(1)
+	return &countedConn{Conn: c, read: &m.fromHub, written: &m.toHub, open: &m.open, hubRead: &h.fromHub, hubOpen: &h.open}, nil
 }
 
-// wrap counts the requests a spoke makes.
+// wrap counts the requests a spoke makes, the refusals among their responses, and the
+// artifact downloads served, per hub address.
 func (m *meter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		h := m.hub(r.URL.Host)
 		m.requests.Add(1)
-		return rt.RoundTrip(r)
+		h.requests.Add(1)
+		resp, err := rt.RoundTrip(r)
+		if err != nil {
+			return resp, err
+		}
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+			// Connect's unary calls carry resource_exhausted as a 429 too.
+			m.refused.Add(1)
+			h.refused.Add(1)
+			if resp.Header.Get("Retry-After") != "" {
+				m.retryAfter.Add(1)
+			}
+		case resp.StatusCode == http.StatusOK && strings.HasPrefix(r.URL.Path, "/artifacts/"):
+			h.downloads.Add(1)
+		}
+		return resp, err
 	})
 }
 
@@ -71,12 +134,17 @@ type countedConn struct {
 	net.Conn
 	read, written *atomic.Int64
 	open          *atomic.Int64 // nil: not tracked
-	closed        atomic.Bool
+	// hubRead and hubOpen are the hub address's share (nil: not tracked).
+	hubRead, hubOpen *atomic.Int64
+	closed           atomic.Bool
 }
 
 func (c *countedConn) Close() error {
 	if c.open != nil && c.closed.CompareAndSwap(false, true) {
 		c.open.Add(-1)
+		if c.hubOpen != nil {
+			c.hubOpen.Add(-1)
+		}
 	}
 	return c.Conn.Close()
 }
@@ -84,6 +152,9 @@ func (c *countedConn) Close() error {
 func (c *countedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.read.Add(int64(n))
+	if c.hubRead != nil {
+		c.hubRead.Add(int64(n))
+	}
 	return n, err
 }
 

@@ -210,19 +210,15 @@ func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit st
 			return fmt.Errorf("the hub rejected the generated fleet configuration: %s", st.Fleet.Error)
 		}
 		if err == nil {
-			done, failed := 0, ""
-			for _, a := range st.Assignments {
-				if a.Phase == hubapi.PhaseReady && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
-					done++
-				}
-				if a.Phase == hubapi.PhaseFailed {
-					// Agents retry failures (a busy hub, a transient error), so a failure only
-					// ends the wait when the wave times out; it is kept to say why.
-					failed = fmt.Sprintf("; e.g. release %s on cluster %s failed: %s", a.Release, a.Cluster, a.Error)
-				}
+			p := syncProgressOf(st, commit)
+			failed := ""
+			if p.failed != "" {
+				// Agents retry failures (a busy hub, a transient error), so a failure only
+				// ends the wait when the wave times out; it is kept to say why.
+				failed = "; e.g. " + p.failed
 			}
-			last = fmt.Sprintf("%d of %d assignments synced at %s%s", done, want, commit, failed)
-			if done == want && len(st.Assignments) == want {
+			last = fmt.Sprintf("%d of %d assignments synced at %s%s", p.done, want, commit, failed)
+			if p.done == want && len(st.Assignments) == want {
 				return nil
 			}
 		} else if last == "" || ctx.Err() == nil {
@@ -237,6 +233,32 @@ func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit st
 		case <-t.C:
 		}
 	}
+}
+
+// syncProgress is how far the fleet is at a commit, by the hub's status API.
+type syncProgress struct {
+	// done is the assignments Ready with the commit applied; failedCount those in phase
+	// Failed, and failed one of them, to say why.
+	done, failedCount int
+	failed            string
+	// notSynced is the clusters with an assignment not (yet) Ready at the commit.
+	notSynced map[string]bool
+}
+
+func syncProgressOf(st hubapi.StatusView, commit string) syncProgress {
+	p := syncProgress{notSynced: map[string]bool{}}
+	for _, a := range st.Assignments {
+		if a.Phase == hubapi.PhaseReady && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
+			p.done++
+		} else {
+			p.notSynced[a.Cluster] = true
+		}
+		if a.Phase == hubapi.PhaseFailed {
+			p.failedCount++
+			p.failed = fmt.Sprintf("release %s on cluster %s failed: %s", a.Release, a.Cluster, a.Error)
+		}
+	}
+	return p
 }
 
 // raiseFileLimit lifts the open-file limit as far as the process may: every simulated agent
