@@ -113,32 +113,48 @@ func (c *Controller) reschedule(ctx context.Context) {
 	c.applyRollouts(ctx, fleet, in, &plan, previous)
 	failed := 0
 	actors := c.relabels.take()
-	for _, cl := range in {
-		doc := plan.Document(cl.Name)
-		removed := attributeRemovals(previous[cl.Name], doc, actors[cl.Name])
-		data, err := schedule.Encode(doc)
-		if err != nil {
-			c.log.Error("encode desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
-			failed++
-			continue
-		}
-		gen, changed, err := c.d.Store.PutDesiredState(ctx, cl.Name, data)
-		if err != nil {
-			c.log.Error("store desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
-			if a := actors[cl.Name]; a != "" {
-				c.relabels.note(cl.Name, a) // still to be attributed at the retry
+	// In batches of one transaction each, encoded batch by batch (10,000 documents of 20
+	// assignments are 80 MB): the agents of a batch are woken as soon as it is stored.
+	for start := 0; start < len(in); start += store.DesiredBatchSize {
+		writes := make([]store.DesiredWrite, 0, store.DesiredBatchSize)
+		docs := make(map[string]schedule.Document, store.DesiredBatchSize)
+		removals := map[string][]schedule.Tombstone{}
+		for _, cl := range in[start:min(start+store.DesiredBatchSize, len(in))] {
+			doc := plan.Document(cl.Name)
+			if removed := attributeRemovals(previous[cl.Name], doc, actors[cl.Name]); len(removed) > 0 {
+				removals[cl.Name] = removed
 			}
-			failed++
-			continue
+			data, err := schedule.Encode(doc)
+			if err != nil {
+				c.log.Error("encode desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
+				failed++
+				continue
+			}
+			writes = append(writes, store.DesiredWrite{Cluster: cl.Name, Document: data})
+			docs[cl.Name] = doc
 		}
-		c.plan[cl.Name] = doc
-		c.auditRemovals(ctx, cl.Name, removed)
-		if changed {
-			c.d.Metrics.DesiredUpdates.Inc()
-			c.log.Info("desired state changed", "cluster", cl.Name, "generation", gen,
-				"assignments", len(doc.Assignments), "removed", len(doc.Removed))
-			c.d.DesiredChanged(cl.Name)
-		}
+		store.WriteDesiredStates(ctx, c.d.Store, writes, func(batch []store.DesiredWrite, results []store.DesiredWritten) {
+			for i, r := range results {
+				name := batch[i].Cluster
+				if r.Err != nil {
+					c.log.Error("store desired state; the cluster keeps its last one", "cluster", name, "error", r.Err)
+					if a := actors[name]; a != "" {
+						c.relabels.note(name, a) // still to be attributed at the retry
+					}
+					failed++
+					continue
+				}
+				doc := docs[name]
+				c.plan[name] = doc
+				c.auditRemovals(ctx, name, removals[name])
+				if r.Changed {
+					c.d.Metrics.DesiredUpdates.Inc()
+					c.log.Info("desired state changed", "cluster", name, "generation", r.Generation,
+						"assignments", len(doc.Assignments), "removed", len(doc.Removed))
+					c.d.DesiredChanged(name)
+				}
+			}
+		})
 	}
 	if failed > 0 {
 		c.retryAt = c.clock.Now().Add(retryAfterFailure)
