@@ -1,0 +1,117 @@
+package pathpack
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
+)
+
+// Apply gives every assignment in plan the per-path artifact of its source artifact and
+// path, and every Helm values or patch file the artifact of that file alone, then closes the
+// round (End). Revision stays the source's revision.
+//
+// Left whole: a Helm source's artifact (it is one chart), and the releases with a rollout
+// (a rollout compares the artifacts clusters report with the source's across clusters,
+// which per-path artifacts would never match) or no longer in fleet (leaving along a
+// rollout's waves). An assignment whose closure cannot be packed keeps the cluster's
+// previous assignment of its release, or is left out, with a problem saying why: it never
+// gets the whole source instead.
+func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedule.Plan, previous map[string]schedule.Document) {
+	defer p.End()
+	if fleet == nil {
+		return
+	}
+	whole := map[string]bool{}
+	for _, s := range fleet.Sources {
+		if s.Spec.Helm != nil {
+			whole[s.Metadata.Name] = true
+		}
+	}
+	narrowed := map[string]bool{}
+	for _, r := range fleet.Releases {
+		narrowed[r.Metadata.Name] = r.Spec.Rollout == nil
+	}
+	for cluster, as := range plan.Assignments {
+		out := make([]schedule.Assignment, 0, len(as))
+		for _, a := range as {
+			if !narrowed[a.Release] {
+				out = append(out, a)
+				continue
+			}
+			n, err := p.assignment(ctx, a, whole)
+			if err == nil {
+				out = append(out, n)
+				continue
+			}
+			if ctx.Err() != nil {
+				return // shutting down: nothing is stored from this plan
+			}
+			msg := fmt.Sprintf("per-path artifact of path %q at %s not packed: %v", a.Path, a.Revision, err)
+			if prev, ok := find(previous[cluster].Assignments, a.Release); ok {
+				out = append(out, prev)
+				msg += fmt.Sprintf("; kept the previous assignment (revision %s)", prev.Revision)
+			} else {
+				msg += "; not assigned"
+			}
+			plan.Problems = append(plan.Problems, schedule.Problem{Release: a.Release, Cluster: cluster, Message: msg})
+		}
+		plan.Assignments[cluster] = out
+	}
+}
+
+// assignment returns a with its artifacts narrowed.
+func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole map[string]bool) (schedule.Assignment, error) {
+	if !whole[a.Source] {
+		d, err := p.Narrow(ctx, a.Digest, a.Path)
+		if err != nil {
+			return a, err
+		}
+		a.Digest = d
+	}
+	if a.Helm == nil {
+		return a, nil
+	}
+	h := *a.Helm // shared by every cluster of the release: copied, not changed
+	h.ValuesFiles = append([]schedule.FileRef(nil), h.ValuesFiles...)
+	for i := range h.ValuesFiles {
+		if err := p.file(ctx, &h.ValuesFiles[i], whole); err != nil {
+			return a, err
+		}
+	}
+	h.PostRender = append([]schedule.PostRenderPatch(nil), h.PostRender...)
+	for i := range h.PostRender {
+		if f := h.PostRender[i].File; f != nil {
+			cp := *f
+			if err := p.file(ctx, &cp, whole); err != nil {
+				return a, err
+			}
+			h.PostRender[i].File = &cp
+		}
+	}
+	a.Helm = &h
+	return a, nil
+}
+
+// file narrows a Helm values or patch file to an artifact of that file alone.
+func (p *Packer) file(ctx context.Context, f *schedule.FileRef, whole map[string]bool) error {
+	if whole[f.Source] {
+		return nil
+	}
+	d, err := p.Narrow(ctx, f.Digest, f.Path)
+	if err != nil {
+		return fmt.Errorf("file %q of source %s: %w", f.Path, f.Source, err)
+	}
+	f.Digest = d
+	return nil
+}
+
+func find(as []schedule.Assignment, release string) (schedule.Assignment, bool) {
+	for _, a := range as {
+		if a.Release == release {
+			return a, true
+		}
+	}
+	return schedule.Assignment{}, false
+}

@@ -1,0 +1,157 @@
+package pathpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/flotilla/flotilla/internal/artifact"
+)
+
+// Options configure a Packer.
+type Options struct {
+	// Store holds the source artifacts and receives the per-path ones.
+	Store *artifact.Store
+	// WorkDir holds the unpacked sources; "" is the system's temporary directory.
+	WorkDir string
+	// Share makes an artifact available to the other replicas before it is assigned; nil
+	// for a hub without replicas.
+	Share func(ctx context.Context, digest string) error
+	// Limits bound each closure; zero: DefaultLimits. Unpack bounds each source unpacked;
+	// zero: artifact.DefaultLimits.
+	Limits Limits
+	Unpack artifact.Limits
+}
+
+// Packer turns (source artifact, path) into the per-path artifact, once: it remembers the
+// results in memory and, for every source it had to read, keeps the source unpacked while
+// assignments still use it. Nothing it keeps needs storing: packing is deterministic, so a
+// restarted hub computes the same digests again.
+type Packer struct {
+	o Options
+
+	mu     sync.Mutex
+	narrow map[key]string    // (source digest, path) -> per-path digest
+	trees  map[string]string // source digest -> unpacked directory
+	// used are the entries and trees the current round asked for: End drops the others.
+	used      map[key]bool
+	usedTrees map[string]bool
+}
+
+type key struct{ digest, path string }
+
+// New returns a Packer.
+func New(o Options) *Packer {
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits()
+	}
+	if o.Share == nil {
+		o.Share = func(context.Context, string) error { return nil }
+	}
+	return &Packer{o: o, narrow: map[key]string{}, trees: map[string]string{}, used: map[key]bool{}, usedTrees: map[string]bool{}}
+}
+
+// Narrow returns the digest of the artifact holding path p's closure in the artifact
+// digest, packing it (and sharing it) on the first call. Given a per-path artifact and its
+// own path, it returns that artifact: the closure of a closure is itself.
+func (p *Packer) Narrow(ctx context.Context, digest, path string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := key{digest, path}
+	p.used[k] = true
+	if n, ok := p.narrow[k]; ok && p.o.Store.Has(n) {
+		if n != digest {
+			p.usedTrees[digest] = true // the source's revision is in use: keep it unpacked
+			p.used[key{n, path}] = true
+		}
+		return n, nil
+	}
+	tree, err := p.tree(ctx, digest)
+	if err != nil {
+		return "", err
+	}
+	names, err := Closure(ctx, tree, path, p.o.Limits)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w", digest, err)
+	}
+	n, _, err := p.o.Store.PutFiles(ctx, tree, names)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s, path %q: %w", digest, path, err)
+	}
+	// The other replicas serve it from the shared store: not assigned before it is there.
+	if err := p.o.Share(ctx, n); err != nil {
+		return "", fmt.Errorf("share the artifact of path %q of %s: %w", path, digest, err)
+	}
+	p.narrow[k] = n
+	p.narrow[key{n, path}] = n
+	p.used[key{n, path}] = true
+	return n, nil
+}
+
+// tree returns the directory where artifact digest is unpacked, unpacking it the first time.
+func (p *Packer) tree(ctx context.Context, digest string) (string, error) {
+	p.usedTrees[digest] = true
+	if dir, ok := p.trees[digest]; ok {
+		return dir, nil
+	}
+	f, err := p.o.Store.Open(digest)
+	if err != nil {
+		return "", err // it names the artifact
+	}
+	defer f.Close()
+	dir, err := os.MkdirTemp(p.o.WorkDir, "pathpack-")
+	if err != nil {
+		return "", err
+	}
+	if err := artifact.Unpack(ctx, f, dir, p.o.Unpack); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("unpack artifact %s: %w", digest, err)
+	}
+	p.trees[digest] = dir
+	return dir, nil
+}
+
+// End closes a round (a reschedule): what no call to Narrow asked for since the last End is
+// forgotten, and the sources no longer in use are removed from disk.
+func (p *Packer) End() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.narrow {
+		if !p.used[k] {
+			delete(p.narrow, k)
+		}
+	}
+	for d, dir := range p.trees {
+		if !p.usedTrees[d] {
+			os.RemoveAll(dir)
+			delete(p.trees, d)
+		}
+	}
+	clear(p.used)
+	clear(p.usedTrees)
+}
+
+// Close removes every unpacked source.
+func (p *Packer) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for d, dir := range p.trees {
+		os.RemoveAll(dir)
+		delete(p.trees, d)
+	}
+}
+
+// Unpacked lists the source artifacts unpacked now, sorted (for tests and metrics).
+func (p *Packer) Unpacked() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.trees))
+	for d := range p.trees {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, strings.Compare)
+	return out
+}
