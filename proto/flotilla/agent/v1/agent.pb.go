@@ -263,8 +263,11 @@ type WatchRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	KnownGeneration int64                  `protobuf:"varint,1,opt,name=known_generation,json=knownGeneration,proto3" json:"known_generation,omitempty"`
 	AgentVersion    string                 `protobuf:"bytes,2,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// What a heartbeat would carry when the stream opens: a hub that sends stream_liveness takes
+	// it as one, so a reconnecting agent needs no separate heartbeat. Older hubs ignore it.
+	Heartbeat     *HeartbeatRequest `protobuf:"bytes,3,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
@@ -311,11 +314,22 @@ func (x *WatchRequest) GetAgentVersion() string {
 	return ""
 }
 
+func (x *WatchRequest) GetHeartbeat() *HeartbeatRequest {
+	if x != nil {
+		return x.Heartbeat
+	}
+	return nil
+}
+
 type WatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Desired       *DesiredState          `protobuf:"bytes,1,opt,name=desired,proto3" json:"desired,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Desired *DesiredState          `protobuf:"bytes,1,opt,name=desired,proto3" json:"desired,omitempty"`
+	// Set on the first message of the stream by a hub that counts the open stream as hearing
+	// from the agent; that message carries no desired state when the agent is up to date.
+	// An agent that never sees it (an older hub) heartbeats on its interval.
+	StreamLiveness bool `protobuf:"varint,2,opt,name=stream_liveness,json=streamLiveness,proto3" json:"stream_liveness,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WatchResponse) Reset() {
@@ -353,6 +367,13 @@ func (x *WatchResponse) GetDesired() *DesiredState {
 		return x.Desired
 	}
 	return nil
+}
+
+func (x *WatchResponse) GetStreamLiveness() bool {
+	if x != nil {
+		return x.StreamLiveness
+	}
+	return false
 }
 
 type DesiredState struct {
@@ -2504,12 +2525,14 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\fRenewRequest\x12\x17\n" +
 	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\"8\n" +
 	"\rRenewResponse\x12'\n" +
-	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\"^\n" +
+	"\x0fcertificate_pem\x18\x01 \x01(\fR\x0ecertificatePem\"\xa1\x01\n" +
 	"\fWatchRequest\x12)\n" +
 	"\x10known_generation\x18\x01 \x01(\x03R\x0fknownGeneration\x12#\n" +
-	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\"J\n" +
+	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12A\n" +
+	"\theartbeat\x18\x03 \x01(\v2#.flotilla.agent.v1.HeartbeatRequestR\theartbeat\"s\n" +
 	"\rWatchResponse\x129\n" +
-	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\"\xd3\x02\n" +
+	"\adesired\x18\x01 \x01(\v2\x1f.flotilla.agent.v1.DesiredStateR\adesired\x12'\n" +
+	"\x0fstream_liveness\x18\x02 \x01(\bR\x0estreamLiveness\"\xd3\x02\n" +
 	"\fDesiredState\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1e\n" +
 	"\n" +
@@ -2765,45 +2788,46 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
-	6,  // 0: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
-	10, // 1: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
-	9,  // 2: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
-	7,  // 3: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
-	8,  // 4: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
-	30, // 5: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	17, // 6: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
-	16, // 7: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
-	15, // 8: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
-	12, // 9: flotilla.agent.v1.Assignment.helm:type_name -> flotilla.agent.v1.HelmRelease
-	11, // 10: flotilla.agent.v1.HelmRelease.values_files:type_name -> flotilla.agent.v1.FileRef
-	13, // 11: flotilla.agent.v1.HelmRelease.post_render:type_name -> flotilla.agent.v1.PostRenderPatch
-	11, // 12: flotilla.agent.v1.PostRenderPatch.file:type_name -> flotilla.agent.v1.FileRef
-	14, // 13: flotilla.agent.v1.PostRenderPatch.target:type_name -> flotilla.agent.v1.PatchTarget
-	18, // 14: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
-	18, // 15: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
-	20, // 16: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	31, // 17: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	21, // 18: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	26, // 19: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	23, // 20: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	22, // 21: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	24, // 22: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	25, // 23: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 24: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 25: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 26: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	19, // 27: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	28, // 28: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 29: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 30: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 31: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	27, // 32: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	29, // 33: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	28, // 0: flotilla.agent.v1.WatchRequest.heartbeat:type_name -> flotilla.agent.v1.HeartbeatRequest
+	6,  // 1: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
+	10, // 2: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
+	9,  // 3: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
+	7,  // 4: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
+	8,  // 5: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
+	30, // 6: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	17, // 7: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	16, // 8: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
+	15, // 9: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
+	12, // 10: flotilla.agent.v1.Assignment.helm:type_name -> flotilla.agent.v1.HelmRelease
+	11, // 11: flotilla.agent.v1.HelmRelease.values_files:type_name -> flotilla.agent.v1.FileRef
+	13, // 12: flotilla.agent.v1.HelmRelease.post_render:type_name -> flotilla.agent.v1.PostRenderPatch
+	11, // 13: flotilla.agent.v1.PostRenderPatch.file:type_name -> flotilla.agent.v1.FileRef
+	14, // 14: flotilla.agent.v1.PostRenderPatch.target:type_name -> flotilla.agent.v1.PatchTarget
+	18, // 15: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	18, // 16: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	20, // 17: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	31, // 18: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	21, // 19: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	26, // 20: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	23, // 21: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	22, // 22: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	24, // 23: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	25, // 24: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	0,  // 25: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 26: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 27: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	19, // 28: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	28, // 29: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 30: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 31: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 32: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	27, // 33: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	29, // 34: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	30, // [30:35] is the sub-list for method output_type
+	25, // [25:30] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }

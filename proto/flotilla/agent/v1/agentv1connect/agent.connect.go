@@ -128,10 +128,15 @@ type AgentServiceClient interface {
 	// Watch streams the cluster's desired state: at once if the hub's generation is newer than
 	// known_generation, then on every change. Resuming after a reconnect with the last generation
 	// seen costs nothing when nothing changed.
+	// While the stream is open the hub counts the agent as heard from (HTTP/2 PINGs close a
+	// silently dropped connection), so an agent of a hub that says so (stream_liveness) sends
+	// heartbeats only when what they carry changes.
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
 	// Report delivers batched status; the hub acks each report it has stored (or already had).
 	Report(context.Context, *connect.Request[v1.ReportRequest]) (*connect.Response[v1.ReportResponse], error)
-	// Heartbeat tells the hub the agent is alive; tiny, so idle fleets cost little.
+	// Heartbeat tells the hub the agent is alive and what it carries: every interval while the
+	// agent has no watch stream open (or its hub is older than stream_liveness), and otherwise
+	// when what it carries changes and every few minutes.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
 }
 
@@ -208,10 +213,15 @@ type AgentServiceHandler interface {
 	// Watch streams the cluster's desired state: at once if the hub's generation is newer than
 	// known_generation, then on every change. Resuming after a reconnect with the last generation
 	// seen costs nothing when nothing changed.
+	// While the stream is open the hub counts the agent as heard from (HTTP/2 PINGs close a
+	// silently dropped connection), so an agent of a hub that says so (stream_liveness) sends
+	// heartbeats only when what they carry changes.
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
 	// Report delivers batched status; the hub acks each report it has stored (or already had).
 	Report(context.Context, *connect.Request[v1.ReportRequest]) (*connect.Response[v1.ReportResponse], error)
-	// Heartbeat tells the hub the agent is alive; tiny, so idle fleets cost little.
+	// Heartbeat tells the hub the agent is alive and what it carries: every interval while the
+	// agent has no watch stream open (or its hub is older than stream_liveness), and otherwise
+	// when what it carries changes and every few minutes.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
 }
 
