@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,11 +12,19 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 )
 
+// Store is where the artifacts are: an *artifact.Store.
+type Store interface {
+	Has(digest string) bool
+	Open(digest string) (*os.File, error)
+	PutFiles(ctx context.Context, dir string, names []string) (digest string, size int64, err error)
+}
+
 // Options configure a Packer.
 type Options struct {
 	// Store holds the source artifacts and receives the per-path ones.
-	Store *artifact.Store
-	// WorkDir holds the unpacked sources; "" is the system's temporary directory.
+	Store Store
+	// WorkDir holds the unpacked sources, in its subdirectory pathpack, which New empties
+	// (what a hub that stopped without Close left); "": a new temporary directory.
 	WorkDir string
 	// Share makes an artifact available to the other replicas before it is assigned; nil
 	// for a hub without replicas.
@@ -50,6 +59,12 @@ func New(o Options) *Packer {
 	}
 	if o.Share == nil {
 		o.Share = func(context.Context, string) error { return nil }
+	}
+	if o.WorkDir == "" {
+		o.WorkDir, _ = os.MkdirTemp("", "pathpack-") // on failure, the first unpack says why
+	} else {
+		o.WorkDir = filepath.Join(o.WorkDir, "pathpack")
+		os.RemoveAll(o.WorkDir) // created again by the first unpack
 	}
 	return &Packer{o: o, narrow: map[key]string{}, trees: map[string]string{}, used: map[key]bool{}, usedTrees: map[string]bool{}}
 }
@@ -102,7 +117,10 @@ func (p *Packer) tree(ctx context.Context, digest string) (string, error) {
 		return "", err // it names the artifact
 	}
 	defer f.Close()
-	dir, err := os.MkdirTemp(p.o.WorkDir, "pathpack-")
+	if err := os.MkdirAll(p.o.WorkDir, 0o700); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(p.o.WorkDir, "source-")
 	if err != nil {
 		return "", err
 	}
