@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/pathpack"
 	"github.com/flotilla/flotilla/internal/hub/rollout/fleetstep"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
@@ -49,6 +50,9 @@ type Artifacts interface {
 	PutDir(ctx context.Context, dir string) (digest string, size int64, err error)
 	Has(digest string) bool
 	GC(keep map[string]bool) (removed []string, err error)
+	// PutFiles and Open: the per-path artifacts are packed from the sources' (pathpack).
+	PutFiles(ctx context.Context, dir string, names []string) (digest string, size int64, err error)
+	Open(digest string) (*os.File, error)
 }
 
 // Lease says whether this replica may schedule: always, for a single hub.
@@ -181,6 +185,8 @@ type Controller struct {
 	rolloutKeep map[string]bool
 	// rollouts steps the releases' rollouts in every reschedule.
 	rollouts *fleetstep.Stepper
+	// paths packs the artifact of each release path that assignments name (reschedule).
+	paths *pathpack.Packer
 }
 
 // New returns a controller; call Run.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/pathpack"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
@@ -111,6 +112,11 @@ func (c *Controller) reschedule(ctx context.Context) {
 	c.applyGates(ctx, fleet, in, &plan)
 	c.applySyncs(ctx, in, &plan)
 	c.applyRollouts(ctx, fleet, in, &plan, previous)
+	// Each cluster gets the artifacts of its own paths, never the whole source (pathpack).
+	if c.paths == nil {
+		c.paths = pathpack.New(pathpack.Options{Store: c.d.Artifacts, WorkDir: c.opts.WorkDir, Share: c.d.ShareArtifact})
+	}
+	c.paths.Apply(ctx, fleet, &plan, previous)
 	failed := 0
 	actors := c.relabels.take()
 	// In batches of one transaction each, encoded batch by batch (10,000 documents of 20
