@@ -276,7 +276,7 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 			return nil, err
 		}
 	}
-	t0, err := fleet.counters()
+	t0, err := fleet.freshCounters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 		rep.AgentsNotSynced = max(rep.AgentsNotSynced, opts.Agents-progress.done)
 		rep.GaveUpExample = progress.failed
 	}
-	t, err := fleet.counters()
+	t, err := fleet.freshCounters(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -22,6 +24,7 @@ type hostedFleet struct {
 	stdins []io.WriteCloser
 	mu     sync.Mutex
 	latest []HostCounters
+	lines  []int64 // reports read from each host
 	done   sync.WaitGroup
 }
 
@@ -75,6 +78,7 @@ func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hub
 		}
 		f.cmds, f.stdins = append(f.cmds, cmd), append(f.stdins, stdin)
 		f.latest = append(f.latest, HostCounters{})
+		f.lines = append(f.lines, 0)
 		f.done.Add(1)
 		go f.read(i, stdout)
 	}
@@ -91,6 +95,7 @@ func (f *hostedFleet) read(i int, r io.Reader) {
 		}
 		f.mu.Lock()
 		f.latest[i] = c
+		f.lines[i]++
 		f.mu.Unlock()
 	}
 }
@@ -131,6 +136,33 @@ func (f *hostedFleet) counters() (HostCounters, error) {
 		}
 	}
 	return sum, nil
+}
+
+// freshCounters waits until every host has reported after the call (hosts report every half
+// second), so that the sum includes everything until now, and returns it.
+func (f *hostedFleet) freshCounters(ctx context.Context) (HostCounters, error) {
+	f.mu.Lock()
+	seen := append([]int64(nil), f.lines...)
+	f.mu.Unlock()
+	// Two reports: the first may have been encoded before the call.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		fresh := true
+		for i, n := range f.lines {
+			fresh = fresh && n >= seen[i]+2
+		}
+		f.mu.Unlock()
+		if fresh {
+			return f.counters()
+		}
+		if time.Now().After(deadline) {
+			return HostCounters{}, errors.New("agent hosts: no report for 10s")
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return HostCounters{}, ctx.Err()
+		}
+	}
 }
 
 // start tells every host to run its agents (their hosts started with waitStart).
