@@ -63,7 +63,7 @@ func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedul
 
 // assignment returns a with its artifacts narrowed.
 func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole map[string]bool) (schedule.Assignment, error) {
-	if !whole[a.Source] {
+	if !p.keep(a.Source, a.Digest, whole) {
 		d, err := p.Narrow(ctx, a.Digest, a.Path)
 		if err != nil {
 			return a, err
@@ -96,7 +96,7 @@ func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole ma
 
 // file narrows a Helm values or patch file to an artifact of that file alone.
 func (p *Packer) file(ctx context.Context, f *schedule.FileRef, whole map[string]bool) error {
-	if whole[f.Source] {
+	if p.keep(f.Source, f.Digest, whole) {
 		return nil
 	}
 	d, err := p.Narrow(ctx, f.Digest, f.Path)
@@ -105,6 +105,14 @@ func (p *Packer) file(ctx context.Context, f *schedule.FileRef, whole map[string
 	}
 	f.Digest = d
 	return nil
+}
+
+// keep reports whether the artifact digest of source stays as it is: a Helm source's, or one
+// this replica does not hold. The sources' current artifacts are always here (the poll packed
+// them); one that is not is an assignment kept from before (another replica packed it, or a
+// hub that packed no per-path artifacts yet), which the next revision of its source narrows.
+func (p *Packer) keep(source, digest string, whole map[string]bool) bool {
+	return whole[source] || !p.o.Store.Has(digest)
 }
 
 func find(as []schedule.Assignment, release string) (schedule.Assignment, bool) {
