@@ -215,18 +215,19 @@ func TestJoinLimitPerAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := th.joinClient()
-	for i := range 2 {
+	// Only failed joins spend the address's bucket (alpha's did not).
+	for i := range 3 {
 		_, err := c.Join(t.Context(), connect.NewRequest(&agentv1.JoinRequest{Token: "not-a-token"}))
 		if connect.CodeOf(err) != connect.CodeInvalidArgument {
 			t.Fatalf("join %d within the burst: got %v; want invalid_argument (the token is bad)", i+2, err)
 		}
 	}
-	// The fourth from this address, with a good token, finds the address's bucket empty.
+	// The fifth from this address, with a good token, finds the address's bucket empty.
 	_, err = th.join(t.Context(), j.JoinToken)
 	if secs := wantShed(t, "join beyond the address's burst", err); secs > 15 {
 		t.Errorf("Retry-After %ds; want about 10s (one token per 10s)", secs)
 	}
-	if want := "join from 127.0.0.1: too many attempts from this address; retry in"; !strings.Contains(err.Error(), want) {
+	if want := "join from 127.0.0.1: too many failed attempts from this address; retry in"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q; want it to say %q", err, want)
 	}
 	// Another address still joins: the good token is still unused.
@@ -271,7 +272,7 @@ func TestReportStatusesCapped(t *testing.T) {
 // TestArtifactDownloadsBounded serves a real artifact (a Git source with a 12 MiB file the
 // fleet assigns to the cluster) with MaxArtifactDownloads 1: while one download is held open
 // (the client reads nothing, so HTTP/2 flow control keeps the handler writing), a second one
-// is refused with 429 and Retry-After; once the first is read, downloads are served again.
+// waits in the download queue, and is served once the first is read.
 func TestArtifactDownloadsBounded(t *testing.T) {
 	repoDir, fleetDir := t.TempDir(), t.TempDir()
 	blob := make([]byte, 12<<20)
@@ -317,32 +318,35 @@ spec:
 	if first.StatusCode != http.StatusOK {
 		t.Fatalf("first download: %s", first.Status)
 	}
-	second := get()
-	body, _ := io.ReadAll(second.Body)
-	second.Body.Close()
-	if secs, _ := strconv.Atoi(second.Header.Get("Retry-After")); second.StatusCode != http.StatusTooManyRequests || secs < 1 {
-		t.Fatalf("second download: %s, Retry-After %q, %s; want 429 with whole seconds >= 1", second.Status, second.Header.Get("Retry-After"), body)
+	second := make(chan *http.Response, 1)
+	go func() { second <- get() }()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(scrape(th.Hub), `flotilla_hub_queue_waiting{queue="artifacts"} 1`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second download never waited in the queue:\n%s", scrape(th.Hub))
+		}
 	}
 
-	sum := sha256.New()
-	if _, err := io.Copy(sum, first.Body); err != nil {
-		t.Fatal(err)
+	digestOf := func(resp *http.Response) string {
+		sum := sha256.New()
+		if _, err := io.Copy(sum, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		return "sha256:" + hex.EncodeToString(sum.Sum(nil))
 	}
-	if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != digest {
+	if got := digestOf(first); got != digest {
 		t.Fatalf("first download has digest %s; want %s", got, digest)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		third := get()
-		io.Copy(io.Discard, third.Body)
-		third.Body.Close()
-		if third.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("download after the first finished: %s; want the slot free again", third.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
+	first.Body.Close()
+	resp := <-second
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("queued download: %s; want it served once the first finished", resp.Status)
+	}
+	if got := digestOf(resp); got != digest {
+		t.Fatalf("queued download has digest %s; want %s", got, digest)
+	}
+	if m := scrape(th.Hub); !strings.Contains(m, `flotilla_hub_queue_waiting{queue="artifacts"} 0`) || !strings.Contains(m, `flotilla_hub_queue_wait_seconds_count{queue="artifacts"} 2`) {
+		t.Errorf("metrics after both downloads; want none waiting and two waits observed:\n%s", m)
 	}
 }
 

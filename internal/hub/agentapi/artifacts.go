@@ -3,9 +3,11 @@ package agentapi
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"os"
-	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,7 +21,7 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	cluster := clusterFrom(r.Context())
 	digest := "sha256:" + r.PathValue("hex")
 	ds, err := s.d.Store.GetDesiredState(r.Context(), cluster)
-	if err != nil || !referencesDigest(ds, digest) {
+	if err != nil || !s.digests.assigned(ds, digest) {
 		http.Error(w, fmt.Sprintf("artifact %s is not assigned to cluster %q", digest, cluster), http.StatusForbidden)
 		return
 	}
@@ -49,12 +51,63 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(countingWriter{ResponseWriter: w, n: s.d.Metrics.ArtifactBytes}, r, "", st.ModTime(), f)
 }
 
-func referencesDigest(ds store.DesiredState, digest string) bool {
-	assignments, err := schedule.Decode(ds.Document)
-	if err != nil {
-		return false
+// maxDigestSets bounds the clusters whose digests digestCache keeps; past it, an arbitrary
+// one is forgotten for each new one.
+const maxDigestSets = 1 << 17
+
+// digestCache keeps each cluster's set of assigned artifact digests, decoded once per
+// desired state: a cluster downloading the artifacts of its 65 releases decodes its
+// document once, not 65 times. A set is used only for the document it was decoded from
+// (the same generation and content hash), so a change that drops a digest is seen on the
+// next download, and a cluster removed and added again (its generation starting over) is not
+// confused with its former self.
+type digestCache struct {
+	seed maphash.Seed
+
+	mu     sync.Mutex
+	sets   map[string]digestSet // by cluster
+	decode atomic.Int64         // documents decoded, for tests
+}
+
+type digestSet struct {
+	generation int64
+	hash       uint64
+	digests    map[string]struct{} // empty if the document did not decode
+}
+
+func newDigestCache() *digestCache {
+	return &digestCache{seed: maphash.MakeSeed(), sets: map[string]digestSet{}}
+}
+
+// assigned reports whether ds, the cluster's current desired state, refers to digest.
+func (c *digestCache) assigned(ds store.DesiredState, digest string) bool {
+	hash := maphash.Bytes(c.seed, ds.Document)
+	c.mu.Lock()
+	set, ok := c.sets[ds.Cluster]
+	c.mu.Unlock()
+	if !ok || set.generation != ds.Generation || set.hash != hash {
+		set = digestSet{generation: ds.Generation, hash: hash, digests: map[string]struct{}{}}
+		assignments, _ := schedule.Decode(ds.Document) // nil on error: nothing assigned
+		c.decode.Add(1)
+		for _, a := range assignments {
+			for _, d := range a.Digests() {
+				set.digests[d] = struct{}{}
+			}
+		}
+		c.mu.Lock()
+		if _, known := c.sets[ds.Cluster]; !known && len(c.sets) >= maxDigestSets {
+			for k := range c.sets {
+				delete(c.sets, k)
+				break
+			}
+		}
+		// A concurrent download may have stored a newer set meanwhile; the next one that
+		// sees the other document replaces it again. Either is only used for its document.
+		c.sets[ds.Cluster] = set
+		c.mu.Unlock()
 	}
-	return slices.ContainsFunc(assignments, func(a schedule.Assignment) bool { return slices.Contains(a.Digests(), digest) })
+	_, found := set.digests[digest]
+	return found
 }
 
 // countingWriter counts the bytes of an artifact response.

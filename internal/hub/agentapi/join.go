@@ -17,23 +17,29 @@ type joinServer struct{ s *Server }
 
 func (j *joinServer) Join(ctx context.Context, req *connect.Request[agentv1.JoinRequest]) (*connect.Response[agentv1.JoinResponse], error) {
 	s := j.s
+	// A join that fails by the client's fault is charged to its address (joinlimit.go); the
+	// store failing is not the client's.
 	tok, err := pki.ParseJoinToken(req.Msg.GetToken())
 	if err != nil {
+		joinFailed(ctx)
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := checkAgeRecipient(req.Msg.GetAgeRecipient()); err != nil {
+		joinFailed(ctx)
 		return nil, err // before the token is used up
 	}
 	now := s.d.Clock.Now()
 	if err := s.d.Store.ConsumeJoinToken(ctx, tok.ID, pki.SecretHash(tok.Secret), tok.Cluster, now); err != nil {
 		s.d.Logger.Warn("join refused", "cluster", tok.Cluster, "token", tok.ID, "error", err)
 		if errors.Is(err, store.ErrTokenInvalid) {
+			joinFailed(ctx)
 			return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("cluster %q: %w", tok.Cluster, err))
 		}
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	certPEM, serial, notAfter, err := s.d.CA.SignAgentCSR(req.Msg.GetCsrPem(), tok.Cluster, s.o.CertTTL, now)
 	if err != nil {
+		joinFailed(ctx)
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := s.d.Store.AddCertificate(ctx, store.Certificate{Serial: serial, Cluster: tok.Cluster, NotAfter: notAfter}); err != nil {

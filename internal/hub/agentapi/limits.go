@@ -26,11 +26,33 @@ import (
 // MaxInflightReports requests wait at once, their bodies unread.
 const reportQueueWait = 500 * time.Millisecond
 
+// The download queue (queue.go): at most this many waiting downloads per download slot (4,096
+// at the default 16 slots, about 80 MiB of waiting handlers), each held at most
+// artifactHold. A minute serves tens of thousands of small artifacts; a download that waited
+// that long is told when its turn should come.
+const (
+	artifactQueuePerSlot = 256
+	artifactHold         = time.Minute
+)
+
+// The join queue: joins do their store work (token, certificate, report sequence) at most
+// joinSlots at once; up to maxJoinsWaiting wait, each at most joinHold, which is shorter
+// than the 30 s an agent waits for its join's answer.
+const (
+	joinSlots       = 8
+	maxJoinsWaiting = 4096
+	joinHold        = 20 * time.Second
+)
+
 // limiter sheds load on the agent endpoint before it costs memory or store work:
 //
-//   - a global token bucket in front of every route, Join included;
+//   - a global token bucket in front of every authenticated route;
 //   - a token bucket per cluster identity, checked once requireAgent knows the cluster;
-//   - a bound on concurrent artifact downloads (each holds a file and a slow client);
+//   - a queue in front of artifact downloads (each holds a file and a slow client): a
+//     bounded number served at once, the others waiting their turn, round-robin across
+//     clusters (queue.go);
+//   - a queue in front of Join's store work, round-robin across client addresses, behind
+//     each address's bucket of failed joins (joinlimit.go);
 //   - a bound on Report calls being decoded and ingested at once, so a report storm costs at
 //     most MaxInflightReports x maxMessageBytes of request bodies however many agents send
 //     (plus what HTTP/2 flow control lets each waiting request buffer, 1 MiB by default).
@@ -43,8 +65,9 @@ type limiter struct {
 
 	agents *keyrate.Buckets[string] // by cluster
 
-	artifacts, reports *gate
-	errs               *connect.ErrorWriter
+	artifacts, joins *queue
+	reports          *gate
+	errs             *connect.ErrorWriter
 
 	log     *slog.Logger
 	refused atomic.Int64 // since the last warning
@@ -54,12 +77,17 @@ type limiter struct {
 // shedWarnEvery spaces the warnings that say the hub is shedding load.
 const shedWarnEvery = 10 * time.Second
 
-func newLimiter(o Options, c clock.Clock, log *slog.Logger) *limiter {
+func newLimiter(o Options, c clock.Clock, log *slog.Logger, m *Metrics) *limiter {
+	if m == nil {
+		m = NewMetrics() // not registered: tests that do not look at them
+	}
+	slots := max(o.MaxArtifactDownloads, 1)
 	return &limiter{
 		clock:     c,
 		global:    rate.NewLimiter(rate.Limit(o.GlobalQPS), o.GlobalBurst),
 		agents:    keyrate.New[string](c, o.AgentQPS, o.AgentBurst, 0),
-		artifacts: newGate(o.MaxArtifactDownloads, 0, c),
+		artifacts: newQueue("artifacts", c, slots, slots*artifactQueuePerSlot, artifactHold, m),
+		joins:     newQueue("joins", c, joinSlots, maxJoinsWaiting, joinHold, m),
 		reports:   newGate(o.MaxInflightReports, reportQueueWait, c),
 		errs:      connect.NewErrorWriter(),
 		log:       log,
@@ -89,9 +117,37 @@ func (l *limiter) limitAgent(next http.Handler) http.Handler {
 	})
 }
 
-// limitArtifacts bounds concurrent artifact downloads.
+// limitArtifacts queues artifact downloads, each cluster taking its turn.
 func (l *limiter) limitArtifacts(next http.Handler) http.Handler {
-	return l.bounded(l.artifacts, "hub busy: too many artifact downloads", next)
+	return l.queued(l.artifacts, "artifact download", clusterFrom, next)
+}
+
+// queued serves next once q gives the request a slot, key saying whose turn it is. A request
+// turned away is answered with when to come back; one whose client left is not answered.
+func (l *limiter) queued(q *queue, what string, key func(context.Context) string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		away, err := q.acquire(r.Context(), key(r.Context()))
+		if err != nil {
+			return // the client went away: nobody to answer
+		}
+		if away != nil {
+			l.turnAway(w, r, what, q, away)
+			return
+		}
+		defer q.release()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// turnAway answers a request q did not serve. A full queue's Retry-After is the time its
+// waiting requests take to be served, spread (retryAfterSeconds) because the requests it
+// refuses arrive together; a request that waited the hold is told its own turn, exactly.
+func (l *limiter) turnAway(w http.ResponseWriter, r *http.Request, what string, q *queue, away *turnedAway) {
+	if away.full {
+		l.refuse(w, r, fmt.Sprintf("hub busy: %d %ss waiting, the most the hub queues", away.waiting, what), away.retry)
+		return
+	}
+	l.refuseAfter(w, r, fmt.Sprintf("hub busy: the %s waited %s for a slot, %d waiting", what, q.hold, away.waiting), wholeSeconds(away.retry))
 }
 
 // limitReports bounds concurrent Report calls; other procedures pass through.
@@ -130,12 +186,16 @@ func take(lim *rate.Limiter, now time.Time) time.Duration {
 	return wait
 }
 
-// refuse answers resource_exhausted in the protocol the request speaks (Connect unary: HTTP
-// 429 and JSON; Connect streaming: an end-of-stream message; plain HTTP: 429 and JSON) with
-// Retry-After in the response headers or, for streams, the trailers, so that connect clients
-// find it in the error's Meta.
+// refuse answers resource_exhausted with a Retry-After of wait, spread (retryAfterSeconds).
 func (l *limiter) refuse(w http.ResponseWriter, r *http.Request, msg string, wait time.Duration) {
-	secs := retryAfterSeconds(wait)
+	l.refuseAfter(w, r, msg, retryAfterSeconds(wait))
+}
+
+// refuseAfter answers resource_exhausted in the protocol the request speaks (Connect unary:
+// HTTP 429 and JSON; Connect streaming: an end-of-stream message; plain HTTP: 429 and JSON)
+// with Retry-After secs in the response headers or, for streams, the trailers, so that
+// connect clients find it in the error's Meta.
+func (l *limiter) refuseAfter(w http.ResponseWriter, r *http.Request, msg string, secs int) {
 	err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s; retry in %ds", msg, secs))
 	err.Meta().Set("Retry-After", strconv.Itoa(secs))
 	_ = l.errs.Write(w, r, err)
@@ -146,11 +206,16 @@ func (l *limiter) refuse(w http.ResponseWriter, r *http.Request, msg string, wai
 	}
 }
 
+// wholeSeconds is a wait as a Retry-After: whole seconds, rounded up, at least 1.
+func wholeSeconds(wait time.Duration) int {
+	return max(1, int(math.Ceil(wait.Seconds())))
+}
+
 // retryAfterSeconds turns a wait into a Retry-After value: whole seconds, rounded up, at least
 // 1, plus a random spread of up to a quarter (at least a second) so that agents refused
 // together do not come back together.
 func retryAfterSeconds(wait time.Duration) int {
-	s := max(1, int(math.Ceil(wait.Seconds())))
+	s := wholeSeconds(wait)
 	return s + rand.N(max(1, s/4)+1)
 }
 

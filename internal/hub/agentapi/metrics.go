@@ -10,6 +10,11 @@ type Metrics struct {
 	DesiredRefused  prometheus.Counter
 	ArtifactBytes   prometheus.Counter
 	StoreOperations *prometheus.HistogramVec // by operation
+	// The queues in front of artifact downloads and joins (queue.go), by queue: artifacts,
+	// joins.
+	QueueWaiting    *prometheus.GaugeVec
+	QueueWait       *prometheus.HistogramVec
+	QueueTurnedAway *prometheus.CounterVec // and by reason: full, expired
 }
 
 // NewMetrics returns the agent endpoint's metrics, not registered.
@@ -31,10 +36,20 @@ func NewMetrics() *Metrics {
 			Name: "flotilla_hub_store_duration_seconds", Help: "Latency of store operations on the report path.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"operation"}),
+		QueueWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flotilla_hub_queue_waiting", Help: "Requests waiting for a slot, by queue (artifacts: downloads; joins).",
+		}, []string{"queue"}),
+		QueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "flotilla_hub_queue_wait_seconds", Help: "Time requests waited for a slot before being served, by queue (0 when one was free).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"queue"}),
+		QueueTurnedAway: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flotilla_hub_queue_turned_away_total", Help: "Requests answered with Retry-After instead of a slot, by queue and reason (full: the queue was at its bound; expired: waited the longest a request is held).",
+		}, []string{"queue", "reason"}),
 	}
 }
 
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Reports, m.ReportsRefused, m.DesiredRefused, m.ArtifactBytes, m.StoreOperations}
+	return []prometheus.Collector{m.Reports, m.ReportsRefused, m.DesiredRefused, m.ArtifactBytes, m.StoreOperations, m.QueueWaiting, m.QueueWait, m.QueueTurnedAway}
 }
