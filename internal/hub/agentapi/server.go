@@ -93,6 +93,8 @@ type Server struct {
 	errs *connect.ErrorWriter
 	// refused remembers the (cluster, generation) refusals already recorded.
 	refused *refusals
+	// digests are the clusters' assigned artifact digests, by desired state (artifacts.go).
+	digests *digestCache
 }
 
 // New returns the agent endpoint.
@@ -107,7 +109,7 @@ func New(d Deps, o Options) *Server {
 	if d.Record == nil {
 		d.Record = func(context.Context, audit.Event) {}
 	}
-	return &Server{d: d, o: o, errs: connect.NewErrorWriter(), refused: newRefusals()}
+	return &Server{d: d, o: o, errs: connect.NewErrorWriter(), refused: newRefusals(), digests: newDigestCache()}
 }
 
 // maxMessageBytes bounds every protocol message the hub reads.
@@ -121,7 +123,7 @@ const compressMinBytes = 1 << 10
 // Handler serves the agent endpoint's routes, behind the load limits.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	lim := newLimiter(s.o, s.d.Clock, s.d.Logger)
+	lim := newLimiter(s.o, s.d.Clock, s.d.Logger, s.d.Metrics)
 	handlerOpts := []connect.HandlerOption{connect.WithReadMaxBytes(maxMessageBytes), connect.WithCompressMinBytes(compressMinBytes)}
 	// Join, unauthenticated, has its own bucket per client address; the global bucket counts
 	// only authenticated requests, so that a flood of joins cannot starve the agents.
