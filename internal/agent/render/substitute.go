@@ -19,7 +19,10 @@ const SubstituteAnnotation = "flotilla.dev/substitute"
 // substituteAll runs variable substitution on every object that could change, in place.
 //
 // It follows Flux's postBuild.substitute: the object is serialised to YAML as it was written,
-// envsubst runs on that text in strict mode, and the result is parsed again. So "replicas: ${n}"
+// envsubst runs on that text in strict mode, and the result is parsed again. That round trip
+// costs most of a render, so it is only taken where the outcome depends on it: most objects
+// are substituted string by string on their decoded values (substitute_values.go), which gives the same
+// object (a differential test and fuzz target hold the two to that). So "replicas: ${n}"
 // becomes a number when n is one, while a quoted "${n}" stays a string (and every string of a
 // JSON file stays a string). Only ${...} forms and the "$$" escape are touched; $var is left
 // alone. Comments are dropped before substitution: they are not part of the object.
@@ -49,7 +52,18 @@ func substituteDisabled(o *object) bool {
 		o.u.GetLabels()[SubstituteAnnotation] == "disabled"
 }
 
+// substituteObject substitutes o's variables: on its decoded values when the result is sure to
+// be what the YAML round trip gives (substituteDecoded, the common case), else through that
+// round trip (substituteText).
 func substituteObject(o *object, vars map[string]string) error {
+	if done, err := substituteDecoded(o, vars); done {
+		return err
+	}
+	return substituteText(o, vars)
+}
+
+// substituteText is substitution as Flux does it: on the object's YAML text, parsed again.
+func substituteText(o *object, vars map[string]string) error {
 	name := objectName(o.u.GetKind(), o.u.GetNamespace(), o.u.GetName())
 	fail := func(err error) error { return &Error{File: o.file, Line: o.line, Object: name, Err: err} }
 
