@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
 // Handlers are what a change from another replica means for this one. Each may be nil.
@@ -28,32 +29,81 @@ type Handlers struct {
 // changed, and wakes (or ends) its own watch streams for what the others changed. Watches do
 // not poll the store, so this is how a desired state written by the replica that schedules
 // reaches an agent connected to another one, within the notification's round trip.
+//
+// Publishing queues the change in an outbox, which send empties: a reschedule that changes
+// 10,000 clusters' desired states sends a few dozen notifications in one transaction rather
+// than 10,000 one by one, and does not wait for them.
 type fanout struct {
 	st    SharedStore
 	id    string
 	clock clock.Clock
 	log   *slog.Logger
+	out   *outbox
 }
 
-// publishTimeout bounds one notification: it runs on the path of a user's request or of a
-// reschedule, which must not hang on a database that stopped answering.
+func newFanout(st SharedStore, id string, clk clock.Clock, log *slog.Logger) *fanout {
+	return &fanout{st: st, id: id, clock: clock.Or(clk), log: log, out: newOutbox()}
+}
+
+// publishTimeout bounds one send of notifications: a database that stopped answering must not
+// hold the changes queued behind it for longer.
 const publishTimeout = 5 * time.Second
 
-// publish tells the other replicas of a change. A notification that cannot be sent is logged:
-// the database is then unreachable for the other replicas too, and each of them resynchronises
-// its watches when its listening connection comes back.
-func (f *fanout) publish(e Event) {
-	e.Replica = f.id
-	payload, err := json.Marshal(e)
+// publish queues a change for the other replicas; send sends it.
+func (f *fanout) publish(e Event) { f.out.add(e) }
+
+// send sends the queued changes until ctx ends, then what is still queued, once. Changes that
+// cannot be sent are kept, in order, and sent again after a backoff: a replica whose own
+// listening connection stays up would otherwise never learn of them. If they pile up past the
+// outbox's bound, one resync notification stands for all of them.
+func (f *fanout) send(ctx context.Context) {
+	const minWait, maxWait = 200 * time.Millisecond, 10 * time.Second
+	wait := minWait
+	for {
+		select {
+		case <-ctx.Done():
+			f.sendQueued(context.WithoutCancel(ctx))
+			return
+		case <-f.out.ready:
+		}
+		if err := f.sendQueued(ctx); err == nil {
+			wait = minWait
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			f.sendQueued(context.WithoutCancel(ctx))
+			return
+		case <-f.clock.After(wait):
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+// sendQueued sends everything queued in one transaction; on failure it puts it back.
+func (f *fanout) sendQueued(ctx context.Context) error {
+	events, overflowed := f.out.take()
+	if overflowed {
+		f.log.Warn("too many changes queued for the other replicas; they are told to resynchronise instead")
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	ps, err := payloads(f.id, events, store.MaxPayload)
 	if err != nil {
-		f.log.Error("encode change notification", "kind", e.Kind, "cluster", e.Cluster, "error", err)
-		return
+		f.log.Error("change notifications not sent", "error", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	if len(ps) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	if err := f.st.Publish(ctx, string(payload)); err != nil {
-		f.log.Warn("change not sent to the other replicas", "kind", e.Kind, "cluster", e.Cluster, "error", err)
+	if err := f.st.Publish(ctx, ps...); err != nil {
+		f.log.Warn("changes not sent to the other replicas; retrying", "notifications", len(ps), "error", err)
+		f.out.putBack(events)
+		return err
 	}
+	return nil
 }
 
 // run listens for the other replicas' changes until ctx ends, reconnecting with backoff.
@@ -96,7 +146,14 @@ func (f *fanout) receive(ctx context.Context, on Handlers, payload string) {
 	}
 	switch {
 	case e.Kind == EventDesired && on.OnDesired != nil:
-		on.OnDesired(e.Cluster)
+		if e.Cluster != "" {
+			on.OnDesired(e.Cluster) // from a replica of an earlier version
+		}
+		for _, c := range e.Clusters {
+			on.OnDesired(c)
+		}
+	case e.Kind == EventResync && on.OnResync != nil:
+		on.OnResync(ctx)
 	case e.Kind == EventRemoved && on.OnRemoved != nil:
 		on.OnRemoved(e.Cluster)
 	case e.Kind == EventClusters && on.OnClusters != nil:

@@ -22,6 +22,9 @@ import (
 // DefaultLeaseTTL is Options.LeaseTTL's default.
 const DefaultLeaseTTL = 15 * time.Second
 
+// MaxIDLength bounds Options.ID, which every change notification carries.
+const MaxIDLength = 253
+
 // Options configure this hub as one of several replicas sharing a store (PostgreSQL).
 // A hub with a SQLite store is the only replica and ignores them.
 type Options struct {
@@ -77,6 +80,10 @@ type Replication struct {
 // every replica shares, so it must run before the hub loads its CA and admin token.
 func New(ctx context.Context, c Config) (*Replication, error) {
 	c.Options.SetDefaults()
+	if len(c.Options.ID) > MaxIDLength {
+		// Every change notification names its sender, in at most store.MaxPayload bytes.
+		return nil, fmt.Errorf("replica ID %.20q...: %d bytes, longer than %d", c.Options.ID, len(c.Options.ID), MaxIDLength)
+	}
 	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -93,7 +100,7 @@ func New(ctx context.Context, c Config) (*Replication, error) {
 	if err := shareIdentity(ctx, shared, c.Identity); err != nil {
 		return nil, err
 	}
-	r.fanout = &fanout{st: shared, id: c.Options.ID, clock: c.Clock, log: c.Logger}
+	r.fanout = newFanout(shared, c.Options.ID, c.Clock, c.Logger)
 	c.Logger.Info("hub replica sharing its store", "replica", c.Options.ID, "store", c.Store)
 	return r, nil
 }
@@ -105,6 +112,7 @@ func (r *Replication) Run(ctx context.Context, on Handlers) {
 	wg.Go(func() { r.lease.Run(ctx) })
 	if r.fanout != nil {
 		wg.Go(func() { r.fanout.run(ctx, on) })
+		wg.Go(func() { r.fanout.send(ctx) })
 	}
 	wg.Wait()
 }
@@ -118,9 +126,9 @@ func (r *Replication) IsShared() bool { return r.shared != nil }
 // Lease is the controller lease.
 func (r *Replication) Lease() *Lease { return r.lease }
 
-// Publish tells the other replicas of a change (nothing for a single hub). It does not fail:
-// a notification that cannot be sent is logged, and the other replicas resynchronise when
-// their listening connection comes back.
+// Publish tells the other replicas of a change (nothing for a single hub). It queues the
+// change and returns: Run sends it, merged with the changes queued with it, and again after a
+// failure until it is sent.
 func (r *Replication) Publish(e Event) {
 	if r.fanout != nil {
 		r.fanout.publish(e)

@@ -35,10 +35,13 @@ func (f *fakeShared) ReleaseLease(ctx context.Context, name, holder string) erro
 	return nil
 }
 
-func (f *fakeShared) Publish(ctx context.Context, payload string) error {
+func (f *fakeShared) Publish(ctx context.Context, payloads ...string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.published = append(f.published, payload)
+	if f.err != nil {
+		return f.err
+	}
+	f.published = append(f.published, payloads...)
 	return nil
 }
 
@@ -120,22 +123,33 @@ func TestFanoutReceive(t *testing.T) {
 	}
 	st := &fakeShared{}
 	log := slog.New(slog.DiscardHandler)
-	f := &fanout{st: st, id: "a", log: log}
-	b := &fanout{st: st, id: "b", log: log}
+	f := newFanout(st, "a", nil, log)
+	b := newFanout(st, "b", nil, log)
 	for _, e := range []Event{{Kind: EventDesired, Cluster: "eu-1"}, {Kind: EventRemoved, Cluster: "eu-2"}, {Kind: EventClusters}, {Kind: EventView}} {
 		b.publish(e)
 	}
+	b.publish(Event{Kind: EventDesired, Cluster: "eu-3"})
+	b.publish(Event{Kind: EventDesired, Cluster: "eu-4"})
+	b.publish(Event{Kind: EventResync})
 	f.publish(Event{Kind: EventClusters}) // its own: ignored
+	for _, o := range []*fanout{b, f} {
+		if err := o.sendQueued(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.receive(t.Context(), on, "")
 	for _, p := range st.published {
 		f.receive(t.Context(), on, p)
 	}
 	f.receive(t.Context(), on, "not json")
-	want := []string{"resync", "desired eu-1", "removed eu-2", "clusters", "view"}
+	want := []string{"resync", "desired eu-1", "removed eu-2", "clusters", "view", "desired eu-3", "desired eu-4", "resync"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handlers called (-want +got):\n%s", diff)
 	}
-	if want := `{"r":"b","k":"desired","c":"eu-1"}`; st.published[0] != want {
-		t.Errorf("payload %s, want %s (the wire format between replicas)", st.published[0], want)
+	// The wire format between replicas: one cluster as before batching, several in "cs".
+	for i, want := range map[int]string{0: `{"r":"b","k":"desired","c":"eu-1"}`, 4: `{"r":"b","k":"desired","cs":["eu-3","eu-4"]}`} {
+		if st.published[i] != want {
+			t.Errorf("payload %d: %s, want %s", i, st.published[i], want)
+		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 // (store.Postgres does). With a store that lacks it (SQLite) the hub is the only replica: it
 // holds every lease, and its changes have nobody else to reach.
 type SharedStore interface {
-	// Publish sends payload to every replica's Listen, this one's included.
-	Publish(ctx context.Context, payload string) error
+	// Publish sends the payloads, in order and each of at most store.MaxPayload bytes, to
+	// every replica's Listen, this one's included.
+	Publish(ctx context.Context, payloads ...string) error
 	// Listen calls fn("") once listening (anything published before was missed), then fn for
 	// each payload, until ctx ends (nil) or the connection fails (an error; call it again).
 	Listen(ctx context.Context, fn func(payload string)) error
@@ -41,15 +42,24 @@ var _ SharedStore = (*store.Postgres)(nil)
 type EventKind string
 
 const (
-	EventDesired  EventKind = "desired"  // a cluster's desired state changed: wake its watches
+	EventDesired  EventKind = "desired"  // clusters' desired states changed: wake their watches
 	EventRemoved  EventKind = "removed"  // a cluster was removed: end its watches
 	EventClusters EventKind = "clusters" // a cluster was added or relabelled: reschedule
 	EventView     EventKind = "view"     // the lease holder stored a new fleet view
+	// EventResync stands for changes a replica could not send (its outbox overflowed while
+	// the store was away): every other replica resynchronises, as after a reconnect.
+	EventResync EventKind = "resync"
 )
 
 // Event is a change notification. Replica names the sender; Publish fills it in.
+//
+// A desired-state change names its clusters in Clusters, as many as fit in one notification:
+// one per cluster cost a PostgreSQL round trip each (10,000 clusters: seconds). A replica
+// that knows only Cluster (before batching) wakes nobody for such a notification; one that
+// receives Cluster (from such a replica) still wakes it.
 type Event struct {
-	Replica string    `json:"r"` // a replica ignores its own events
-	Kind    EventKind `json:"k"`
-	Cluster string    `json:"c,omitempty"`
+	Replica  string    `json:"r"` // a replica ignores its own events
+	Kind     EventKind `json:"k"`
+	Cluster  string    `json:"c,omitempty"`
+	Clusters []string  `json:"cs,omitempty"`
 }

@@ -19,11 +19,37 @@ import (
 // ChangeChannel is the PostgreSQL notification channel replicas tell each other of changes on.
 const ChangeChannel = "flotilla_changes"
 
-// Publish sends payload (at most 8000 bytes) to every replica listening, this one included.
-// PostgreSQL delivers it once the current transaction commits; Publish runs in none, so at once.
-func (s *Postgres) Publish(ctx context.Context, payload string) error {
-	if _, err := s.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ChangeChannel, payload); err != nil {
-		return fmt.Errorf("postgres store %s: publish %q: %w", s.where, payload, err)
+// MaxPayload is the longest notification payload PostgreSQL takes (its limit is "shorter
+// than 8000 bytes").
+const MaxPayload = 7999
+
+// Publish sends each payload (at most MaxPayload bytes) to every replica listening, this one
+// included, in order. Several payloads are sent in one transaction, which PostgreSQL delivers
+// whole and in order when it commits; a single one runs in none, so at once.
+func (s *Postgres) Publish(ctx context.Context, payloads ...string) error {
+	for _, p := range payloads {
+		if len(p) > MaxPayload {
+			return fmt.Errorf("postgres store %s: publish %.40q...: %d bytes, more than the %d a notification holds", s.where, p, len(p), MaxPayload)
+		}
+	}
+	send := func(ex interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	}) error {
+		for _, p := range payloads {
+			if _, err := ex.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ChangeChannel, p); err != nil {
+				return fmt.Errorf("%.40q: %w", p, err)
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(payloads) == 1 {
+		err = send(s.db)
+	} else if len(payloads) > 1 {
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return send(tx) })
+	}
+	if err != nil {
+		return fmt.Errorf("postgres store %s: publish %d notifications: %w", s.where, len(payloads), err)
 	}
 	return nil
 }
