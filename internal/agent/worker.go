@@ -35,6 +35,9 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 	var pruneFailures int         // consecutive failed passes over the tombstones
 	var pruneDue time.Time        // when to try the tombstones again after a failure
 	failures := map[string]int{}  // release -> consecutive failed reconciles
+	// release -> when a reconcile last read all its objects from the cluster (a drift check);
+	// between two, a new revision skips the objects it renders as they were last applied.
+	checked := map[string]time.Time{}
 	var gates gateSet
 	gatesGen := int64(-1)
 	for ctx.Err() == nil {
@@ -73,12 +76,19 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 				if done[as.Release] == key && held[as.Release] == h.key() && h.sync == nil && now.Before(due[as.Release]) {
 					continue
 				}
-				retryIn, phase := a.reconcileOne(ctx, ds.Generation, as, h, done[as.Release] != key)
+				interval := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
+				changed := done[as.Release] != key
+				skip := skipUnchanged(changed, h.sync != nil, checked[as.Release], a.clock.Now(), interval)
+				started := a.clock.Now()
+				retryIn, phase := a.reconcileOne(ctx, ds.Generation, as, h, changed, skip)
 				if ctx.Err() != nil {
 					return
 				}
+				if !skip && phase != "" {
+					checked[as.Release] = started
+				}
 				done[as.Release], held[as.Release] = key, h.key()
-				next := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
+				next := interval
 				switch {
 				case retryIn > 0:
 					next = retryIn // the hub asked to come back later
@@ -119,6 +129,16 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// skipUnchanged says whether a reconcile may take the objects it renders as they were last
+// applied for unchanged by their hash, without reading them (reconcile.Options.SkipUnchanged):
+// only for a new revision or new settings (changed), not for a sync request, and only while the
+// last reconcile that read every object (lastFull) is less than the release's interval ago.
+// So a hand edit is healed, or reported, at the latest about one interval after the last drift
+// check, however often revisions arrive; after a restart the first reconcile reads everything.
+func skipUnchanged(changed, syncRequest bool, lastFull, now time.Time, interval time.Duration) bool {
+	return changed && !syncRequest && !lastFull.IsZero() && now.Before(lastFull.Add(interval))
 }
 
 // removeTombstoned removes what the releases that left this cluster applied: a release is
@@ -228,7 +248,10 @@ func retryDelay(n int) time.Duration {
 // settings, and reports Waiting with the held revision as pending (nothing at all when
 // nothing is in force yet). A gate on prune or self-heal turns them off for this reconcile;
 // drift is still reported. A sync request with override passes the gates, once.
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first bool) (retryIn time.Duration, phase hubapi.Phase) {
+//
+// skip lets the objects rendered as last applied be taken for unchanged without reading them
+// (see skipUnchanged).
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first, skip bool) (retryIn time.Duration, phase hubapi.Phase) {
 	start := a.clock.Now()
 	if h.sync.GetOverride() {
 		if h.verdict.Blocked() {
@@ -260,7 +283,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 		a.prefetch(ctx, as)
 	}
 	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.sync.GetId()}
-	res, reached, err := a.apply(ctx, eff, applyMode{deferPrune: h.verdict.Prune, selfHeal: !h.verdict.SelfHeal})
+	res, reached, err := a.apply(ctx, eff, applyMode{deferPrune: h.verdict.Prune, selfHeal: !h.verdict.SelfHeal, skipUnchanged: skip})
 	if ctx.Err() != nil {
 		return 0, "" // shutting down: this result is not the assignment's state
 	}
@@ -356,9 +379,9 @@ func (a *Agent) enqueue(st *agentv1.AssignmentStatus) error {
 
 // applyMode is what the gates allow one reconcile: prune held back (objects that left the
 // set stay in the inventory until it is allowed) and self-heal (where the assignment asks for
-// them).
+// them); and whether objects rendered as last applied may go unread (skipUnchanged).
 type applyMode struct {
-	deferPrune, selfHeal bool
+	deferPrune, selfHeal, skipUnchanged bool
 }
 
 // deferredPrunes counts the objects a reconcile kept for a prune the gates hold back.
@@ -412,6 +435,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		Wait:            as.Wait,
 		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
 		SelfHeal:        as.SelfHeal && mode.selfHeal,
+		SkipUnchanged:   mode.skipUnchanged,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
 		Project:         project.FromProto(as.Project),

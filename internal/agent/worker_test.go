@@ -25,6 +25,7 @@ type recordingTarget struct {
 	listErr      error
 	reconcileErr error
 	reconciles   []string // release of each Reconcile
+	skips        []bool   // Options.SkipUnchanged of each Reconcile
 	removed      []string
 }
 
@@ -32,6 +33,7 @@ func (r *recordingTarget) Reconcile(_ context.Context, objects []*unstructured.U
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reconciles = append(r.reconciles, opts.Name)
+	r.skips = append(r.skips, opts.SkipUnchanged)
 	return &reconcile.Result{Name: opts.Name}, r.reconcileErr
 }
 
@@ -232,5 +234,76 @@ func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
 	waitBeats("the end of the refusal, at once", 5)
 	if hb := hub.lastHeartbeat(); hb.Generation != 3 || hb.RefusedGeneration != 0 || hb.RefusedReason != "" {
 		t.Errorf("heartbeat %v; want generation 3 and no refusal", hb)
+	}
+}
+
+// A new revision skips the objects rendered as last applied only between drift checks: the
+// periodic reconcile, a sync request and the first reconcile after a start read everything.
+func TestSkipUnchangedOnlyBetweenDriftChecks(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	interval := 5 * time.Minute
+	tests := []struct {
+		name          string
+		changed, sync bool
+		lastFull      time.Time
+		want          bool
+	}{
+		{name: "new revision after a recent drift check", changed: true, lastFull: now.Add(-time.Minute), want: true},
+		{name: "periodic drift check", changed: false, lastFull: now.Add(-interval), want: false},
+		{name: "new revision when the drift check is due", changed: true, lastFull: now.Add(-interval), want: false},
+		{name: "new revision, no drift check since start", changed: true, want: false},
+		{name: "sync request", changed: true, sync: true, lastFull: now.Add(-time.Minute), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := skipUnchanged(tt.changed, tt.sync, tt.lastFull, now, interval); got != tt.want {
+				t.Errorf("skipUnchanged = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// In the loop: the first reconcile after a start reads everything, a new revision then skips
+// what it renders as last applied, and the periodic drift check reads everything again.
+func TestReconcileLoopSkipsUnchangedOnlyForNewRevisions(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	target := &recordingTarget{}
+	a, _ := newClockAgent(t, target, clk)
+	digest := plainArtifact(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.reconcileLoop(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	idle := func(what string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for target.count() != n || clk.Waiters() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	desired := func(gen int64, rev string) {
+		a.setDesired(&agentv1.DesiredState{Generation: gen, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{
+			{Release: "app", Digest: digest, Revision: rev, Path: "app", Namespace: "app", IntervalSeconds: 60},
+		}})
+	}
+	desired(1, "r1")
+	idle("first reconcile after the start", 1)
+	clk.Advance(10 * time.Second)
+	desired(2, "r2")
+	idle("new revision", 2)
+	clk.Advance(60 * time.Second)
+	idle("drift check on the interval", 3)
+	clk.Advance(5 * time.Second)
+	desired(3, "r3")
+	idle("new revision after the drift check", 4)
+
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	if want := []bool{false, true, false, true}; !slices.Equal(target.skips, want) {
+		t.Errorf("SkipUnchanged of each reconcile = %v, want %v", target.skips, want)
 	}
 }

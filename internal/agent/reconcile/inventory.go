@@ -30,6 +30,10 @@ type inventory struct {
 type inventoryEntry struct {
 	ref  ObjectRef
 	hash string
+	// drifted: the last reconcile found the object changed by hand and left it so (self-heal
+	// off); Options.SkipUnchanged never takes such an object for unchanged, so that the drift
+	// stays reported until it is healed.
+	drifted bool
 }
 
 // inventoryKey is the ConfigMap data key: a JSON array with one object per line, sorted, so
@@ -49,6 +53,7 @@ type inventoryRecord struct {
 	Version   string `json:"v"`
 	Kind      string `json:"k"`
 	Hash      string `json:"h"`
+	Drifted   bool   `json:"d,omitempty"`
 }
 
 func newInventory(name string) *inventory {
@@ -71,7 +76,7 @@ func (inv *inventory) encode() string {
 	for _, e := range inv.entries {
 		data, _ := json.Marshal(inventoryRecord{
 			Namespace: e.ref.Namespace, Name: e.ref.Name, Group: e.ref.Group,
-			Version: e.ref.Version, Kind: e.ref.Kind, Hash: e.hash,
+			Version: e.ref.Version, Kind: e.ref.Kind, Hash: e.hash, Drifted: e.drifted,
 		}) // strings only: cannot fail
 		lines = append(lines, string(data))
 	}
@@ -94,7 +99,7 @@ func decodeInventory(name string, data map[string]string) (*inventory, error) {
 				return nil, fmt.Errorf("key %s: entry %d (%+v) lacks a kind, version, name or hash", inventoryKey, i+1, rec)
 			}
 			ref := ObjectRef{Namespace: rec.Namespace, Name: rec.Name, Group: rec.Group, Kind: rec.Kind, Version: rec.Version}
-			inv.entries[ref.id()] = inventoryEntry{ref: ref, hash: rec.Hash}
+			inv.entries[ref.id()] = inventoryEntry{ref: ref, hash: rec.Hash, drifted: rec.Drifted}
 		}
 		return inv, nil
 	}

@@ -38,6 +38,13 @@ type Options struct {
 	Timeout time.Duration
 	// SelfHeal restores objects changed by hand. Without it, drift is only reported.
 	SelfHeal bool
+	// SkipUnchanged takes an object whose normalised desired content hashes to what the
+	// inventory recorded at its last apply for Unchanged before any request: it is neither
+	// read nor compared with the cluster, so a hand edit of it goes unnoticed until a
+	// reconcile without SkipUnchanged (the agent's drift check, on the release's interval).
+	// The agent sets it when a new revision arrives; objects another inventory claims, or
+	// left drifted by the last reconcile, are read all the same. Ignored with Adopt.
+	SkipUnchanged bool
 	// DryRun validates and classifies everything but writes nothing.
 	DryRun bool
 	// Force takes fields that another server-side-apply manager owns and objects that another

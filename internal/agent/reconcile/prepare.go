@@ -37,6 +37,8 @@ type item struct {
 	namespaced bool
 	// adoptFrom are the adopted managers (Options.Adopt) holding fields of the live object.
 	adoptFrom []string
+	// skipped: Unchanged by its hash alone (Options.SkipUnchanged); live was not read.
+	skipped bool
 }
 
 func (it *item) deferred() bool { return it.newKind || it.inNewNamespace }

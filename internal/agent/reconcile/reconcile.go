@@ -73,7 +73,11 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	if err := r.decideHooks(ctx, hooks, own, exists, claimedBy, opts); err != nil {
 		return err
 	}
-	if err := r.lookup(ctx, items); err != nil {
+	look := items
+	if opts.SkipUnchanged && opts.Adopt == nil {
+		look = skipUnchanged(items, own, claimedBy)
+	}
+	if err := r.lookup(ctx, look); err != nil {
 		// Often an RBAC denial of the project's ServiceAccount: say that it cost nothing.
 		return fmt.Errorf("%w; nothing applied", err)
 	}
@@ -89,6 +93,9 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	// before anything is written.
 	var check, later []*item
 	for _, it := range items {
+		if it.skipped {
+			continue // Unchanged: applied with this content, and not read (skipUnchanged)
+		}
 		if other, ok := claimedBy[it.ref.id()]; ok && !opts.Force && !it.untracked {
 			it.result.Action = Conflict
 			owner := fmt.Sprintf("assignment %q", other)
@@ -220,7 +227,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		if it.failure != "" {
 			hash = "failed" // applied content unknown: never taken for unchanged
 		}
-		final.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: hash}
+		final.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: hash, drifted: it.result.Action == Drifted}
 	}
 	for _, ref := range unpruned {
 		final.entries[ref.id()] = own.entries[ref.id()]
@@ -297,7 +304,9 @@ func withTargetNamespace(objects []*unstructured.Unstructured, opts Options) ([]
 func undeferExistingNamespaces(items []*item) {
 	existing := map[string]bool{}
 	for _, it := range items {
-		if ssautils.IsNamespace(it.desired) && it.live != nil {
+		// A skipped namespace was applied with this content; were it deleted since, the drift
+		// check re-creates it.
+		if ssautils.IsNamespace(it.desired) && (it.live != nil || it.skipped) {
 			existing[it.ref.Name] = true
 		}
 	}
@@ -326,4 +335,23 @@ func rejectedResults(items []*item) []ObjectResult {
 		}
 	}
 	return out
+}
+
+// skipUnchanged marks Unchanged, without reading them, the items whose desired content is the
+// one the inventory recorded at their last apply (Options.SkipUnchanged), and returns the
+// others, which are read and compared as usual. An object another inventory claims, the
+// namespace CreateNamespace adds, and one left drifted by the last reconcile are always read.
+func skipUnchanged(items []*item, own *inventory, claimedBy map[string]string) []*item {
+	rest := make([]*item, 0, len(items))
+	for _, it := range items {
+		e, ok := own.entries[it.ref.id()]
+		_, claimed := claimedBy[it.ref.id()]
+		if ok && e.hash == it.hash && !e.drifted && !claimed && !it.untracked {
+			it.skipped = true
+			it.result.Action = Unchanged
+			continue
+		}
+		rest = append(rest, it)
+	}
+	return rest
 }
