@@ -36,6 +36,9 @@ func (a *Agent) artifactRoot(ctx context.Context, digest string) (string, error)
 	if err != nil {
 		return "", err
 	}
+	// The hub may hold the request in its download queue for up to a minute before it
+	// answers: the agent's client has no overall timeout (only ctx ends the wait), so the
+	// held request keeps its place rather than joining the back of the queue again.
 	resp, err := a.httpClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("artifact %s: download: %w", digest, err)

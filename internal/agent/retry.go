@@ -45,9 +45,15 @@ func retryAfterResponse(resp *http.Response, now time.Time) (time.Duration, bool
 	return 0, false
 }
 
-// withJitter adds up to 20% to d, so that agents the hub refused together spread out.
+// maxJitter caps what withJitter adds.
+const maxJitter = 2 * time.Second
+
+// withJitter adds up to 10% of d, at most maxJitter, so that agents told the same moment do
+// not all come back in the same instant. Small, because the hub's Retry-After is already
+// meant: its download queue says when each request's own turn comes, and what it refuses in
+// bulk it spreads itself.
 func withJitter(d time.Duration) time.Duration {
-	return backoff.Spread(d, 0.2, rand.Float64())
+	return min(backoff.Spread(d, 0.1, rand.Float64()), d+maxJitter)
 }
 
 // holdOff waits out the hub's Retry-After (with jitter) if err carries one, and reports

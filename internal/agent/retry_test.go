@@ -88,17 +88,23 @@ func TestRetryAfterResponse(t *testing.T) {
 }
 
 func TestWithJitter(t *testing.T) {
-	const d = 5 * time.Second
-	seen := map[time.Duration]bool{}
-	for range 1000 {
-		got := withJitter(d)
-		if got < d || got > d+d/5 {
-			t.Fatalf("withJitter(%v) = %v; want within [%v, %v]", d, got, d, d+d/5)
+	for _, tc := range []struct {
+		d, most time.Duration
+	}{
+		{5 * time.Second, 5500 * time.Millisecond}, // up to 10%
+		{time.Minute, 62 * time.Second},            // at most 2s
+	} {
+		seen := map[time.Duration]bool{}
+		for range 1000 {
+			got := withJitter(tc.d)
+			if got < tc.d || got > tc.most {
+				t.Fatalf("withJitter(%v) = %v; want within [%v, %v]", tc.d, got, tc.d, tc.most)
+			}
+			seen[got] = true
 		}
-		seen[got] = true
-	}
-	if len(seen) < 100 {
-		t.Errorf("withJitter gave only %d distinct waits in 1000 calls", len(seen))
+		if len(seen) < 100 {
+			t.Errorf("withJitter(%v) gave only %d distinct waits in 1000 calls", tc.d, len(seen))
+		}
 	}
 	if got := withJitter(0); got != 0 {
 		t.Errorf("withJitter(0) = %v", got)
