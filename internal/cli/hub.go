@@ -137,7 +137,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.IntVar(&opts.AgentBurst, "agent-burst", hub.DefaultAgentBurst, "requests each agent may make at once")
 	f.Float64Var(&opts.GlobalQPS, "global-qps", hub.DefaultGlobalQPS, "requests per second the agent endpoint takes from all authenticated agents (joins have --join-qps)")
 	f.IntVar(&opts.GlobalBurst, "global-burst", hub.DefaultGlobalBurst, "requests the agent endpoint takes at once from all agents")
-	f.IntVar(&opts.MaxArtifactDownloads, "max-artifact-downloads", hub.DefaultMaxArtifactDownloads, "artifact downloads served at once")
+	f.IntVar(&opts.MaxArtifactDownloads, "max-artifact-downloads", hub.DefaultMaxArtifactDownloads, "artifact downloads served at once; up to 256 per download served wait their turn (round-robin across clusters, each held up to a minute), beyond that agents are told when to come back")
 	f.IntVar(&opts.MaxInflightReports, "max-inflight-reports", hub.DefaultMaxInflightReports, "agent reports decoded and stored at once (bounds the memory a report storm takes)")
 	f.StringVar(&opts.AuditSink.URL, "audit-sink", "", "stream every audit record to this http(s) URL by POST, at least once, resuming after a restart (default: off)")
 	f.StringArrayVar(&sinkHeaders, "audit-sink-header", nil, "header for the audit sink, 'Name: value' (repeatable), e.g. 'Authorization: Bearer T'; 'Name: @FILE' reads the value from FILE")
@@ -152,8 +152,8 @@ and several hubs may share it (docs/ha.md).`,
 	// Credentials and transport (docs/credentials.md), and the unauthenticated Join's limit.
 	f.StringVar(&opts.CredentialsConfig, "credentials-config", "", "YAML file naming the credentials sources may use (spec.git.credentials), the hosts each may be sent to, and allowCredentialsFiles: the directories a source's credentialsFile may name (default: none)")
 	f.StringArrayVar(&opts.AllowFileSources, "allow-file-sources", nil, "directory under which file:// sources may lie (repeatable; default: file sources are refused; the --fleet repository is not bound by it)")
-	f.Float64Var(&opts.JoinQPS, "join-qps", hub.DefaultJoinQPS, "joins per second each client address may attempt, sustained (an IPv6 address counts by its /64)")
-	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "joins each client address may attempt at once")
+	f.Float64Var(&opts.JoinQPS, "join-qps", hub.DefaultJoinQPS, "failed joins (bad or used token) per second each client address may make, sustained (an IPv6 address counts by its /64); joins with valid tokens are not counted, they wait their turn")
+	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "failed joins each client address may make before it is refused")
 	// Webhooks of Git providers (docs/webhooks.md).
 	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
 	// Keys that OCI sources' cosign signatures are verified with (docs/oci.md).
