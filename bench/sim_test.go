@@ -3,25 +3,34 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/fleetsim"
 )
 
 // TestFleetSimulator runs the simulator on a small fleet (20 clusters x 3 releases x 10
-// objects), both modes, and checks what a reader of its report relies on: every assignment
-// converged in both waves, the simulated clusters received exactly one write per object per
-// wave, traffic was counted both ways, and pull and push left every cluster with the same
-// objects. Bigger shapes run with `flotilla bench fleet` only.
+// objects) whose release paths are per cluster (clusters/{{ .Cluster.Name }}/<release>, a
+// kustomization reaching a shared base/), both modes, and checks what a reader of its report
+// relies on: every assignment converged in both waves, the simulated clusters received
+// exactly one write per object per wave, traffic was counted both ways, and pull and push
+// left every cluster with the same objects. As invariants of per-path artifacts, recorded at
+// the agents' end: every artifact a cluster downloaded holds only files under its own
+// directory and the base (no other cluster's), and only clusters whose desired state names
+// an artifact download it. Bigger shapes run with `flotilla bench fleet` only.
 func TestFleetSimulator(t *testing.T) {
 	const clusters, releases, objects = 20, 3, 10
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
 		Binary: buildFlotillaT(t), Dir: t.TempDir(),
 		Clusters: clusters, Releases: releases, Objects: objects, Push: true,
+		Layout: fleetsim.LayoutPerCluster, RecordDownloads: true,
 		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
 	})
 	if err != nil {
@@ -56,6 +65,7 @@ func TestFleetSimulator(t *testing.T) {
 	if len(rep.PullOverPush) != 2 {
 		t.Errorf("ratios: %+v", rep.PullOverPush)
 	}
+	checkDownloads(t, rep.Downloads, clusters)
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
@@ -63,6 +73,68 @@ func TestFleetSimulator(t *testing.T) {
 	if !strings.Contains(table.String(), "SIMULATED") || !strings.Contains(table.String(), "pull / push") {
 		t.Errorf("the table does not say that spokes are simulated or lacks the ratios:\n%s", table.String())
 	}
+}
+
+// checkDownloads checks per-path artifacts at the agents' end: each cluster downloaded
+// something, only artifacts its desired state named, and each holds only files under the
+// cluster's own directory (clusters/<cluster>/) or the shared base/.
+func checkDownloads(t *testing.T, d *fleetsim.DownloadsReport, clusters int) {
+	t.Helper()
+	if d == nil || len(d.Clusters) != clusters {
+		t.Fatalf("downloads not recorded for every cluster: %+v", d)
+	}
+	files := map[string][]string{} // digest -> files, unpacked once
+	for _, c := range d.Clusters {
+		if len(c.Downloaded) == 0 {
+			t.Errorf("cluster %s downloaded no artifact", c.Cluster)
+		}
+		for _, digest := range c.Downloaded {
+			if !slices.Contains(c.Desired, digest) {
+				t.Errorf("cluster %s downloaded %s, which its desired state never named (it named %v)", c.Cluster, digest, c.Desired)
+			}
+			if _, ok := files[digest]; !ok {
+				files[digest] = artifactFiles(t, d.Dir, digest)
+			}
+			var leaked []string
+			for _, f := range files[digest] {
+				if !strings.HasPrefix(f, "clusters/"+c.Cluster+"/") && !strings.HasPrefix(f, "base/") {
+					leaked = append(leaked, f)
+				}
+			}
+			if len(leaked) > 0 {
+				t.Errorf("cluster %s received artifact %s with %d files none of its releases uses, e.g. %v", c.Cluster, digest, len(leaked), leaked[:min(len(leaked), 3)])
+			}
+		}
+	}
+}
+
+// artifactFiles unpacks the kept copy of an artifact with the agent's unpacker and lists its
+// regular files, slash-separated and relative to its root.
+func artifactFiles(t *testing.T, dir, digest string) []string {
+	t.Helper()
+	hex := strings.TrimPrefix(digest, "sha256:")
+	f, err := os.Open(filepath.Join(dir, hex))
+	if err != nil {
+		t.Fatalf("artifact %s: no copy kept at the agents' end: %v", digest, err)
+	}
+	defer f.Close()
+	dst := filepath.Join(t.TempDir(), hex)
+	if err := artifact.Unpack(t.Context(), f, dst, artifact.DefaultLimits()); err != nil {
+		t.Fatalf("artifact %s: %v", digest, err)
+	}
+	var out []string
+	err = filepath.WalkDir(dst, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dst, p)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("artifact %s: list: %v", digest, err)
+	}
+	return out
 }
 
 func buildFlotillaT(t *testing.T) string {

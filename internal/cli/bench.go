@@ -32,6 +32,7 @@ func newBenchFleetCommand(s streams) *cobra.Command {
 		profile string
 		output  = newChoice("table", "json")
 		payload = newChoice("text", "random")
+		layout  = newChoice(fleetsim.LayoutShared, fleetsim.LayoutPerCluster)
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -64,7 +65,12 @@ helpers file, OBJECTS templates, 20 unless --objects says otherwise) that the si
 as a chart repository over TLS: the hub fetches it (Source.spec.helm) and packs it once, and
 every agent renders it in-process with its cluster's own values (${cluster_name}, and a replica
 count from the cluster's "replicas" label). Wave 2 publishes a new chart version that changes
-every object. There is no push baseline in this mode (docs/helm.md).`,
+every object. There is no push baseline in this mode (docs/helm.md).
+
+With --layout per-cluster the source holds a directory per cluster and release,
+clusters/<cluster>/<release>, whose kustomization reaches the shared base/<release> with the
+ConfigMaps; each release's path is clusters/{{ .Cluster.Name }}/<release>. With per-path
+artifacts each cluster downloads only its own directories and the base.`,
 		Example: `  # A small fleet, with the push baseline, as a table
   flotilla bench fleet --clusters 20 --releases 3 --objects 10
 
@@ -76,6 +82,9 @@ every object. There is no push baseline in this mode (docs/helm.md).`,
 
   # A Helm chart shared by 100 clusters, each rendering it with its own values
   flotilla bench fleet --helm --clusters 100
+
+  # Per-cluster release paths (clusters/{{ .Cluster.Name }}/<release> reaching a shared base/)
+  flotilla bench fleet --clusters 100 --layout per-cluster
 
   # Incompressible payloads, agents reporting every second, no push baseline
   flotilla bench fleet --payload random --report-interval 1s --push=false`,
@@ -94,6 +103,10 @@ every object. There is no push baseline in this mode (docs/helm.md).`,
 			defer cleanup()
 			opts.Dir = dir
 			opts.Payload = payload.value
+			opts.Layout = layout.value
+			if opts.Helm && opts.Layout != fleetsim.LayoutShared {
+				return usageError{fmt.Errorf("--helm renders charts: leave out --layout %s", opts.Layout)}
+			}
 			if opts.Webhook {
 				if opts.Push && cmd.Flags().Changed("push") {
 					return usageError{fmt.Errorf("--webhook compares with polling, not push: leave out --push")}
@@ -137,6 +150,7 @@ every object. There is no push baseline in this mode (docs/helm.md).`,
 	f.IntVar(&opts.Objects, "objects", 10, "ConfigMaps per release")
 	f.IntVar(&opts.ObjectSize, "object-size", 512, "approximate bytes per ConfigMap")
 	f.Var(payload, "payload", "ConfigMap content: text (config-file-like, compressible) or random (hex, barely compressible)")
+	f.Var(layout, "layout", "source layout: shared (every cluster renders releases/<release>) or per-cluster (clusters/<cluster>/<release>, a kustomization reaching base/<release>)")
 	f.DurationVar(&opts.ReportInterval, "report-interval", 0, "agents' report (outbox flush) interval (default 5s)")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "agents' heartbeat interval (default 30s)")
 	f.DurationVar(&opts.SourceInterval, "source-interval", 0, "how often the hub polls the source (default 2s)")

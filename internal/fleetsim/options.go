@@ -26,6 +26,14 @@ type Options struct {
 	// compressible like real configuration) or "random" (hex digits: barely compressible).
 	// Default "text".
 	Payload string
+	// Layout is how the source lays out the releases: "shared" (releases/<release>, every
+	// cluster renders the same path) or "per-cluster" (each release's path is
+	// clusters/{{ .Cluster.Name }}/<release>, a kustomization reaching base/<release>, which
+	// holds the ConfigMaps). Default "shared".
+	Layout string
+	// RecordDownloads records, at the agents' end, which artifacts each cluster downloaded,
+	// and keeps one copy of each under Dir/downloads (Report.Downloads). For small fleets.
+	RecordDownloads bool
 	// ReportInterval is the agents' outbox flush interval. Default 5s (the agent's default).
 	ReportInterval time.Duration
 	// HeartbeatInterval is the agents' heartbeat interval. Default 30s (the agent's default).
@@ -66,6 +74,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The source layouts (Options.Layout).
+const (
+	LayoutShared     = "shared"
+	LayoutPerCluster = "per-cluster"
+)
+
 func (o *Options) setDefaults() error {
 	if o.Binary == "" || o.Dir == "" {
 		return errors.New("fleet simulator: a flotilla binary and a work directory are required")
@@ -102,6 +116,15 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Webhook && o.Push {
 		return errors.New("fleet simulator: the webhook mode compares with polling, not push: turn the push baseline off")
+	}
+	if o.Layout == "" {
+		o.Layout = LayoutShared
+	}
+	if o.Layout != LayoutShared && o.Layout != LayoutPerCluster {
+		return fmt.Errorf("layout %q: want %s or %s", o.Layout, LayoutShared, LayoutPerCluster)
+	}
+	if o.Helm && o.Layout != LayoutShared {
+		return errors.New("fleet simulator: the Helm mode's releases are charts: it has no per-cluster layout")
 	}
 	if o.Payload == "" {
 		o.Payload = "text"

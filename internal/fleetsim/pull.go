@@ -3,6 +3,7 @@ package fleetsim
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"sync"
 
@@ -20,13 +21,21 @@ type pullFleet struct {
 	agents   []*agent.Agent
 	clusters []*MemCluster
 	meter    meter
-	wg       sync.WaitGroup
+	// downloads, when recorded (Options.RecordDownloads), is each cluster's artifacts.
+	downloads *downloadLog
+	wg        sync.WaitGroup
 }
 
 // joinFleet registers every cluster through the user API and joins its agent (a fresh key,
 // a certificate from the hub), as `flotilla cluster add` and an agent's first start do.
 func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Client, stateDir string, n int) (*pullFleet, error) {
 	f := &pullFleet{names: make([]string, n), agents: make([]*agent.Agent, n), clusters: make([]*MemCluster, n)}
+	if opts.RecordDownloads {
+		var err error
+		if f.downloads, err = newDownloadLog(filepath.Join(opts.Dir, "downloads")); err != nil {
+			return nil, err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.JoinConcurrency)
 	for i := range n {
@@ -41,10 +50,14 @@ func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Cli
 				return fmt.Errorf("cluster %s: add: %w", name, err)
 			}
 			mc := NewMemCluster(name)
+			wrap := f.meter.wrap
+			if f.downloads != nil {
+				wrap = func(rt http.RoundTripper) http.RoundTripper { return f.meter.wrap(f.downloads.wrap(name, rt)) }
+			}
 			a, err := agent.New(gctx, agent.Options{
 				HubURL: hubURL, JoinToken: j.JoinToken, Target: mc, StateDir: filepath.Join(stateDir, name),
 				Version: "fleetsim", ReportInterval: opts.ReportInterval, HeartbeatInterval: opts.HeartbeatInterval,
-				DialContext: f.meter.dial, WrapTransport: f.meter.wrap,
+				DialContext: f.meter.dial, WrapTransport: wrap,
 			})
 			if err != nil {
 				return fmt.Errorf("cluster %s: agent: %w", name, err)
@@ -58,6 +71,14 @@ func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Cli
 		return nil, err
 	}
 	return f, nil
+}
+
+// recordDesired notes each cluster's desired artifacts, when downloads are recorded.
+func (f *pullFleet) recordDesired(ctx context.Context, api *hubapi.Client) error {
+	if f.downloads == nil {
+		return nil
+	}
+	return f.downloads.recordDesired(ctx, api)
 }
 
 // run starts every agent; they work until ctx ends.

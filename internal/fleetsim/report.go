@@ -31,6 +31,8 @@ type Report struct {
 	Webhook *WebhookReport `json:"webhook,omitempty"`
 	// Helm says what the Helm mode's chart repository served (Options.Helm).
 	Helm *HelmReport `json:"helm,omitempty"`
+	// Downloads is each cluster's artifacts, downloaded and desired (Options.RecordDownloads).
+	Downloads *DownloadsReport `json:"downloads,omitempty"`
 }
 
 // Shape is the simulated fleet.
@@ -40,6 +42,7 @@ type Shape struct {
 	ObjectsPerRelease     int     `json:"objectsPerRelease"`
 	ObjectSize            int     `json:"objectSizeBytes"`
 	Payload               string  `json:"payload"`
+	Layout                string  `json:"layout,omitempty"`
 	ReportIntervalSeconds float64 `json:"reportIntervalSeconds"`
 	Assignments           int     `json:"assignments"`
 	Objects               int64   `json:"objects"`
@@ -128,6 +131,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	s := r.Shape
 	fmt.Fprintf(w, "Fleet simulator: %d clusters x %d releases x %d objects of ~%d bytes (%s payload) = %d assignments, %d objects\n",
 		s.Clusters, s.Releases, s.ObjectsPerRelease, s.ObjectSize, s.Payload, s.Assignments, s.Objects)
+	if s.Layout == LayoutPerCluster {
+		fmt.Fprintf(w, "Per-cluster layout: each release renders clusters/<cluster>/<release>, a kustomization reaching base/<release>\n")
+	}
 	fmt.Fprintf(w, "%s\n\n", r.Spokes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	type col struct {

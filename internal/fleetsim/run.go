@@ -30,7 +30,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	log := opts.Logger
 	rep := &Report{Spokes: SpokesNote, Shape: Shape{
 		Clusters: opts.Clusters, Releases: opts.Releases, ObjectsPerRelease: opts.Objects, ObjectSize: opts.ObjectSize,
-		Payload: opts.Payload, ReportIntervalSeconds: opts.ReportInterval.Seconds(),
+		Payload: opts.Payload, Layout: opts.Layout, ReportIntervalSeconds: opts.ReportInterval.Seconds(),
 		Assignments: opts.Clusters * opts.Releases, Objects: int64(opts.Clusters) * int64(opts.Releases) * int64(opts.Objects),
 	}}
 	src, err := newFleetSource(ctx, opts)
@@ -100,6 +100,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.Pull = append(rep.Pull, w)
 	log.Info("pull wave 1 converged", "seconds", w.ConvergedSeconds)
+	if err := fleet.recordDesired(ctx, api); err != nil {
+		return nil, err
+	}
 	if err := <-profiled; err != nil {
 		log.Warn("hub profile not recorded", "error", err)
 	}
@@ -114,13 +117,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	w.Commit = commits[1]
 	rep.Pull = append(rep.Pull, w)
 	log.Info("pull wave 2 converged", "seconds", w.ConvergedSeconds)
+	if err := fleet.recordDesired(ctx, api); err != nil {
+		return nil, err
+	}
 	if opts.Webhook {
 		if rep.Webhook, err = runWebhookWave(ctx, opts, src, hub, api, fleet.clusters, 3, hookSecret); err != nil {
 			return nil, err
 		}
 	}
+	if err := fleet.recordDesired(ctx, api); err != nil {
+		return nil, err
+	}
 	stopAgents()
 	fleet.wait()
+	if fleet.downloads != nil {
+		rep.Downloads = fleet.downloads.report(fleet.names)
+	}
 	if err := hub.stop(); err != nil {
 		log.Warn("stop hub", "error", err)
 	}

@@ -57,19 +57,23 @@ spec:
   interval: %s
 `, s.repoDir, interval)
 	for r := range opts.Releases {
+		path := "releases/" + releaseName(r)
+		if opts.Layout == LayoutPerCluster {
+			path = "clusters/{{ .Cluster.Name }}/" + releaseName(r)
+		}
 		fmt.Fprintf(&b, `---
 apiVersion: flotilla.dev/v1alpha1
 kind: Release
 metadata: {name: %[1]s}
 spec:
   source: apps
-  path: releases/%[1]s
+  path: %[3]q
   targets: [{selector: {matchLabels: {sim: "true"}}}]
   namespace: %[1]s
   createNamespace: true
   prune: true
   interval: %[2]s
-`, releaseName(r), opts.DriftInterval)
+`, releaseName(r), opts.DriftInterval, path)
 	}
 	if err := os.WriteFile(filepath.Join(s.fleetDir, "fleet.yaml"), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("fleet simulator: write fleet configuration: %w", err)
@@ -82,6 +86,9 @@ spec:
 func (s *fleetSource) commit(ctx context.Context, rev int) (string, error) {
 	for r := range s.opts.Releases {
 		dir := filepath.Join(s.repoDir, "releases", releaseName(r))
+		if s.opts.Layout == LayoutPerCluster {
+			dir = filepath.Join(s.repoDir, "base", releaseName(r))
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
 		}
@@ -91,6 +98,11 @@ func (s *fleetSource) commit(ctx context.Context, rev int) (string, error) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "configmaps.yaml"), []byte(b.String()), 0o644); err != nil {
 			return "", fmt.Errorf("fleet simulator: write release %s: %w", releaseName(r), err)
+		}
+		if s.opts.Layout == LayoutPerCluster {
+			if err := s.writeClusterPaths(r, dir); err != nil {
+				return "", err
+			}
 		}
 	}
 	// Something changes in every revision, even a fleet without releases.
@@ -108,6 +120,27 @@ func (s *fleetSource) commit(ctx context.Context, rev int) (string, error) {
 		return "", fmt.Errorf("fleet simulator: source repository %s: rev-parse: %w", s.repoDir, err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// writeClusterPaths writes the per-cluster layout's paths of release r: a kustomization in
+// clusters/<cluster>/<release> per cluster, reaching the shared base (baseDir) where the
+// ConfigMaps are. A cluster's own directory is what no other cluster may receive.
+func (s *fleetSource) writeClusterPaths(r int, baseDir string) error {
+	kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [configmaps.yaml]\n"
+	if err := os.WriteFile(filepath.Join(baseDir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+		return fmt.Errorf("fleet simulator: write base of release %s: %w", releaseName(r), err)
+	}
+	for c := range s.opts.Clusters {
+		dir := filepath.Join(s.repoDir, "clusters", clusterName(c), releaseName(r))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		kust := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../../base/%s]\n", releaseName(r))
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+			return fmt.Errorf("fleet simulator: write cluster %s's path of release %s: %w", clusterName(c), releaseName(r), err)
+		}
+	}
+	return nil
 }
 
 func (s *fleetSource) git(ctx context.Context, args ...string) error {
