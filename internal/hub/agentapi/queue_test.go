@@ -125,17 +125,18 @@ func download(ctx context.Context, l *limiter, cluster string) *httptest.Respons
 }
 
 // drain serves n queued requests of their own clusters, one every pace, so that the queue
-// measures its drain rate; the slot is held again when it returns.
-func drain(t *testing.T, c *clock.Fake, q *queue, n int, pace time.Duration) {
+// measures its drain rate; the slot is held again when it returns. The requests are queued
+// without a hold of their own, which a slow pace would outlast.
+func drain(c *clock.Fake, q *queue, n int, pace time.Duration) {
+	q.mu.Lock()
 	for i := range n {
-		go q.acquire(t.Context(), fmt.Sprintf("warm-%d", i))
+		q.push(fmt.Sprintf("warm-%d", i), c.Now())
 	}
-	synctest.Wait()
+	q.mu.Unlock()
 	for range n {
 		c.Advance(pace)
 		q.release()
 	}
-	synctest.Wait()
 }
 
 // TestQueueFullRefusesWithMeasuredRetryAfter: beyond its bound the queue refuses at once,
@@ -153,11 +154,11 @@ func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := clock.NewFake(queueT0)
-				l, m := artifactLimiter(c, drainSamples)
+				l, m := artifactLimiter(c, drainSamples+2)
 				if away, _ := l.artifacts.acquire(t.Context(), "holder"); away != nil {
 					t.Fatal("the free slot was refused")
 				}
-				drain(t, c, l.artifacts, drainSamples, tc.pace)
+				drain(c, l.artifacts, drainSamples, tc.pace)
 				l.artifacts.max = 2
 				for _, cluster := range []string{"a", "b"} {
 					go download(t.Context(), l, cluster)
