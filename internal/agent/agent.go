@@ -51,8 +51,17 @@ type Options struct {
 	// Clock is the time source of every interval, retry, backoff and certificate renewal.
 	// Default clock.Real{}; tests move a clock.Fake instead of sleeping.
 	Clock clock.Clock
-	// HeartbeatInterval between heartbeats.
+	// HeartbeatInterval between heartbeats while the agent has no watch stream open with a hub
+	// that counts one as hearing from the agent (an older hub, or none reachable); with one
+	// open, how often a changed outbox depth is sent at most.
 	HeartbeatInterval time.Duration
+	// HeartbeatRefresh: while such a stream is open, heartbeats go out when what they carry
+	// changes, and at least this often (less up to a quarter, at random).
+	HeartbeatRefresh time.Duration
+	// PingInterval and PingTimeout: the agent PINGs its connection to the hub after
+	// PingInterval without a frame from it, and closes it (and reconnects) when no answer
+	// came within PingTimeout.
+	PingInterval, PingTimeout time.Duration
 	// ReportInterval: how often the outbox is flushed when nothing signals it.
 	ReportInterval time.Duration
 	// MaxBackoff caps the jittered exponential backoff between reconnects.
@@ -70,6 +79,9 @@ func DefaultOptions() Options {
 	return Options{
 		Clock:             clock.Real{},
 		HeartbeatInterval: 30 * time.Second,
+		HeartbeatRefresh:  10 * time.Minute,
+		PingInterval:      defaultPingInterval,
+		PingTimeout:       defaultPingTimeout,
 		ReportInterval:    5 * time.Second,
 		MaxBackoff:        30 * time.Second,
 		MaxOutbox:         10000,
@@ -86,6 +98,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = def.HeartbeatInterval
+	}
+	if o.HeartbeatRefresh <= 0 {
+		o.HeartbeatRefresh = def.HeartbeatRefresh
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = def.PingInterval
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = def.PingTimeout
 	}
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = def.ReportInterval
@@ -121,6 +142,7 @@ type Agent struct {
 	changed chan struct{} // desired state changed
 	flush   chan struct{} // outbox has something new
 	beat    chan struct{} // something a heartbeat carries changed: send one now
+	live    *liveness     // what the hub has heard, for the heartbeat loop
 
 	// enqueueMu orders queueing a report against refusing a desired state, so that no report
 	// on a release the refused document dropped enters the outbox after it was cleared of them.
@@ -156,6 +178,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	a := &Agent{
 		opts: opts, log: opts.Logger, st: st, clock: opts.Clock,
 		changed: make(chan struct{}, 1), flush: make(chan struct{}, 1), beat: make(chan struct{}, 1),
+		live: newLiveness(opts.HeartbeatInterval, opts.HeartbeatRefresh),
 	}
 	if err := a.init(ctx); err != nil {
 		st.close()
@@ -200,7 +223,7 @@ func (a *Agent) init(ctx context.Context) error {
 		id.HubURL = a.opts.HubURL
 	}
 	a.id = id
-	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert, a.opts.DialContext, a.opts.WrapTransport); err != nil {
+	if a.httpClient, a.transport, err = mtlsClient(id, &a.cert, a.opts.DialContext, a.opts.WrapTransport, hubHTTP2(a.opts.PingInterval, a.opts.PingTimeout)); err != nil {
 		return err
 	}
 	if len(a.opts.HubURLs) > 0 {
@@ -254,23 +277,30 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// watchLoop keeps one Watch stream open, resuming from the last generation it saw.
+// watchLoop keeps one Watch stream open, resuming from the last generation it saw. The
+// request carries a heartbeat; a hub that counts the open stream as hearing from the agent
+// says so in the first message, and the heartbeat loop then sends only news (liveness).
 func (a *Agent) watchLoop(ctx context.Context) {
 	bo := a.newBackoff()
 	for ctx.Err() == nil {
 		a.mu.Lock()
 		known := a.lastGen
 		a.mu.Unlock()
-		stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{KnownGeneration: known, AgentVersion: a.opts.Version}))
+		hb := a.heartbeatRequest()
+		stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{KnownGeneration: known, AgentVersion: a.opts.Version, Heartbeat: hb}))
 		if err == nil {
 			a.opts.Metrics.setConnected(true)
 			for stream.Receive() {
 				bo.Reset()
+				if stream.Msg().GetStreamLiveness() {
+					a.live.opened(beatOf(hb), a.clock.Now())
+				}
 				if ds := stream.Msg().GetDesired(); ds != nil {
 					a.log.Info("desired state", "generation", ds.Generation, "assignments", len(ds.Assignments), "tombstones", len(ds.Removed))
 					a.offer(ds)
 				}
 			}
+			a.live.closed(a.clock.Now())
 			err = stream.Err()
 			stream.Close()
 			a.opts.Metrics.setConnected(false)
@@ -285,35 +315,56 @@ func (a *Agent) watchLoop(ctx context.Context) {
 	}
 }
 
-// heartbeatLoop tells the hub every HeartbeatInterval that the agent is alive, which
-// generation it runs and, while it refuses the hub's latest desired state, which one and why;
-// at once when that changes.
+// heartbeatRequest is what a heartbeat tells the hub now: the outbox depth, the version and
+// generation, the age recipient, and the refusal of the hub's latest desired state, if any.
+func (a *Agent) heartbeatRequest() *agentv1.HeartbeatRequest {
+	req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version, AgeRecipient: a.age.Recipient}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	req.Generation = a.lastGen
+	if a.refused != nil {
+		req.RefusedGeneration, req.RefusedReason = a.refused.Generation, a.refused.Error()
+	}
+	return req
+}
+
+// heartbeatLoop tells the hub that the agent is alive, which generation it runs, its outbox
+// depth and, while it refuses the hub's latest desired state, which one and why: every
+// HeartbeatInterval while no watch stream counts as that (liveness), else when it changes and
+// every HeartbeatRefresh; a refusal and its end at once.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	t := a.clock.NewTimer(a.opts.HeartbeatInterval)
 	defer t.Stop()
+	urgent := false
 	for {
-		t.Reset(a.opts.HeartbeatInterval) // the next one is due an interval after this one starts
-		req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version, AgeRecipient: a.age.Recipient}
-		a.mu.Lock()
-		req.Generation = a.lastGen
-		if a.refused != nil {
-			req.RefusedGeneration, req.RefusedReason = a.refused.Generation, a.refused.Error()
-		}
-		a.mu.Unlock()
-		_, err := a.client.Heartbeat(ctx, connect.NewRequest(req))
-		if err != nil && ctx.Err() == nil {
-			a.log.Debug("heartbeat failed", "error", err)
-			if d, ok := retryAfter(err, a.clock.Now()); ok && d > a.opts.HeartbeatInterval {
-				// The next tick would come too soon for the hub: wait as it asked, then beat.
-				a.holdOff(ctx, "heartbeat", err)
-				continue
+		req := a.heartbeatRequest()
+		send, wait := a.live.due(beatOf(req), a.clock.Now(), urgent)
+		urgent = false
+		if send {
+			_, err := a.client.Heartbeat(ctx, connect.NewRequest(req))
+			switch {
+			case err == nil:
+				a.live.delivered(beatOf(req), a.clock.Now())
+			case ctx.Err() != nil:
+				return
+			default:
+				a.live.attempted(a.clock.Now())
+				a.log.Debug("heartbeat failed", "error", err)
+				if d, ok := retryAfter(err, a.clock.Now()); ok && d > a.opts.HeartbeatInterval {
+					// The next look would come too soon for the hub: wait as it asked.
+					a.holdOff(ctx, "heartbeat", err)
+				}
 			}
+			continue // due says when the next one is
 		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-a.live.wake:
 		case <-a.beat:
+			urgent = true
 		}
 	}
 }

@@ -119,8 +119,9 @@ func (c *clientCert) set(id *identity) error {
 
 // mtlsClient is the agent's HTTP client: its certificate, and only the hub's CA as root. One
 // HTTP/2 connection carries the watch stream, reports, heartbeats and artifact downloads.
-// dial, when set, opens the TCP connections; wrap, when set, wraps the transport.
-func mtlsClient(id *identity, cert *clientCert, dial func(context.Context, string, string) (net.Conn, error), wrap func(http.RoundTripper) http.RoundTripper) (*http.Client, *swappableTransport, error) {
+// dial, when set, opens the TCP connections; wrap, when set, wraps the transport; h2 is the
+// HTTP/2 configuration (the PINGs that find a dead connection: hubHTTP2).
+func mtlsClient(id *identity, cert *clientCert, dial func(context.Context, string, string) (net.Conn, error), wrap func(http.RoundTripper) http.RoundTripper, h2 *http.HTTP2Config) (*http.Client, *swappableTransport, error) {
 	if err := cert.set(id); err != nil {
 		return nil, nil, err
 	}
@@ -140,6 +141,7 @@ func mtlsClient(id *identity, cert *clientCert, dial func(context.Context, strin
 			},
 			IdleConnTimeout: 90 * time.Second,
 			DialContext:     dial,
+			HTTP2:           h2,
 		}
 	}}
 	st.renew()

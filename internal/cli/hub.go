@@ -66,6 +66,9 @@ and several hubs may share it (docs/ha.md).`,
   # Encrypt Secrets to a recovery key too, kept offline by the platform team (docs/secrets.md)
   flotilla hub --data-dir ./hub-data --fleet ./fleet --recovery-recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
 
+  # Agents behind a NAT that drops flows idle for 30s: PING their connections more often
+  flotilla hub --data-dir ./hub-data --fleet ./fleet --agent-ping-interval 20s --agent-ping-timeout 10s
+
   # A fleet in a Git repository, listening on all interfaces
   flotilla hub --data-dir /var/lib/flotilla --fleet https://git.example.com/platform/fleet.git \
     --fleet-branch main --agent-addr 0.0.0.0:8443 --api-addr 0.0.0.0:8444 --host hub.example.com`,
@@ -87,6 +90,9 @@ and several hubs may share it (docs/ha.md).`,
 			}
 			if opts.DataDir == "" || opts.Fleet == "" {
 				return usageError{fmt.Errorf("--data-dir and --fleet are required")}
+			}
+			if err := hub.CheckAgentPing(opts); err != nil {
+				return usageError{err}
 			}
 			st, err := openStore(cmd, opts.DataDir, storeLocation)
 			if err != nil {
@@ -133,6 +139,8 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringSliceVar(&opts.Hosts, "host", nil, "extra DNS name or IP for the serving certificate (repeatable)")
 	f.DurationVar(&opts.FleetInterval, "fleet-interval", hub.DefaultFleetInterval, "how often the fleet configuration is re-read")
 	f.DurationVar(&opts.UnreachableAfter, "unreachable-after", hub.DefaultUnreachableAfter, "show a cluster as unreachable (never Ready) when its agent has been silent this long")
+	f.DurationVar(&opts.AgentPing.Interval, "agent-ping-interval", 0, "send an HTTP/2 PING on an agent connection silent this long (default 45s, or 3/8 of --unreachable-after if less)")
+	f.DurationVar(&opts.AgentPing.Timeout, "agent-ping-timeout", 0, "close an agent connection that has not answered a PING within this; its watch stream ends and its cluster is no longer heard from (default 15s, or 1/8 of --unreachable-after if less)")
 	f.Float64Var(&opts.AgentQPS, "agent-qps", hub.DefaultAgentQPS, "requests per second each agent may make, sustained")
 	f.IntVar(&opts.AgentBurst, "agent-burst", hub.DefaultAgentBurst, "requests each agent may make at once")
 	f.Float64Var(&opts.GlobalQPS, "global-qps", hub.DefaultGlobalQPS, "requests per second the agent endpoint takes from all authenticated agents (joins have --join-qps)")

@@ -91,6 +91,11 @@ type Options struct {
 	// shown as unreachable (never as Ready). Agents heartbeat every 30s by default, so the
 	// default of 2m tolerates a few lost heartbeats.
 	UnreachableAfter time.Duration
+	// AgentPing is how the agent endpoint finds connections that stopped answering (an
+	// agent's open watch stream counts as hearing from it, until its connection is closed).
+	// Default: agentapi.DefaultPingInterval and DefaultPingTimeout; the interval must be shorter
+	// than UnreachableAfter.
+	AgentPing agentapi.Ping
 	// AuditSink streams every audit record to an HTTP receiver when its URL is set (see
 	// audit.SinkOptions; Logger defaults to the hub's).
 	AuditSink audit.SinkOptions
@@ -158,6 +163,10 @@ func (o *Options) setDefaults() {
 	orDefault(&o.JoinBurst, DefaultJoinBurst)
 	orDefault(&o.MaxArtifactDownloads, DefaultMaxArtifactDownloads)
 	orDefault(&o.MaxInflightReports, DefaultMaxInflightReports)
+	// A short --unreachable-after (tests, small fleets) shortens the PINGs with it: a dead
+	// connection must be closed well before its cluster would be shown unreachable.
+	orDefault(&o.AgentPing.Interval, min(agentapi.DefaultPingInterval, o.UnreachableAfter*3/8))
+	orDefault(&o.AgentPing.Timeout, min(agentapi.DefaultPingTimeout, o.UnreachableAfter/8))
 	if o.AuditCheckpoint == 0 { // negative turns checkpoints off
 		o.AuditCheckpoint = DefaultAuditCheckpoint
 	}
@@ -167,6 +176,23 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// CheckAgentPing says whether o's agent PINGs fit its UnreachableAfter, with the defaults
+// filled in: the hub command refuses such flags as a usage error before it opens anything.
+func CheckAgentPing(o Options) error {
+	o.setDefaults()
+	return checkAgentPing(o)
+}
+
+// checkAgentPing: an open watch stream counts as hearing from the agent, so a connection that
+// stopped answering must be closed before its cluster would have been unreachable.
+func checkAgentPing(o Options) error {
+	if p := o.AgentPing; p.Interval+p.Timeout >= o.UnreachableAfter {
+		return fmt.Errorf("agent ping interval %v plus agent ping timeout %v must be shorter than unreachable-after %v: a dead connection would keep its cluster reachable",
+			p.Interval, p.Timeout, o.UnreachableAfter)
+	}
+	return nil
 }
 
 // orDefault sets *v to def when it is zero or negative: unset, or no valid setting.
@@ -221,6 +247,9 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if opts.Fleet == "" {
 		return nil, errors.New("a fleet configuration (directory or Git URL) is required")
 	}
+	if err := checkAgentPing(opts); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
 	}
@@ -262,6 +291,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		return nil, err
 	}
 	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
+	h.seen.SetOpenRefresh(agentapi.OpenRefreshFor(opts.UnreachableAfter))
 	h.auth = agentapi.NewAuth(agentapi.RevocationTTL)
 	h.desired = desired.NewCache()
 	h.metrics = newMetrics(h)
@@ -312,8 +342,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	// ReadHeaderTimeout: a client that opens a connection and sends nothing holds it for no
 	// longer. IdleTimeout closes keep-alive connections without a request in flight (an
-	// agent's open watch stream is a request in flight).
-	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	// agent's open watch stream is a request in flight). HTTP2 closes agents' connections that
+	// stop answering PINGs, and keeps their buffers small (agentapi.HTTP2).
+	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		HTTP2: agentapi.HTTP2(h.opts.AgentPing)}
 	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })

@@ -15,21 +15,32 @@ import (
 // Heartbeat records that the agent is alive, with its outbox depth, and a desired state it
 // refused (refused_generation, refused_reason): that is logged, counted, and audited once per
 // cluster and generation, so that operators see an agent running on an older desired state.
+//
+// An agent whose watch stream is open here sends one only when what it carries changes (and
+// every few minutes); the stream's opening carries one too (WatchRequest.heartbeat).
 func (a *agentServer) Heartbeat(ctx context.Context, req *connect.Request[agentv1.HeartbeatRequest]) (*connect.Response[agentv1.HeartbeatResponse], error) {
-	s, cluster := a.s, clusterFrom(ctx)
-	s.d.Seen.Heartbeat(cluster, req.Msg.GetAgentVersion(), int(req.Msg.GetOutboxDepth()))
-	if err := s.observeAgeKey(ctx, cluster, req.Msg.GetAgeRecipient()); err != nil {
+	if err := a.s.heartbeat(ctx, clusterFrom(ctx), req.Msg); err != nil {
 		return nil, err
 	}
-	if gen := req.Msg.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
-		reason := boundReason(req.Msg.GetRefusedReason())
+	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
+}
+
+// heartbeat takes in what a heartbeat carries: the outbox depth and version, the age
+// recipient, and a refusal.
+func (s *Server) heartbeat(ctx context.Context, cluster string, hb *agentv1.HeartbeatRequest) error {
+	s.d.Seen.Heartbeat(cluster, hb.GetAgentVersion(), int(hb.GetOutboxDepth()))
+	if err := s.observeAgeKey(ctx, cluster, hb.GetAgeRecipient()); err != nil {
+		return err
+	}
+	if gen := hb.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
+		reason := boundReason(hb.GetRefusedReason())
 		s.d.Metrics.DesiredRefused.Inc()
 		s.d.Logger.Warn("agent refused its desired state; it keeps the last one it accepted", "cluster", cluster, "generation", gen, "reason", reason)
 		s.d.Record(ctx, audit.Event{Actor: "agent:" + cluster, Action: "desired.refused", Cluster: cluster, Detail: map[string]any{
 			"generation": gen, "reason": reason,
 		}})
 	}
-	return connect.NewResponse(&agentv1.HeartbeatResponse{}), nil
+	return nil
 }
 
 // maxReasonBytes bounds the refusal reason an agent sends, as it goes into logs and the audit

@@ -135,6 +135,52 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// Ping is how the agent endpoint finds connections that stopped answering: a connection
+// from which nothing arrived for Interval gets an HTTP/2 PING, and is closed, ending its
+// watch stream, when no answer came within Timeout. Agents PING a connection silent for 30s
+// (internal/agent), so that a live agent's connection never needs the hub's.
+type Ping struct {
+	Interval, Timeout time.Duration
+}
+
+// Defaults of Ping: a connection that went silent is closed within a minute of its last frame,
+// well inside the two minutes after which a cluster not heard from is unreachable.
+const (
+	DefaultPingInterval = 45 * time.Second
+	DefaultPingTimeout  = 15 * time.Second
+)
+
+// Per-connection HTTP/2 buffers of the agent endpoint. A frame read is kept in a buffer of
+// its size for the connection's life, so frames are kept at the protocol's minimum (TLS
+// records are no larger anyway). The receive windows bound what an agent can make the hub
+// hold for a request not read yet (a report waiting for its turn): 10,000 agents at Go's
+// default of 1 MiB each would be 10 GiB.
+const (
+	maxReadFrameBytes    = 16 << 10
+	receiveWindowPerConn = 256 << 10
+	receiveWindowStream  = 256 << 10
+)
+
+// HTTP2 is the agent endpoint's HTTP/2 configuration (http.Server.HTTP2).
+func HTTP2(p Ping) *http.HTTP2Config {
+	if p.Interval <= 0 {
+		p.Interval = DefaultPingInterval
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultPingTimeout
+	}
+	return &http.HTTP2Config{
+		MaxReadFrameSize:              maxReadFrameBytes,
+		MaxReceiveBufferPerConnection: receiveWindowPerConn,
+		MaxReceiveBufferPerStream:     receiveWindowStream,
+		SendPingTimeout:               p.Interval,
+		PingTimeout:                   p.Timeout,
+		// A connection that takes nothing written to it for as long is as dead as one that
+		// does not answer PINGs.
+		WriteByteTimeout: p.Interval + p.Timeout,
+	}
+}
+
 // TLSConfig is base asking for a client certificate but not requiring one, because Join is
 // made before the agent has one; every other route requires it (requireAgent).
 func (s *Server) TLSConfig(base *tls.Config) *tls.Config {
