@@ -27,6 +27,11 @@ type object struct {
 	// YAML text, and whether "${port}" stays a string or becomes a number depends on whether it
 	// was quoted, which only the node remembers. Nil for JSON input, whose strings are all quoted.
 	node *yaml.Node
+	// sites and lazyNode replace node for an object decodeYAMLFast read: where its strings
+	// with variables are and how yaml.v3 would write them, and its node, parsed only if
+	// substitution needs the round trip after all.
+	sites    []site
+	lazyNode func() *yaml.Node
 }
 
 // localConfigAnnotation marks objects kustomize leaves out of its output; plain directories
@@ -38,6 +43,9 @@ const localConfigAnnotation = "config.kubernetes.io/local-config"
 func decodeFile(rel string, data []byte, objs []object) ([]object, error) {
 	if strings.EqualFold(path.Ext(rel), ".json") {
 		return decodeJSON(rel, data, objs)
+	}
+	if out, ok := decodeYAMLFast(rel, data, objs); ok {
+		return out, nil
 	}
 	return decodeYAML(rel, data, objs)
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -68,7 +69,12 @@ func substituteText(o *object, vars map[string]string) error {
 	fail := func(err error) error { return &Error{File: o.file, Line: o.line, Object: name, Err: err} }
 
 	n := o.node
-	if n == nil {
+	switch {
+	case n == nil && o.lazyNode != nil:
+		if n = o.lazyNode(); n == nil {
+			return fail(errors.New("substitution: the document does not parse again")) // never: it parsed once
+		}
+	case n == nil:
 		n = quotedNode(o.u.Object)
 	}
 	stripComments(n)
@@ -95,7 +101,7 @@ func substituteText(o *object, vars map[string]string) error {
 		return fail(fmt.Errorf("after substitution: %w", err))
 	}
 	o.u.Object = m
-	o.node = nil
+	o.node, o.sites, o.lazyNode = nil, nil, nil
 	return nil
 }
 

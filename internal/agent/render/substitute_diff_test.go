@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -68,6 +69,37 @@ func referenceSubstituteObject(o *object, vars map[string]string) error {
 	return nil
 }
 
+// referenceDecodeFile decodes a file with yaml.v3 (or encoding/json), never decodeYAMLFast.
+func referenceDecodeFile(rel string, data []byte) ([]object, error) {
+	if strings.HasSuffix(rel, ".json") {
+		return decodeJSON(rel, data, nil)
+	}
+	return decodeYAML(rel, data, nil)
+}
+
+// sameDecoding fails unless decodeYAMLFast, where it reads data at all, gives the objects
+// yaml.v3 gives. It reports whether the fast reader read it.
+func sameDecoding(t *testing.T, data []byte) bool {
+	t.Helper()
+	got, ok := decodeYAMLFast("in.yaml", data, nil)
+	if !ok {
+		return false
+	}
+	want, err := decodeYAML("in.yaml", data, nil)
+	if err != nil {
+		t.Fatalf("fast reader read what yaml.v3 refuses (%v):\n%s", err, data)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fast reader gives %d objects, yaml.v3 %d:\n%s", len(got), len(want), data)
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].u.Object, want[i].u.Object) || got[i].line != want[i].line || got[i].substitute != want[i].substitute {
+			t.Fatalf("object %d: fast reader gives\n%#v (line %d)\nyaml.v3\n%#v (line %d)\ninput:\n%s", i, got[i].u.Object, got[i].line, want[i].u.Object, want[i].line, data)
+		}
+	}
+	return true
+}
+
 // diffVars are variables whose values stress the cases where pasting text into YAML changes
 // its meaning: numbers, booleans, nulls, quotes, colons, comments, spaces, long values.
 var diffVars = map[string]string{
@@ -89,7 +121,7 @@ func sameSubstitution(t *testing.T, rel string, data []byte, vars map[string]str
 	if err != nil {
 		return false // decoding is not what differs
 	}
-	want, _ := decodeFile(rel, data, nil)
+	want, _ := referenceDecodeFile(rel, data)
 	ctx := context.Background()
 	gotErr := substituteAll(ctx, got, vars)
 	wantErr := referenceSubstituteAll(ctx, want, vars)
@@ -267,7 +299,80 @@ func FuzzSubstitutionMatchesReference(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sameDecoding(t, data)
 		sameSubstitution(t, "apps/in.yaml", data, vars)
 		sameSubstitution(t, "apps/in.json", data, vars)
 	})
+}
+
+// TestFastReaderMatchesYAML holds decodeYAMLFast to yaml.v3 over the same inputs, and checks
+// that it reads the common forms (so that the comparison compares something).
+func TestFastReaderMatchesYAML(t *testing.T) {
+	read := 0
+	for name, data := range diffInputs(t) {
+		t.Run(name, func(t *testing.T) {
+			if sameDecoding(t, data) {
+				read++
+			}
+		})
+	}
+	t.Logf("fast reader read %d inputs", read)
+	if read < len(diffCases)/2 {
+		t.Errorf("the fast reader read only %d inputs", read)
+	}
+	common := "# a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-0001\n  labels: {app.kubernetes.io/part-of: rel-00, tier: \"1\"}\n" +
+		"data:\n  cluster: ${cluster_name}\n  revision: \"3\"\n  n: 42\n  settings: |\n    a=b\n\n    c=d # not a comment\n  empty:\n  list:\n  - a\n  - k: v\n    j: [1, x, 'y']\n---\n"
+	if !sameDecoding(t, []byte(common)) {
+		t.Errorf("the fast reader does not read the common forms:\n%s", common)
+	}
+}
+
+// simulatorConfigMaps is a file of n ConfigMaps as the fleet simulator writes them (about 512
+// bytes each, a ${cluster_name} and a literal block of settings).
+func simulatorConfigMaps(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\n  labels: {app.kubernetes.io/part-of: rel-07}\ndata:\n  cluster: ${cluster_name}\n  revision: \"%d\"\n  settings: |\n", i, 2)
+		for line := 0; line < 9; line++ {
+			fmt.Fprintf(&b, "    service.%03d.endpoint=svc-%04x.rel-07:%d\n    service.%03d.timeout=%dms\n", line, i*31+line, 1024+i, line, 100+line)
+		}
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkDecodeAndSubstitute reads and substitutes one release file of 100 ConfigMaps as the
+// fleet simulator writes them, with the reference (yaml.v3 and the YAML round trip) and with
+// the current path, in the same run; it reports each per object and their ratio.
+//
+//	go test -run '^$' -bench DecodeAndSubstitute -benchmem ./internal/agent/render
+func BenchmarkDecodeAndSubstitute(b *testing.B) {
+	data := simulatorConfigMaps(100)
+	vars := ClusterVars("edge-1", map[string]string{"region": "eu-west"})
+	ctx := context.Background()
+	var ref, cur time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		objs, err := decodeYAML("r.yaml", data, nil)
+		if err == nil {
+			err = referenceSubstituteAll(ctx, objs, vars)
+		}
+		if err != nil || len(objs) != 100 {
+			b.Fatal(err, len(objs))
+		}
+		ref += time.Since(start)
+		start = time.Now()
+		objs, err = decodeFile("r.yaml", data, nil)
+		if err == nil {
+			err = substituteAll(ctx, objs, vars)
+		}
+		if err != nil || len(objs) != 100 {
+			b.Fatal(err, len(objs))
+		}
+		cur += time.Since(start)
+	}
+	perObject := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*100) }
+	b.ReportMetric(perObject(ref), "ref-µs/object")
+	b.ReportMetric(perObject(cur), "new-µs/object")
+	b.ReportMetric(float64(cur)/float64(ref), "new/ref")
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -51,13 +52,16 @@ type valueSubstitution struct {
 func substituteDecoded(o *object, vars map[string]string) (done bool, err error) {
 	s := &valueSubstitution{vars: vars}
 	var ok bool
-	if o.node != nil {
+	switch {
+	case o.node != nil:
 		n := o.node
 		if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
 			n = n.Content[0]
 		}
 		ok = s.node(n, o.u.Object, scalarContext{}, nil)
-	} else {
+	case o.lazyNode != nil:
+		ok = len(o.sites) > 0 && s.sites(o.sites) // read by decodeYAMLFast
+	default:
 		ok = s.json(o.u.Object, 0, nil)
 	}
 	if !ok {
@@ -67,7 +71,7 @@ func substituteDecoded(o *object, vars map[string]string) (done bool, err error)
 	for _, f := range s.apply {
 		f()
 	}
-	o.node = nil
+	o.node, o.sites, o.lazyNode = nil, nil, nil
 	if err := checkObject(o.u.Object); err != nil {
 		return true, &Error{File: o.file, Line: o.line, Object: name, Err: fmt.Errorf("after substitution: %w", err)}
 	}
@@ -227,7 +231,8 @@ func (s *valueSubstitution) scalar(str string, c scalarContext) (any, bool) {
 	multiline := strings.Contains(str, "\n") || strings.Contains(out, "\n")
 	// The emitter folds single-line scalars at a space past column 80; a fold next to an
 	// expansion that starts or ends with a space would lose that space.
-	folds := strings.Contains(str, " ") && c.column+len(str)+4 >= emitterWidth
+	// In a flow collection the column also depends on the entries before: no spaces there.
+	folds := strings.Contains(str, " ") && (c.flow || c.column+len(str)+4 >= emitterWidth)
 	switch {
 	case c.style&yaml.FoldedStyle != 0:
 		return nil, false
@@ -353,6 +358,12 @@ func plainValue(text string, key bool) (any, bool) {
 	if plainString(text) {
 		return text, true
 	}
+	if !key && decimal(text) {
+		// yaml.v3 resolves these as !!int (they are no timestamp), and scalar parses them so.
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return i, true
+		}
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(text), &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, false
@@ -367,6 +378,20 @@ func plainValue(text string, key bool) (any, bool) {
 	}
 	v, err := scalar(n)
 	return v, err == nil
+}
+
+// decimal: an optional "-", then "0" or digits not starting with 0, at most 18 of them.
+func decimal(text string) bool {
+	d := strings.TrimPrefix(text, "-")
+	if d == "" || len(d) > 18 || d[0] == '0' && len(d) > 1 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // plainString: text is plainly a string when read as a plain scalar, without asking the YAML
