@@ -66,8 +66,9 @@ type HostCounters struct {
 	Requests int64 `json:"requests"`
 	// Refused is the responses that turned a request away (429, 503), RetryAfter those that
 	// said when to come back.
-	Refused    int64 `json:"refused"`
-	RetryAfter int64 `json:"retryAfter"`
+	Refused    int64            `json:"refused"`
+	RetryAfter int64            `json:"retryAfter"`
+	RefusedBy  map[string]int64 `json:"refusedBy,omitempty"`
 	// Exited is the agents whose run ended on its own, with an error (they gave up);
 	// ExitError is the first such error.
 	Exited    int64                  `json:"exited"`
@@ -142,7 +143,7 @@ func RunAgentHost(ctx context.Context, spec AgentHostSpec, in io.Reader, out io.
 		exitMu.Unlock()
 		return enc.Encode(HostCounters{Joined: joined.Load(), Started: started, Dials: m.dials.Load(), Open: m.open.Load(),
 			ToHub: s.ToHub, FromHub: s.FromHub, Requests: s.Requests, Refused: m.refused.Load(), RetryAfter: m.retryAfter.Load(),
-			Exited: exited.Load(), ExitError: e, Hubs: m.perHub()})
+			RefusedBy: m.refusals(), Exited: exited.Load(), ExitError: e, Hubs: m.perHub()})
 	}
 	run := func() {
 		started = true

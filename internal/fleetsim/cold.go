@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -81,11 +83,13 @@ type ColdReport struct {
 	HubPeakRSSBytes int64   `json:"hubPeakRSSBytes"`
 	// Requests, Refused (429 or 503 responses) and RetryAfter (refusals saying when to come
 	// back) are counted at the agents' end, from the start until converged.
-	Requests         int64 `json:"requests"`
-	Refused          int64 `json:"refused"`
-	RetryAfter       int64 `json:"retryAfter"`
-	BytesHubToSpokes int64 `json:"bytesHubToSpokes"`
-	BytesSpokesToHub int64 `json:"bytesSpokesToHub"`
+	Requests   int64 `json:"requests"`
+	Refused    int64 `json:"refused"`
+	RetryAfter int64 `json:"retryAfter"`
+	// RefusedBy splits Refused by what was asked: an RPC's path, or /artifacts/.
+	RefusedBy        map[string]int64 `json:"refusedBy,omitempty"`
+	BytesHubToSpokes int64            `json:"bytesHubToSpokes"`
+	BytesSpokesToHub int64            `json:"bytesSpokesToHub"`
 	// AgentsNotSynced had an assignment not Ready at the commit when the run ended;
 	// AgentsExited ended their run with an error. Both gave up.
 	AgentsNotSynced int    `json:"agentsNotSynced"`
@@ -312,6 +316,14 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 	}
 	rep.Requests, rep.Refused, rep.RetryAfter = t.Requests-t0.Requests, t.Refused-t0.Refused, t.RetryAfter-t0.RetryAfter
 	rep.BytesHubToSpokes, rep.BytesSpokesToHub = t.FromHub-t0.FromHub, t.ToHub-t0.ToHub
+	for what, n := range t.RefusedBy {
+		if d := n - t0.RefusedBy[what]; d > 0 {
+			if rep.RefusedBy == nil {
+				rep.RefusedBy = map[string]int64{}
+			}
+			rep.RefusedBy[what] = d
+		}
+	}
 	rep.AgentsExited = t.Exited
 	if rep.GaveUpExample == "" && t.ExitError != "" {
 		rep.GaveUpExample = t.ExitError
@@ -511,6 +523,9 @@ func (r *ColdReport) WriteTable(w io.Writer) error {
 		r.HubCPUSeconds, float64(r.HubPeakRSSBytes)/(1<<20), r.LoadAverage)
 	fmt.Fprintf(w, "at the agents: %d requests, %d refused (%d with Retry-After); %s to agents, %s from agents\n",
 		r.Requests, r.Refused, r.RetryAfter, humanBytes(r.BytesHubToSpokes), humanBytes(r.BytesSpokesToHub))
+	for _, what := range slices.Sorted(maps.Keys(r.RefusedBy)) {
+		fmt.Fprintf(w, "  refused %s: %d\n", what, r.RefusedBy[what])
+	}
 	fmt.Fprintf(w, "agents that gave up: %d not Ready at the end, %d ended their run with an error\n", r.AgentsNotSynced, r.AgentsExited)
 	if r.GaveUpExample != "" {
 		fmt.Fprintf(w, "  e.g. %s\n", r.GaveUpExample)

@@ -117,6 +117,12 @@ func (f *hostedFleet) counters() (HostCounters, error) {
 		sum.Requests += c.Requests
 		sum.Refused += c.Refused
 		sum.RetryAfter += c.RetryAfter
+		for what, n := range c.RefusedBy {
+			if sum.RefusedBy == nil {
+				sum.RefusedBy = map[string]int64{}
+			}
+			sum.RefusedBy[what] += n
+		}
 		sum.Exited += c.Exited
 		if sum.ExitError == "" {
 			sum.ExitError = c.ExitError

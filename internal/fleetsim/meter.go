@@ -19,6 +19,8 @@ type meter struct {
 	// refused counts responses that turned a request away (429, 503); retryAfter those of
 	// them that said when to come back (a Retry-After header).
 	refused, retryAfter atomic.Int64
+	// refusedBy splits refused by what was asked: an RPC's path, or "/artifacts/".
+	refusedBy sync.Map // string -> *atomic.Int64
 	// hubs splits the counts by hub address (HOST:PORT), for a fleet spread over replicas.
 	hubs sync.Map // string -> *hubMeter
 }
@@ -44,6 +46,16 @@ type HubCounters struct {
 	Requests  int64 `json:"requests"`
 	Refused   int64 `json:"refused"`
 	Downloads int64 `json:"downloads"`
+}
+
+// refusals snapshots refusedBy.
+func (m *meter) refusals() map[string]int64 {
+	out := map[string]int64{}
+	m.refusedBy.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // perHub snapshots the per-address counts.
@@ -102,6 +114,12 @@ func (m *meter) wrap(rt http.RoundTripper) http.RoundTripper {
 			// Connect's unary calls carry resource_exhausted as a 429 too.
 			m.refused.Add(1)
 			h.refused.Add(1)
+			what := r.URL.Path
+			if strings.HasPrefix(what, "/artifacts/") {
+				what = "/artifacts/"
+			}
+			n, _ := m.refusedBy.LoadOrStore(what, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
 			if resp.Header.Get("Retry-After") != "" {
 				m.retryAfter.Add(1)
 			}
