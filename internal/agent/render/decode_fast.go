@@ -46,10 +46,17 @@ func decodeYAMLFast(rel string, data []byte, objs []object) (_ []object, ok bool
 			return objs, false
 		}
 	}
-	lines := strings.Split(string(data), "\n")
+	text := string(data)
+	lines := strings.Split(text, "\n")
+	offsets := make([]int, len(lines)+1) // of each line in text; the last is past the end
+	for i, l := range lines {
+		offsets[i+1] = offsets[i] + len(l) + 1
+	}
 	out := objs
 	flush := func(start, end int) bool {
-		docText := strings.Join(lines[start:end], "\n") // before the parser rewrites lines
+		// The document as written (the parser rewrites lines), for the rare object whose
+		// substitution needs yaml.v3's node after all.
+		docText := text[offsets[start]:min(offsets[end], len(text))]
 		p := &fastParser{lines: lines[start:end], first: start + 1, ok: true}
 		v, line := p.document()
 		if !p.ok {
