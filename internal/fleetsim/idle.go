@@ -323,7 +323,7 @@ func waitCounters(ctx context.Context, f *hostedFleet, timeout time.Duration, wh
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("idle fleet: %s: not within %s (%d joined, %d connected)", what, timeout, c.Joined, c.Open)
+			return fmt.Errorf("agent hosts: %s: not within %s (%d joined, %d connected)", what, timeout, c.Joined, c.Open)
 		}
 		if !sleep(ctx, 100*time.Millisecond) {
 			return ctx.Err()
