@@ -27,7 +27,7 @@ import (
 const reportQueueWait = 500 * time.Millisecond
 
 // The download queue (queue.go): at most this many waiting downloads per download slot (4,096
-// at the default 16 slots, about 80 MiB of waiting handlers), each held at most
+// at the default 16 slots; each holds its handler goroutine and headers), each held at most
 // artifactHold. A minute serves tens of thousands of small artifacts; a download that waited
 // that long is told when its turn should come.
 const (
