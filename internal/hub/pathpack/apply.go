@@ -112,7 +112,7 @@ func (p *Packer) file(ctx context.Context, f *schedule.FileRef, whole map[string
 // them); one that is not is an assignment kept from before (another replica packed it, or a
 // hub that packed no per-path artifacts yet), which the next revision of its source narrows.
 func (p *Packer) keep(source, digest string, whole map[string]bool) bool {
-	return whole[source] || !p.o.Store.Has(digest)
+	return whole[source] || !p.Holds(digest)
 }
 
 func find(as []schedule.Assignment, release string) (schedule.Assignment, bool) {

@@ -48,6 +48,9 @@ type Packer struct {
 	// used are the entries and trees the current round asked for: End drops the others.
 	used      map[key]bool
 	usedTrees map[string]bool
+	// has memoises Store.Has for the round: a reschedule asks once per assignment, and
+	// nothing deletes an artifact during one (GC runs after it).
+	has map[string]bool
 }
 
 type key struct{ digest, path string }
@@ -66,7 +69,7 @@ func New(o Options) *Packer {
 		o.WorkDir = filepath.Join(o.WorkDir, "pathpack")
 		os.RemoveAll(o.WorkDir) // created again by the first unpack
 	}
-	return &Packer{o: o, narrow: map[key]string{}, trees: map[string]string{}, used: map[key]bool{}, usedTrees: map[string]bool{}}
+	return &Packer{o: o, narrow: map[key]string{}, trees: map[string]string{}, used: map[key]bool{}, usedTrees: map[string]bool{}, has: map[string]bool{}}
 }
 
 // Narrow returns the digest of the artifact holding path p's closure in the artifact
@@ -77,7 +80,7 @@ func (p *Packer) Narrow(ctx context.Context, digest, path string) (string, error
 	defer p.mu.Unlock()
 	k := key{digest, path}
 	p.used[k] = true
-	if n, ok := p.narrow[k]; ok && p.o.Store.Has(n) {
+	if n, ok := p.narrow[k]; ok && p.holds(n) {
 		if n != digest {
 			p.usedTrees[digest] = true // the source's revision is in use: keep it unpacked
 			p.used[key{n, path}] = true
@@ -102,6 +105,7 @@ func (p *Packer) Narrow(ctx context.Context, digest, path string) (string, error
 	}
 	p.narrow[k] = n
 	p.narrow[key{n, path}] = n
+	p.has[n] = true
 	p.used[key{n, path}] = true
 	return n, nil
 }
@@ -150,6 +154,23 @@ func (p *Packer) End() {
 	}
 	clear(p.used)
 	clear(p.usedTrees)
+	clear(p.has)
+}
+
+// Holds reports whether the store holds artifact digest, asking it once per round.
+func (p *Packer) Holds(digest string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holds(digest)
+}
+
+func (p *Packer) holds(digest string) bool {
+	h, ok := p.has[digest]
+	if !ok {
+		h = p.o.Store.Has(digest)
+		p.has[digest] = h
+	}
+	return h
 }
 
 // Close removes every unpacked source.
