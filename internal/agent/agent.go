@@ -341,6 +341,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		send, wait := a.live.due(beatOf(req), a.clock.Now(), urgent)
 		urgent = false
 		if send {
+			t.Stop() // due says when the next look is, from this one
 			_, err := a.client.Heartbeat(ctx, connect.NewRequest(req))
 			switch {
 			case err == nil:
