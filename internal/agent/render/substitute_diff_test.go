@@ -167,6 +167,20 @@ var diffCases = []string{
 	"empty: ${empty}\nemptyq: \"${empty}\"\nemptykey: {${empty}: x}",
 	"num: -${replicas}\nnum2: +${replicas}\nnum3: .${replicas}\nnum4: 0x${replicas}\nnum5: 1_${replicas}",
 	"weird: ${replicas}:\nweird2: x:${replicas}\nhash: x#${replicas}",
+	// Forms the fast reader reads, or must leave to yaml.v3.
+	"flowurl: [http://x, a:b]\nflow2: {u: http://x}",
+	"seqlit:\n- |\n x\n- y\n- |-\n  z\n\n- - a\n  - b",
+	"k1: a, b\nk2: {a: b c, d: 'e f'}\nk3: [a b, 'c''d']\nk4: [ ]\nk5: {}\nk6: []\nk7: [a, ]",
+	"k1: 'it''s'\nk2: \"a\" # c\nk3: x\n# c\n  # c2\nk4: y\nk5:\n  # c\n  a: 1",
+	"k: |\n  a\n\n\n  b\n\nj: 1\nl: |\n  x\n    y\n  z\n",
+	"k: -1\nj: -.5\ni: +1\nh: .5\ng: 1_000\nf: 0o17\ne: 012\nd: 00\nc: -0\nb: 123456789012345678901",
+	"k: yes\nj: on\ni: Off\nh: y\ng: ~\nf: Null\ne: TRUE\nd: .inf\nc: .NaN",
+	"k: 1.0\nj: 1.\ni: 6.02e+23\nh: 1e3\ng: 2024-01-02T10:00:00Z\nf: 12:30",
+	"k: a:\nj: b",
+	"k:   spaced   \nj:    'q'   \nl: |  \n  x",
+	"1: one\ntrue: t\n0x1: h\n.5: f\na.b/c-d_e: k",
+	"k:\n  value on the next line",
+	"k: [a, {b: c, d: [e, f]}, 'g']\nl: {a: [1, 2], b: {c: d}}",
 }
 
 // objectText makes an object of body (top-level fields) in the two forms decodeFile reads.
