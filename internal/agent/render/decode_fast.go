@@ -56,7 +56,7 @@ func decodeYAMLFast(rel string, data []byte, objs []object) (_ []object, ok bool
 	flush := func(start, end int) bool {
 		// The document as written (the parser rewrites lines), for the rare object whose
 		// substitution needs yaml.v3's node after all.
-		docText := text[offsets[start]:min(offsets[end], len(text))]
+		docText := text[min(offsets[start], len(text)):min(offsets[end], len(text))]
 		p := &fastParser{lines: lines[start:end], first: start + 1, ok: true}
 		v, line := p.document()
 		if !p.ok {

@@ -224,6 +224,11 @@ func diffInputs(t testing.TB) map[string][]byte {
 	for i, c := range diffCases {
 		in[fmt.Sprintf("case-%d", i)] = []byte(objectText(c))
 	}
+	// Separators at the very end of a file, with and without a line break (the first once
+	// made the fast reader slice past the end).
+	for i, raw := range []string{"---", "---\n", "a: b\n---", "---\n---", "\n---\n\n"} {
+		in[fmt.Sprintf("raw-%d", i)] = []byte(raw)
+	}
 	in["json"] = []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "${name:=x}"}, "data": {"a": "${replicas}", "${key}": "${colon}", "b": "${dq}", "c": "x ${lead}", "n": 1, "l": ["${flag}", {"${cluster_name}": "${nothing}"}]}}`)
 	return in
 }
