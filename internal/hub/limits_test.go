@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -269,16 +270,18 @@ func TestReportStatusesCapped(t *testing.T) {
 	}
 }
 
-// TestArtifactDownloadsBounded serves a real artifact (a Git source with a 12 MiB file the
+// TestArtifactDownloadsBounded serves a real artifact (a Git source with a 12 MiB manifest the
 // fleet assigns to the cluster) with MaxArtifactDownloads 1: while one download is held open
 // (the client reads nothing, so HTTP/2 flow control keeps the handler writing), a second one
 // waits in the download queue, and is served once the first is read.
 func TestArtifactDownloadsBounded(t *testing.T) {
 	repoDir, fleetDir := t.TempDir(), t.TempDir()
-	blob := make([]byte, 12<<20)
+	// Random text, so that gzip keeps it large; a manifest of the release's own directory, so
+	// that the release's artifact carries it.
+	blob := make([]byte, 9<<20)
 	rand.Read(blob)
 	commitFiles(t, repoDir, map[string][]byte{
-		"apps/big/blob.bin":       blob,
+		"apps/big/blob.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: blob}\ndata: {blob: " + base64.StdEncoding.EncodeToString(blob) + "}\n"),
 		"apps/big/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: b}\n"),
 	})
 	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
