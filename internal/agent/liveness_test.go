@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/faultproxy"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -253,4 +257,58 @@ func TestOlderHubGetsHeartbeatsEveryInterval(t *testing.T) {
 		clk.Advance(a.opts.HeartbeatInterval)
 		waitFor(t, hub, 10*time.Second, "a heartbeat every interval", func() bool { return beats() == i && clk.Waiters() == 1 })
 	}
+}
+
+// TestAgentClosesSilentConnectionByPing: when the connection to the hub stops carrying
+// anything (a partition that does not answer), the agent's HTTP/2 PING goes unanswered and it
+// closes the connection and reconnects once the hub can be reached. The fake hub sends no
+// PINGs; the agent's are short, so the test waits a few real seconds at most: net/http's PING
+// timers have no clock to inject.
+func TestAgentClosesSilentConnectionByPing(t *testing.T) {
+	hub := newFakeHub(t)
+	proxy, err := faultproxy.Start(strings.TrimPrefix(hub.srv.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	defer proxy.Blackhole(false) // a black-holed proxy's copies never end
+	dir := filepath.Join(t.TempDir(), "state")
+	hub.identity(dir, "edge-ping")
+	var closed atomic.Int64 // connections the agent closed
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &closeCounter{Conn: c, n: &closed}, nil
+	}
+	a, err := New(t.Context(), Options{StateDir: dir, Target: &recordingTarget{}, HubURL: "https://" + proxy.Addr(), DialContext: dial,
+		PingInterval: 300 * time.Millisecond, PingTimeout: 300 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	hub.publish(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.watchLoop(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, hub, 30*time.Second, "the watch stream", func() bool { return a.currentDesired().GetGeneration() == 1 && proxy.Active() == 1 })
+
+	proxy.Blackhole(true)
+	waitFor(t, hub, 30*time.Second, "the agent closing the silent connection", func() bool { return closed.Load() >= 1 })
+	proxy.Blackhole(false)
+	waitFor(t, hub, 30*time.Second, "a new connection", func() bool { return proxy.Accepted() >= 2 && proxy.Active() == 1 })
+}
+
+// closeCounter counts the connection's closes.
+type closeCounter struct {
+	net.Conn
+	n    *atomic.Int64
+	once sync.Once
+}
+
+func (c *closeCounter) Close() error {
+	c.once.Do(func() { c.n.Add(1) })
+	return c.Conn.Close()
 }
