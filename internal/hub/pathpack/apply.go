@@ -12,10 +12,10 @@ import (
 // path, and every Helm values or patch file the artifact of that file alone, then closes the
 // round (End). Revision stays the source's revision.
 //
-// Left whole: a Helm source's artifact (it is one chart), and the releases with a rollout
-// (a rollout compares the artifacts clusters report with the source's across clusters,
-// which per-path artifacts would never match) or no longer in fleet (leaving along a
-// rollout's waves). An assignment whose closure cannot be packed keeps the cluster's
+// Left whole: a Helm source's artifact (it is one chart), and the releases no longer in
+// fleet (leaving along a rollout's waves, at what they had). A release with a rollout is
+// narrowed too, and keeps the source artifact it was packed from in SourceDigest: the
+// rollout compares that across clusters. An assignment whose closure cannot be packed keeps the cluster's
 // previous assignment of its release, or is left out, with a problem saying why: it never
 // gets the whole source instead.
 func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedule.Plan, previous map[string]schedule.Document) {
@@ -29,9 +29,10 @@ func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedul
 			whole[s.Metadata.Name] = true
 		}
 	}
-	narrowed := map[string]bool{}
+	narrowed, rolled := map[string]bool{}, map[string]bool{}
 	for _, r := range fleet.Releases {
-		narrowed[r.Metadata.Name] = r.Spec.Rollout == nil
+		narrowed[r.Metadata.Name] = true
+		rolled[r.Metadata.Name] = r.Spec.Rollout != nil
 	}
 	for cluster, as := range plan.Assignments {
 		out := make([]schedule.Assignment, 0, len(as))
@@ -41,6 +42,9 @@ func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedul
 				continue
 			}
 			n, err := p.assignment(ctx, a, whole)
+			if err == nil && rolled[a.Release] && n.Digest != a.Digest && a.SourceDigest == "" {
+				n.SourceDigest = a.Digest
+			}
 			if err == nil {
 				out = append(out, n)
 				continue

@@ -224,7 +224,9 @@ func TestApply(t *testing.T) {
 	}{
 		{"a's apps", a[0].Digest, na},
 		{"a's apps revision", a[0].Revision, "r1"},
-		{"a's canary (a rollout: left whole)", a[1].Digest, src},
+		{"a's canary (a rollout: narrowed too)", a[1].Digest, na},
+		{"a's canary's source artifact (what its rollout compares)", a[1].SourceDigest, src},
+		{"a's apps has no source artifact (no rollout)", a[0].SourceDigest, ""},
 		{"a's web (a Helm source: left whole)", a[2].Digest, chart},
 		{"a's web values file", a[2].Helm.ValuesFiles[0].Digest, nv},
 		{"b's apps", b[0].Digest, nb},

@@ -61,6 +61,11 @@ type Assignment struct {
 	// Rollout is set while the release's rollout holds this cluster at an earlier revision
 	// than the newest: a line for status ("wave eu waits for canary").
 	Rollout string `json:"rollout,omitempty"`
+	// SourceDigest is, for a release with a rollout whose Digest is a per-path artifact
+	// (internal/hub/pathpack), the source artifact it was packed from: what the rollout
+	// compares across clusters, where every path has its own artifact. Hub only; "" when
+	// Digest is the source's artifact.
+	SourceDigest string `json:"sourceDigest,omitempty"`
 	// Helm renders Path as a chart (Release.spec.helm, files resolved); nil: the agent renders
 	// Path as manifests, kustomize or (a directory with Chart.yaml) a chart with defaults.
 	Helm *Helm `json:"helm,omitempty"`

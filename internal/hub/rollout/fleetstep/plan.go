@@ -13,6 +13,16 @@ func findAssignment(as []schedule.Assignment, release string) (int, bool) {
 	return slices.BinarySearchFunc(as, release, func(a schedule.Assignment, r string) int { return strings.Compare(a.Release, r) })
 }
 
+// heldArtifact is the artifact an assignment holds as a rollout sees it: the source's artifact, also
+// where the cluster was given a per-path artifact packed from it (SourceDigest).
+func heldArtifact(a schedule.Assignment) rollout.Artifact {
+	d := a.Digest
+	if a.SourceDigest != "" {
+		d = a.SourceDigest
+	}
+	return rollout.Artifact{Digest: d, Revision: a.Revision, URL: a.URL}
+}
+
 // overrideAssignment sets the artifact of release's assignment on cluster to d's: a zero
 // artifact leaves the release out (the cluster never had it, so no tombstone is written).
 func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.Decision) {
@@ -27,6 +37,7 @@ func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.
 	}
 	a := &as[i]
 	a.Digest, a.Revision, a.URL, a.Rollout = d.Artifact.Digest, d.Artifact.Revision, d.Artifact.URL, d.Line
+	a.SourceDigest = "" // a source's artifact: narrowed again after the rollouts
 }
 
 // holdRollout keeps release at what each cluster had: its previous assignment's artifact,
@@ -50,8 +61,7 @@ func holdRollout(plan *schedule.Plan, release string, previous map[string]schedu
 		}
 		d := rollout.Decision{Line: "held: the rollout's state could not be read or stored"}
 		if a, ok := findAssignment(previous[cluster].Assignments, release); ok {
-			p := previous[cluster].Assignments[a]
-			d.Artifact = rollout.Artifact{Digest: p.Digest, Revision: p.Revision, URL: p.URL}
+			d.Artifact = heldArtifact(previous[cluster].Assignments[a])
 		}
 		overrideAssignment(plan, cluster, release, d)
 	}

@@ -29,7 +29,7 @@ func (s *Stepper) removeAlongWaves(ctx context.Context, release string, rec stor
 		}
 		a := previous[cl.Name].Assignments[i]
 		input.Clusters = append(input.Clusters, rollout.Cluster{Name: cl.Name, Labels: cl.Labels, Reachable: in.reachable[cl.Name],
-			Had: rollout.Artifact{Digest: a.Digest, Revision: a.Revision, URL: a.URL}})
+			Had: heldArtifact(a)})
 	}
 	if len(input.Clusters) == 0 {
 		return false // every tombstone went out

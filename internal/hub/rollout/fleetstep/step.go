@@ -35,9 +35,10 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 	leaving := map[string]bool{}
 	for _, cl := range clusters {
 		rc := rollout.Cluster{Name: cl.Name, Labels: cl.Labels, Reachable: in.reachable[cl.Name]}
+		var prev schedule.Assignment
 		if i, ok := findAssignment(previous[cl.Name].Assignments, name); ok {
-			a := previous[cl.Name].Assignments[i]
-			rc.Had = rollout.Artifact{Digest: a.Digest, Revision: a.Revision, URL: a.URL}
+			prev = previous[cl.Name].Assignments[i]
+			rc.Had = heldArtifact(prev)
 		}
 		if _, ok := findAssignment(plan.Assignments[cl.Name], name); !ok {
 			if rc.Had.Digest != "" {
@@ -62,6 +63,11 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 		}
 		if rep, ok := in.reports[cl.Name+"/"+name]; ok {
 			rc.Report = &rollout.Report{Digest: rep.Digest, Phase: rep.Phase, Health: rep.Health, At: rep.ReportedAt}
+			if prev.SourceDigest != "" && rep.Digest == prev.Digest {
+				// The agent reports the per-path artifact it was given: the rollout counts
+				// in the source's.
+				rc.Report.Digest = prev.SourceDigest
+			}
 		}
 		input.Clusters = append(input.Clusters, rc)
 	}
