@@ -3,7 +3,6 @@ package agentapi
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla/flotilla/internal/keyrate"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/keyrate"
 
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
@@ -21,10 +22,15 @@ import (
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
-// reportQueueWait is how long a Report that finds every in-flight slot taken may wait for one
-// before it is refused: a short queue absorbs bursts without making agents resend. At most
-// MaxInflightReports requests wait at once, their bodies unread.
-const reportQueueWait = 500 * time.Millisecond
+// The report queue: Report calls are decoded and ingested MaxInflightReports at once; up to
+// reportsWaitingPerSlot times as many wait their turn, round-robin across clusters, each at
+// most reportHold, their bodies unread. What a waiting report may make the hub hold is its
+// stream's receive window (server.go): 256 waiting at the default 64 slots x 256 KiB is
+// 64 MiB at most, whatever the agents send.
+const (
+	reportsWaitingPerSlot = 4
+	reportHold            = 10 * time.Second
+)
 
 // The download queue (queue.go): at most this many waiting downloads per download slot (4,096
 // at the default 16 slots; each holds its handler goroutine and headers), each held at most
@@ -65,9 +71,8 @@ type limiter struct {
 
 	agents *keyrate.Buckets[string] // by cluster
 
-	artifacts, joins *queue
-	reports          *gate
-	errs             *connect.ErrorWriter
+	artifacts, joins, reports *queue
+	errs                      *connect.ErrorWriter
 
 	log     *slog.Logger
 	refused atomic.Int64 // since the last warning
@@ -88,7 +93,7 @@ func newLimiter(o Options, c clock.Clock, log *slog.Logger, m *Metrics) *limiter
 		agents:    keyrate.New[string](c, o.AgentQPS, o.AgentBurst, 0),
 		artifacts: newQueue("artifacts", c, slots, slots*artifactQueuePerSlot, artifactHold, m),
 		joins:     newQueue("joins", c, joinSlots, maxJoinsWaiting, joinHold, m),
-		reports:   newGate(o.MaxInflightReports, reportQueueWait, c),
+		reports:   newQueue("reports", c, o.MaxInflightReports, o.MaxInflightReports*reportsWaitingPerSlot, reportHold, m),
 		errs:      connect.NewErrorWriter(),
 		log:       log,
 	}
@@ -150,25 +155,15 @@ func (l *limiter) turnAway(w http.ResponseWriter, r *http.Request, what string, 
 	l.refuseAfter(w, r, fmt.Sprintf("hub busy: the %s waited %s for a slot, %d waiting", what, q.hold, away.waiting), wholeSeconds(away.retry))
 }
 
-// limitReports bounds concurrent Report calls; other procedures pass through.
+// limitReports queues Report calls, each cluster taking its turn; other procedures pass
+// through.
 func (l *limiter) limitReports(next http.Handler) http.Handler {
-	bounded := l.bounded(l.reports, "hub busy: too many reports in flight", next)
+	queued := l.queued(l.reports, "report", clusterFrom, next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == agentv1connect.AgentServiceReportProcedure {
-			bounded.ServeHTTP(w, r)
+			queued.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (l *limiter) bounded(g *gate, msg string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.enter(r.Context()) {
-			l.refuse(w, r, msg, time.Second)
-			return
-		}
-		defer g.leave()
 		next.ServeHTTP(w, r)
 	})
 }
@@ -218,47 +213,6 @@ func retryAfterSeconds(wait time.Duration) int {
 	s := wholeSeconds(wait)
 	return s + rand.N(max(1, s/4)+1)
 }
-
-// gate bounds how many requests of one kind are served at once. A request that finds it full
-// waits up to wait for a slot, with at most as many waiting as there are slots; otherwise it
-// is refused at once.
-type gate struct {
-	slots   chan struct{}
-	waiting atomic.Int64
-	wait    time.Duration
-	clock   clock.Clock
-}
-
-func newGate(n int, wait time.Duration, c clock.Clock) *gate {
-	return &gate{slots: make(chan struct{}, n), wait: wait, clock: c}
-}
-
-func (g *gate) enter(ctx context.Context) bool {
-	select {
-	case g.slots <- struct{}{}:
-		return true
-	default:
-	}
-	if g.wait <= 0 {
-		return false
-	}
-	defer g.waiting.Add(-1)
-	if g.waiting.Add(1) > int64(cap(g.slots)) {
-		return false
-	}
-	t := g.clock.NewTimer(g.wait)
-	defer t.Stop()
-	select {
-	case g.slots <- struct{}{}:
-		return true
-	case <-t.C():
-		return false
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (g *gate) leave() { <-g.slots }
 
 // Bounds of what one status may carry beyond its counts: the per-object detail and the
 // conflict texts. Agents keep within tighter bounds of their own (internal/agent, details.go);

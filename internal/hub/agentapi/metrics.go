@@ -37,7 +37,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"operation"}),
 		QueueWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "flotilla_hub_queue_waiting", Help: "Requests waiting for a slot, by queue (artifacts: downloads; joins).",
+			Name: "flotilla_hub_queue_waiting", Help: "Requests waiting for a slot, by queue (artifacts: downloads; joins; reports).",
 		}, []string{"queue"}),
 		QueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "flotilla_hub_queue_wait_seconds", Help: "Time requests waited for a slot before being served, by queue (0 when one was free).",
