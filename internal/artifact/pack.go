@@ -31,6 +31,11 @@ func Pack(ctx context.Context, dir string, w io.Writer) (digest string, size int
 		return "", 0, err
 	}
 
+	return packEntries(ctx, dir, entries, w)
+}
+
+// packEntries writes entries of the tree at dir as Pack's format to w.
+func packEntries(ctx context.Context, dir string, entries []packEntry, w io.Writer) (digest string, size int64, err error) {
 	h := sha256.New()
 	cw := &countingWriter{w: io.MultiWriter(w, h)}
 	// BestCompression: artifacts are written once and downloaded by many agents.

@@ -1,10 +1,7 @@
 package artifact
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,28 +28,7 @@ func PackFiles(ctx context.Context, dir string, names []string, w io.Writer) (di
 	if err != nil {
 		return "", 0, err
 	}
-	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(w, h)}
-	gz, err := gzip.NewWriterLevel(cw, gzip.BestCompression)
-	if err != nil {
-		return "", 0, fmt.Errorf("pack %s: %w", dir, err)
-	}
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return "", 0, fmt.Errorf("pack %s: %w", dir, err)
-		}
-		if err := writeEntry(tw, dir, e); err != nil {
-			return "", 0, fmt.Errorf("pack %s: %w", dir, err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return "", 0, fmt.Errorf("pack %s: %w", dir, err)
-	}
-	if err := gz.Close(); err != nil {
-		return "", 0, fmt.Errorf("pack %s: %w", dir, err)
-	}
-	return formatDigest(h), cw.n, nil
+	return packEntries(ctx, dir, entries, w)
 }
 
 // selectEntries checks the names and returns them with their parent
