@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -195,26 +197,10 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
   flotilla bench idle --agents 500 --window 20s -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("find the flotilla binary: %w", err)
-			}
-			opts.Binary = bin
-			cleanup, err := workDir(&dir, keep, s)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			opts.Dir = dir
-			opts.Logger = loggerFrom(cmd.Context())
-			rep, err := fleetsim.RunIdle(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			if output.value == "json" {
-				return rep.WriteJSON(s.out)
-			}
-			return rep.WriteTable(s.out)
+			return runBench(cmd, s, &dir, keep, output.value, func(ctx context.Context, bin, dir string) (benchReport, error) {
+				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
+				return fleetsim.RunIdle(ctx, opts)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -278,26 +264,10 @@ it served, the requests it answered, its CPU and its peak memory. The spokes are
 			if opts.Replicas > 1 && opts.Postgres == "" {
 				return usageError{fmt.Errorf("--replicas %d: replicas share a PostgreSQL database: give --postgres postgres://USER@HOST:PORT/DATABASE", opts.Replicas)}
 			}
-			bin, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("find the flotilla binary: %w", err)
-			}
-			opts.Binary = bin
-			cleanup, err := workDir(&dir, keep, s)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			opts.Dir = dir
-			opts.Logger = loggerFrom(cmd.Context())
-			rep, err := fleetsim.RunCold(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			if output.value == "json" {
-				return rep.WriteJSON(s.out)
-			}
-			return rep.WriteTable(s.out)
+			return runBench(cmd, s, &dir, keep, output.value, func(ctx context.Context, bin, dir string) (benchReport, error) {
+				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
+				return fleetsim.RunCold(ctx, opts)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -320,6 +290,35 @@ it served, the requests it answered, its CPU and its peak memory. The spokes are
 
 // workDir makes the run's directory: the one given, or a temporary one removed afterwards
 // unless keep.
+// benchReport is what a bench command prints.
+type benchReport interface {
+	WriteJSON(io.Writer) error
+	WriteTable(io.Writer) error
+}
+
+// runBench runs a bench in its work directory (dir, or a temporary one that keep keeps) with
+// the running binary as the hub's, and prints its report in format.
+func runBench(cmd *cobra.Command, s streams, dir *string, keep bool, format string,
+	run func(ctx context.Context, bin, dir string) (benchReport, error)) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the flotilla binary: %w", err)
+	}
+	cleanup, err := workDir(dir, keep, s)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	rep, err := run(cmd.Context(), bin, *dir)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return rep.WriteJSON(s.out)
+	}
+	return rep.WriteTable(s.out)
+}
+
 func workDir(dir *string, keep bool, s streams) (func(), error) {
 	if *dir != "" {
 		return func() {}, os.MkdirAll(*dir, 0o755)
