@@ -76,7 +76,7 @@ func (c *checker) checkDir(dir string) error {
 		isPluginConfig := d.field == "generators" || d.field == "transformers" || d.field == "validators"
 		for i, ref := range d.refs {
 			field := fmt.Sprintf("%s[%d]", d.field, i)
-			if isPluginConfig && isInline(ref) {
+			if isPluginConfig && IsInlineEntry(ref) {
 				if err := c.checkPluginConfigs(kf, dir, field+": ", []byte(ref)); err != nil {
 					return err
 				}
@@ -128,7 +128,7 @@ func (c *checker) checkDir(dir string) error {
 		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
 	}
 	for i, p := range k.PatchesStrategicMerge {
-		if !isInline(string(p)) {
+		if !IsInlineEntry(string(p)) {
 			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
 		}
 	}
@@ -137,13 +137,13 @@ func (c *checker) checkDir(dir string) error {
 	}
 	for i, g := range k.ConfigMapGenerator {
 		f := fmt.Sprintf("configMapGenerator[%d]", i)
-		addAll(f+".files", fileSourcePaths(g.FileSources))
+		addAll(f+".files", FileSourcePaths(g.FileSources))
 		addAll(f+".envs", g.EnvSources)
 		add(f+".env", g.EnvSource)
 	}
 	for i, g := range k.SecretGenerator {
 		f := fmt.Sprintf("secretGenerator[%d]", i)
-		addAll(f+".files", fileSourcePaths(g.FileSources))
+		addAll(f+".files", FileSourcePaths(g.FileSources))
 		addAll(f+".envs", g.EnvSources)
 		add(f+".env", g.EnvSource)
 	}
@@ -205,7 +205,7 @@ func (c *checker) checkPluginConfigs(file, dir, prefix string, data []byte) erro
 				refs = append(refs, struct{ field, ref string }{obj + field, ref})
 			}
 		}
-		for i, f := range fileSourcePaths(pc.Files) {
+		for i, f := range FileSourcePaths(pc.Files) {
 			add(fmt.Sprintf("files[%d]", i), f)
 		}
 		for i, f := range pc.Envs {
@@ -214,7 +214,7 @@ func (c *checker) checkPluginConfigs(file, dir, prefix string, data []byte) erro
 		add("env", pc.Env)
 		add("path", pc.Path)
 		for i, p := range pc.Paths {
-			if !isInline(p) {
+			if !IsInlineEntry(p) {
 				add(fmt.Sprintf("paths[%d]", i), p)
 			}
 		}
@@ -250,7 +250,7 @@ func (c *checker) kustomizationIn(dir string) (string, error) {
 // local checks entry ref of field in kustomization file kf (in directory dir) and returns the
 // path it names relative to the root.
 func (c *checker) local(kf, dir, field, ref string) (string, error) {
-	if isRemote(ref) {
+	if IsRemoteRef(ref) {
 		return "", &Error{File: kf, Err: remoteRefused(field, ref)}
 	}
 	if path.IsAbs(ref) {
@@ -271,11 +271,11 @@ func (c *checker) local(kf, dir, field, ref string) (string, error) {
 // scpLike matches Git's user@host:path addresses (git@github.com:org/repo).
 var scpLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*@[^/:]+:`)
 
-// isRemote reports whether kustomize would fetch ref over the network: any URL (https://,
+// IsRemoteRef reports whether kustomize would fetch ref over the network: any URL (https://,
 // ssh://, file://, ...), go-getter's git:: prefix, a github.com shorthand or an scp-like Git
 // address. It errs towards "remote": a local directory named github.com is refused too, as
 // kustomize itself would treat it as a repository.
-func isRemote(ref string) bool {
+func IsRemoteRef(ref string) bool {
 	return remoteLocation(strings.ToLower(strings.TrimSpace(ref)), func(l string) bool { return strings.Contains(l, "://") })
 }
 
@@ -289,13 +289,13 @@ func remoteLocation(l string, isURL func(string) bool) bool {
 		scpLike.MatchString(l)
 }
 
-// isInline reports whether a generators/transformers/patchesStrategicMerge entry is YAML written
+// IsInlineEntry reports whether a generators/transformers/patchesStrategicMerge entry is YAML written
 // in the kustomization rather than a path.
-func isInline(s string) bool { return strings.Contains(s, "\n") }
+func IsInlineEntry(s string) bool { return strings.Contains(s, "\n") }
 
-// fileSourcePaths returns the paths of configMapGenerator/secretGenerator files entries, which
+// FileSourcePaths returns the paths of configMapGenerator/secretGenerator files entries, which
 // are "path" or "key=path".
-func fileSourcePaths(sources []string) []string {
+func FileSourcePaths(sources []string) []string {
 	paths := make([]string, 0, len(sources))
 	for _, s := range sources {
 		if _, p, found := strings.Cut(s, "="); found {

@@ -114,7 +114,7 @@ func (s *sealedFS) checkKustomization(rel string, data []byte) error {
 				continue
 			}
 			field := fmt.Sprintf("%s[%d]", list, j)
-			if isInline(e.Value) {
+			if IsInlineEntry(e.Value) {
 				if err := sealDocs(rel, field+": ", []byte(e.Value), false); err != nil {
 					return err
 				}
@@ -243,7 +243,7 @@ var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 
 // looksRemote reports whether kustomize could take s, a whole string value, for a remote
 // location: a URL of any scheme, go-getter's git:: prefix, a github.com shorthand or an
-// scp-like Git address. Unlike isRemote, which judges fields known to hold paths, it looks at
+// scp-like Git address. Unlike IsRemoteRef, which judges fields known to hold paths, it looks at
 // every string, so it only matches strings that start like a location: "URL=https://x" (a
 // configMapGenerator literal) and multi-line inline patches are not locations.
 func looksRemote(s string) bool {

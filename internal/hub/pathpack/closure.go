@@ -10,10 +10,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/agent/render"
 	yaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
@@ -330,7 +330,7 @@ func (c *closure) kustomization(dir string, t target, depth int) error {
 		}
 	}
 	for _, ref := range slices.Concat(k.Generators, k.Transformers, k.Validators) {
-		if isInline(ref) {
+		if render.IsInlineEntry(ref) {
 			if err := c.pluginConfigs(dir, []byte(ref), depth); err != nil {
 				return err
 			}
@@ -349,7 +349,7 @@ func (c *closure) kustomization(dir string, t target, depth int) error {
 		files = append(files, p.Path)
 	}
 	for _, p := range k.PatchesStrategicMerge {
-		if !isInline(string(p)) {
+		if !render.IsInlineEntry(string(p)) {
 			files = append(files, string(p))
 		}
 	}
@@ -357,10 +357,10 @@ func (c *closure) kustomization(dir string, t target, depth int) error {
 		files = append(files, r.Path)
 	}
 	for _, g := range k.ConfigMapGenerator {
-		files = append(append(files, fileSourcePaths(g.FileSources)...), g.EnvSources...)
+		files = append(append(files, render.FileSourcePaths(g.FileSources)...), g.EnvSources...)
 	}
 	for _, g := range k.SecretGenerator {
-		files = append(append(files, fileSourcePaths(g.FileSources)...), g.EnvSources...)
+		files = append(append(files, render.FileSourcePaths(g.FileSources)...), g.EnvSources...)
 	}
 	for _, f := range files {
 		if err := c.file(dir, f); err != nil {
@@ -455,9 +455,9 @@ func (c *closure) pluginConfigs(dir string, data []byte, depth int) error {
 		if errors.Is(err, io.EOF) || (err != nil && !errors.As(err, &te)) {
 			return nil // kustomize reports what does not parse
 		}
-		refs := slices.Concat(fileSourcePaths(pc.Files), pc.Envs, []string{pc.Env, pc.Path, pc.TargetFilePath})
+		refs := slices.Concat(render.FileSourcePaths(pc.Files), pc.Envs, []string{pc.Env, pc.Path, pc.TargetFilePath})
 		for _, p := range pc.Paths {
-			if !isInline(p) {
+			if !render.IsInlineEntry(p) {
 				refs = append(refs, p)
 			}
 		}
@@ -476,7 +476,7 @@ func (c *closure) pluginConfigs(dir string, data []byte, depth int) error {
 // is false for what is not a local path inside the root (a URL, an absolute path, a path
 // climbing out): the agent refuses those, and nothing of the source is needed for that.
 func local(dir, ref string) (string, bool) {
-	if ref == "" || isRemote(ref) || path.IsAbs(ref) {
+	if ref == "" || render.IsRemoteRef(ref) || path.IsAbs(ref) {
 		return "", false
 	}
 	rel := path.Join(dir, ref)
@@ -484,30 +484,4 @@ func local(dir, ref string) (string, bool) {
 		return "", false
 	}
 	return rel, true
-}
-
-// scpLike matches Git's user@host:path addresses.
-var scpLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*@[^/:]+:`)
-
-// isRemote reports whether kustomize would fetch ref (the agent refuses it): as
-// internal/agent/render's isRemote.
-func isRemote(ref string) bool {
-	l := strings.ToLower(strings.TrimSpace(ref))
-	return strings.Contains(l, "://") || strings.HasPrefix(l, "git::") ||
-		strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:") || scpLike.MatchString(l)
-}
-
-func isInline(s string) bool { return strings.Contains(s, "\n") }
-
-// fileSourcePaths returns the paths of generator files entries, "path" or "key=path".
-func fileSourcePaths(sources []string) []string {
-	out := make([]string, 0, len(sources))
-	for _, s := range sources {
-		if _, p, found := strings.Cut(s, "="); found {
-			out = append(out, p)
-		} else {
-			out = append(out, s)
-		}
-	}
-	return out
 }
