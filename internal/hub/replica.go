@@ -2,11 +2,9 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 
 	"github.com/flotilla/flotilla/internal/hub/replica"
-	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -62,8 +60,16 @@ func (h *Hub) runReplication(ctx context.Context) {
 // adopts the holder's fleet view.
 func (h *Hub) resync(ctx context.Context) {
 	h.auth.ForgetAll() // a removal may be among the missed notifications
+	// One read of every cluster rather than one per open watch: 10,000 agents resync at once.
+	var registered map[string]bool
+	if clusters, err := h.store.ListClusters(ctx); err == nil {
+		registered = make(map[string]bool, len(clusters))
+		for _, c := range clusters {
+			registered[c.Name] = true
+		}
+	}
 	for _, c := range h.watchers.Clusters() {
-		if _, err := h.store.GetCluster(ctx, c); errors.Is(err, store.ErrNotFound) {
+		if registered != nil && !registered[c] {
 			h.watchers.CloseLocal(c)
 			continue
 		}

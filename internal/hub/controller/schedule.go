@@ -117,7 +117,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 		c.paths = pathpack.New(pathpack.Options{Store: c.d.Artifacts, WorkDir: c.opts.WorkDir, Share: c.d.ShareArtifact})
 	}
 	c.paths.Apply(ctx, fleet, &plan, previous)
-	failed := 0
+	failed, changed := 0, 0
 	actors := c.relabels.take()
 	// In batches of one transaction each, encoded batch by batch (10,000 documents of 20
 	// assignments are 80 MB): the agents of a batch are woken as soon as it is stored.
@@ -155,12 +155,17 @@ func (c *Controller) reschedule(ctx context.Context) {
 				c.auditRemovals(ctx, name, removals[name])
 				if r.Changed {
 					c.d.Metrics.DesiredUpdates.Inc()
-					c.log.Info("desired state changed", "cluster", name, "generation", r.Generation,
+					changed++
+					c.log.Debug("desired state changed", "cluster", name, "generation", r.Generation,
 						"assignments", len(doc.Assignments), "removed", len(doc.Removed))
 					c.d.DesiredChanged(name)
 				}
 			}
 		})
+	}
+	if changed > 0 {
+		// One line per reschedule, not per cluster: a new revision changes every cluster's.
+		c.log.Info("desired states changed", "clusters", changed, "fleet", fleetRev)
 	}
 	if failed > 0 {
 		c.retryAt = c.clock.Now().Add(retryAfterFailure)
