@@ -203,7 +203,7 @@ func (a *Agent) init(ctx context.Context) error {
 		if a.opts.HubURL == "" {
 			return errors.New("--hub is required to join")
 		}
-		if id, err = join(ctx, a.opts.HubURL, a.opts.JoinToken, a.opts.Version, a.age.Recipient); err != nil {
+		if id, err = a.joinWhenLetIn(ctx); err != nil {
 			return err
 		}
 		if err := a.st.saveIdentity(id); err != nil {

@@ -71,6 +71,18 @@ func join(ctx context.Context, hubURL, rawToken, version, ageRecipient string) (
 	}, nil
 }
 
+// joinWhenLetIn joins, waiting out the hub's Retry-After for as long as the hub says it is
+// busy (its join queue full, or the join's turn not come within the hub's hold): thousands of
+// agents starting at once all join in the end. Any other failure ends the join.
+func (a *Agent) joinWhenLetIn(ctx context.Context) (*identity, error) {
+	for {
+		id, err := join(ctx, a.opts.HubURL, a.opts.JoinToken, a.opts.Version, a.age.Recipient)
+		if err == nil || !a.holdOff(ctx, "join", err) || ctx.Err() != nil {
+			return id, err
+		}
+	}
+}
+
 // Joined is what joining a hub gives: the cluster identity, its client certificate and the
 // hub's CA.
 type Joined struct {
