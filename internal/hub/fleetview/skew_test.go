@@ -51,6 +51,21 @@ func TestSkew(t *testing.T) {
 	}{
 		{name: "nothing assigned", in: nil, want: []hubapi.ReleaseSkew{}},
 		{
+			// A path per cluster: each cluster's own artifact, compared with its own desired one.
+			name: "an artifact per cluster",
+			in: func() []hubapi.AssignmentView {
+				a, b, c := av("web", "a", "r2", "r2"), av("web", "b", "r2", "r2"), av("web", "c", "r2", "r2")
+				a.DesiredDigest, a.AppliedDigest = "d-r2-a", "d-r2-a"
+				b.DesiredDigest, b.AppliedDigest = "d-r2-b", "d-r2-b"
+				c.DesiredDigest, c.AppliedDigest = "d-r2-c", "d-r2-other" // the revision, not its own artifact
+				return []hubapi.AssignmentView{a, b, c}
+			}(),
+			want: []hubapi.ReleaseSkew{{Release: "web", DesiredRevision: "r2", DesiredDigest: "", Clusters: 3, Skewed: 1, Groups: []hubapi.RevisionGroup{
+				{Revision: "r2", Digest: "", Desired: true, Count: 2, Clusters: []string{"a", "b"}},
+				{Revision: "r2", Digest: "d-r2-other", Count: 1, Clusters: []string{"c"}},
+			}}},
+		},
+		{
 			name: "all on the desired revision",
 			in:   []hubapi.AssignmentView{av("web", "b", "r1", "r1"), av("web", "a", "r1", "r1")},
 			want: []hubapi.ReleaseSkew{{Release: "web", DesiredRevision: "r1", DesiredDigest: "d-r1", Clusters: 2, Groups: []hubapi.RevisionGroup{
