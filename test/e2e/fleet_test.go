@@ -297,19 +297,35 @@ func TestSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 		viewer := mtls(t, caPEM, vcert)
-		srcs, _ := f.client.Sources(ctx)
-		url := f.hub.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(srcs[0].Digest, "sha256:")
-		var resp *http.Response
+		// The cluster's own artifact: its release path's, which its desired state names
+		// (not the whole source's, which no cluster is given).
+		var digest string
 		waitFor(t, "viewer scheduled", 30*time.Second, func() bool {
-			resp, err = viewer.Get(url)
+			st, err := f.client.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
+			for _, a := range st.Assignments {
+				if a.Cluster == "viewer" && a.DesiredDigest != "" {
+					digest = a.DesiredDigest
+				}
+			}
+			return digest != ""
 		})
+		url := f.hub.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(digest, "sha256:")
+		resp, err := viewer.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET of the viewer's own artifact: %s, want 200", resp.Status)
+		}
+		if srcs, _ := f.client.Sources(ctx); len(srcs) > 0 && srcs[0].Digest == digest {
+			t.Errorf("the viewer was given the whole source's artifact %s, want its release path's", digest)
+		}
 		etag := resp.Header.Get("ETag")
-		if etag != `"`+srcs[0].Digest+`"` {
+		if etag != `"`+digest+`"` {
 			t.Errorf("ETag = %q, want the digest", etag)
 		}
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
