@@ -244,11 +244,13 @@ func (q *queue) interval() time.Duration {
 
 // estimate is how long until the n-th request in turn gets a slot, at the measured drain
 // rate; a queue that has served nothing for longer than its mean interval is assumed that
-// slow.
+// slow. It is never more than the hold: a stall of a second multiplied by thousands waiting
+// told agents to stay away for minutes while the hub sat idle (10,000 agents starting at once
+// stalled at 6,000 Ready), and a request that comes back too early costs one refusal.
 func (q *queue) estimate(now time.Time, n int) time.Duration {
 	interval := q.interval()
 	if q.waiting > 0 {
 		interval = max(interval, now.Sub(latest(q.lastDone, q.backlogSince)))
 	}
-	return min(time.Duration(n)*interval, maxQueueRetry)
+	return min(time.Duration(n)*interval, q.hold, maxQueueRetry)
 }

@@ -150,6 +150,8 @@ func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
 	}{
 		{"served every 3s", 3 * time.Second, 6, 8},
 		{"served every 20ms", 20 * time.Millisecond, 1, 2},
+		// Two waiting at 2 min each would be 4 min: never more than the minute's hold.
+		{"served every 2m", 2 * time.Minute, 60, 75},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
