@@ -55,12 +55,13 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request) {
 // one is forgotten for each new one.
 const maxDigestSets = 1 << 17
 
-// digestCache keeps each cluster's set of assigned artifact digests, decoded once per
-// desired state: a cluster downloading the artifacts of its 65 releases decodes its
-// document once, not 65 times. A set is used only for the document it was decoded from
-// (the same generation and content hash), so a change that drops a digest is seen on the
-// next download, and a cluster removed and added again (its generation starting over) is not
-// confused with its former self.
+// digestCache keeps what the agent endpoint checks requests against in each cluster's
+// desired state (its assigned artifact digests, the releases it may report on), decoded once
+// per desired state: a cluster downloading the artifacts of its 65 releases, or reporting on
+// them, decodes its document once, not on every request. A set is used only for the document
+// it was decoded from (the same generation and content hash), so a change that drops a digest
+// or a release is seen on the next request, and a cluster removed and added again (its
+// generation starting over) is not confused with its former self.
 type digestCache struct {
 	seed maphash.Seed
 
@@ -73,6 +74,8 @@ type digestSet struct {
 	generation int64
 	hash       uint64
 	digests    map[string]struct{} // empty if the document did not decode
+	releases   releases            // assigned (their source URL) and tombstoned ("")
+	err        error               // why the document did not decode
 }
 
 func newDigestCache() *digestCache {
@@ -81,33 +84,49 @@ func newDigestCache() *digestCache {
 
 // assigned reports whether ds, the cluster's current desired state, refers to digest.
 func (c *digestCache) assigned(ds store.DesiredState, digest string) bool {
+	_, found := c.of(ds).digests[digest]
+	return found
+}
+
+// of returns the set of ds, the cluster's current desired state, decoding it if the cache
+// has not yet.
+func (c *digestCache) of(ds store.DesiredState) digestSet {
 	hash := maphash.Bytes(c.seed, ds.Document)
 	c.mu.Lock()
 	set, ok := c.sets[ds.Cluster]
 	c.mu.Unlock()
-	if !ok || set.generation != ds.Generation || set.hash != hash {
-		set = digestSet{generation: ds.Generation, hash: hash, digests: map[string]struct{}{}}
-		assignments, _ := schedule.Decode(ds.Document) // nil on error: nothing assigned
-		c.decode.Add(1)
-		for _, a := range assignments {
+	if ok && set.generation == ds.Generation && set.hash == hash {
+		return set
+	}
+	set = digestSet{generation: ds.Generation, hash: hash, digests: map[string]struct{}{}}
+	doc, err := schedule.DecodeDocument(ds.Document)
+	c.decode.Add(1)
+	if err != nil {
+		set.err = fmt.Errorf("desired state of cluster %q: %w", ds.Cluster, err)
+	} else {
+		set.releases = make(releases, len(doc.Assignments)+len(doc.Removed))
+		for _, t := range doc.Removed {
+			set.releases[t.Release] = ""
+		}
+		for _, a := range doc.Assignments {
+			set.releases[a.Release] = a.URL
 			for _, d := range a.Digests() {
 				set.digests[d] = struct{}{}
 			}
 		}
-		c.mu.Lock()
-		if _, known := c.sets[ds.Cluster]; !known && len(c.sets) >= maxDigestSets {
-			for k := range c.sets {
-				delete(c.sets, k)
-				break
-			}
-		}
-		// A concurrent download may have stored a newer set meanwhile; the next one that
-		// sees the other document replaces it again. Either is only used for its document.
-		c.sets[ds.Cluster] = set
-		c.mu.Unlock()
 	}
-	_, found := set.digests[digest]
-	return found
+	c.mu.Lock()
+	if _, known := c.sets[ds.Cluster]; !known && len(c.sets) >= maxDigestSets {
+		for k := range c.sets {
+			delete(c.sets, k)
+			break
+		}
+	}
+	// A concurrent request may have stored a newer set meanwhile; the next one that sees the
+	// other document replaces it again. Either is only used for its document.
+	c.sets[ds.Cluster] = set
+	c.mu.Unlock()
+	return set
 }
 
 // countingWriter counts the bytes of an artifact response.

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/audit"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -114,18 +113,11 @@ func (s *Server) releasesOf(ctx context.Context, cluster string) (releases, erro
 	if err != nil {
 		return nil, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
 	}
-	doc, err := schedule.DecodeDocument(ds.Document)
-	if err != nil {
-		return nil, fmt.Errorf("desired state of cluster %q: %w", cluster, err)
+	set := s.digests.of(ds) // decoded once per desired state, shared with downloads
+	if set.err != nil {
+		return nil, set.err
 	}
-	out := make(releases, len(doc.Assignments)+len(doc.Removed))
-	for _, t := range doc.Removed {
-		out[t.Release] = ""
-	}
-	for _, a := range doc.Assignments {
-		out[a.Release] = a.URL
-	}
-	return out, nil
+	return set.releases, nil
 }
 
 // check refuses reports that name a release the cluster's desired state does not: an agent
