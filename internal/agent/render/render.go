@@ -26,6 +26,8 @@ type Options struct {
 	// KeepEncrypted passes encrypted documents through as ciphertext, for `flotilla render`
 	// without --decrypt. The agent never sets it.
 	KeepEncrypted bool
+	// Budget bounds the render while it runs; zero fields take DefaultBudget's.
+	Budget Budget
 
 	// unchecked skips the checks that run before kustomize (policy.go), leaving only the
 	// sealed file system: a test hook, to show that the seal holds by itself.

@@ -1,0 +1,75 @@
+package render
+
+import (
+	"fmt"
+	"time"
+)
+
+// Budget bounds one render while it runs: what it may use (memory, CPU time, wall-clock
+// time) and what it may produce (objects and bytes of output). A zero field takes the
+// corresponding DefaultBudget value. The platform sets the defaults (hub flags); a Project may
+// lower them and a Release may ask for more up to its Project's maximum, and the hub sends the
+// budget in force with each assignment.
+type Budget struct {
+	// MemoryBytes bounds the render's memory (heap and everything else the process holds).
+	MemoryBytes int64
+	// CPUTime bounds the CPU time the render may use.
+	CPUTime time.Duration
+	// WallTime bounds the render's wall-clock time, from start to the last object written.
+	WallTime time.Duration
+	// Objects bounds the number of rendered objects.
+	Objects int
+	// OutputBytes bounds the rendered objects' size, as JSON.
+	OutputBytes int64
+}
+
+// DefaultBudget is the budget of a render that names none: far above real releases (the
+// largest public charts render a few MiB, a few thousand objects, in well under a second) and
+// far below what would hurt an agent.
+var DefaultBudget = Budget{
+	MemoryBytes: 256 << 20,
+	CPUTime:     30 * time.Second,
+	WallTime:    30 * time.Second,
+	Objects:     10000,
+	OutputBytes: 64 << 20,
+}
+
+// WithDefaults returns b with every zero field set from def.
+func (b Budget) WithDefaults(def Budget) Budget {
+	if b.MemoryBytes <= 0 {
+		b.MemoryBytes = def.MemoryBytes
+	}
+	if b.CPUTime <= 0 {
+		b.CPUTime = def.CPUTime
+	}
+	if b.WallTime <= 0 {
+		b.WallTime = def.WallTime
+	}
+	if b.Objects <= 0 {
+		b.Objects = def.Objects
+	}
+	if b.OutputBytes <= 0 {
+		b.OutputBytes = def.OutputBytes
+	}
+	return b
+}
+
+// String is the budget as a user reads it, e.g. "memory 256 MiB, cpu 30s, wall 30s,
+// 10000 objects, output 64 MiB".
+func (b Budget) String() string {
+	return fmt.Sprintf("memory %s, cpu %s, wall %s, %d objects, output %s",
+		FormatBytes(b.MemoryBytes), b.CPUTime, b.WallTime, b.Objects, FormatBytes(b.OutputBytes))
+}
+
+// FormatBytes writes n in the largest binary unit that divides it ("256 MiB", "1500 B").
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
