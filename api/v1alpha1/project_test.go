@@ -84,6 +84,21 @@ func TestParseProjects(t *testing.T) {
 			},
 		},
 		{
+			name: "a service account in kube-system",
+			docs: project("team-a", "  serviceAccount: {namespace: kube-system, name: deployer}\n  namespaces: [team-a]\n"),
+			want: []string{f + ` line 1: Project/team-a: spec.serviceAccount.namespace: "kube-system" refused: kube-* namespaces hold the cluster's own ServiceAccounts (controllers, kube-proxy), which a project must never act as`},
+		},
+		{
+			name: "a service account in another kube-* namespace",
+			docs: project("team-a", "  serviceAccount: {namespace: kube-public, name: deployer}\n  namespaces: [team-a]\n"),
+			want: []string{f + ` line 1: Project/team-a: spec.serviceAccount.namespace: "kube-public" refused: kube-* namespaces hold the cluster's own ServiceAccounts (controllers, kube-proxy), which a project must never act as`},
+		},
+		{
+			name: "a service account in the agent's namespace",
+			docs: project("team-a", "  serviceAccount: {namespace: flotilla-system, name: flotilla-agent}\n  namespaces: [team-a]\n"),
+			want: []string{f + ` line 1: Project/team-a: spec.serviceAccount.namespace: "flotilla-system" refused: it is the agent's namespace, whose ServiceAccounts (the agent's own among them) a project must never act as`},
+		},
+		{
 			name: "namespace and source patterns",
 			docs: project("team-a", "  serviceAccount: {namespace: team-a, name: deployer}\n  namespaces: [team-a-*, 'Team*', '']\n  sources: ['https://git.example.com/team-a/*', 'ftp://x/*', 'https:///x', 'https://git.example.com/a/../b', 'https://u:p@git.example.com/*', 'team_a*']\n"),
 			want: []string{

@@ -62,6 +62,8 @@ func validateProjectSpec(name string, s ProjectSpec, add func(field, msg string)
 			add("spec.serviceAccount.namespace", "must be set")
 		} else if msgs := content.IsDNS1123Label(sa.Namespace); len(msgs) > 0 {
 			add("spec.serviceAccount.namespace", fmt.Sprintf("%q is not a valid namespace name: %s", sa.Namespace, strings.Join(msgs, "; ")))
+		} else if why := ReservedServiceAccountNamespace(sa.Namespace); why != "" {
+			add("spec.serviceAccount.namespace", fmt.Sprintf("%q refused: %s", sa.Namespace, why))
 		}
 		if sa.Name == "" {
 			add("spec.serviceAccount.name", "must be set")
@@ -163,4 +165,24 @@ func validateGroupKind(field string, gk GroupKind, add func(field, msg string)) 
 			add(field+".group", fmt.Sprintf("%q is not an API group: %s (\"\" is the core group, \"*\" any group)", gk.Group, strings.Join(msgs, "; ")))
 		}
 	}
+}
+
+// AgentNamespace is the namespace deploy/agent, the chart and `flotilla agent install` run the
+// agent in, and where it keeps its inventories. The hub does not know where each agent runs:
+// it refuses this one, and each agent refuses its own too.
+const AgentNamespace = "flotilla-system"
+
+// ReservedServiceAccountNamespace says why a Project's ServiceAccount may not live in
+// namespace ns, or "" when it may. The agent impersonates that ServiceAccount, so one in
+// kube-system (or any kube-* namespace) would run a team's objects with a controller's
+// rights, and one in the agent's namespace with the agent's own (agentNamespaces, when the
+// caller knows where the agent runs; AgentNamespace always).
+func ReservedServiceAccountNamespace(ns string, agentNamespaces ...string) string {
+	if strings.HasPrefix(ns, "kube-") {
+		return "kube-* namespaces hold the cluster's own ServiceAccounts (controllers, kube-proxy), which a project must never act as"
+	}
+	if ns == AgentNamespace || slices.Contains(agentNamespaces, ns) {
+		return "it is the agent's namespace, whose ServiceAccounts (the agent's own among them) a project must never act as"
+	}
+	return ""
 }
