@@ -2394,9 +2394,13 @@ type HeartbeatRequest struct {
 	RefusedReason     string `protobuf:"bytes,5,opt,name=refused_reason,json=refusedReason,proto3" json:"refused_reason,omitempty"`
 	// The agent's age recipient (see JoinRequest), so that the hub learns it from agents that
 	// joined before they had one.
-	AgeRecipient  string `protobuf:"bytes,6,opt,name=age_recipient,json=ageRecipient,proto3" json:"age_recipient,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AgeRecipient string `protobuf:"bytes,6,opt,name=age_recipient,json=ageRecipient,proto3" json:"age_recipient,omitempty"`
+	// The recipients of the agent's per-project age keys, one per project (other than the
+	// platform, whose key is age_recipient) that delivers to the cluster: a release decrypts
+	// only with its own project's key.
+	ProjectAgeRecipients []*ProjectAgeRecipient `protobuf:"bytes,7,rep,name=project_age_recipients,json=projectAgeRecipients,proto3" json:"project_age_recipients,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -2471,6 +2475,65 @@ func (x *HeartbeatRequest) GetAgeRecipient() string {
 	return ""
 }
 
+func (x *HeartbeatRequest) GetProjectAgeRecipients() []*ProjectAgeRecipient {
+	if x != nil {
+		return x.ProjectAgeRecipients
+	}
+	return nil
+}
+
+type ProjectAgeRecipient struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Project       string                 `protobuf:"bytes,1,opt,name=project,proto3" json:"project,omitempty"`
+	Recipient     string                 `protobuf:"bytes,2,opt,name=recipient,proto3" json:"recipient,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectAgeRecipient) Reset() {
+	*x = ProjectAgeRecipient{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectAgeRecipient) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectAgeRecipient) ProtoMessage() {}
+
+func (x *ProjectAgeRecipient) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectAgeRecipient.ProtoReflect.Descriptor instead.
+func (*ProjectAgeRecipient) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ProjectAgeRecipient) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *ProjectAgeRecipient) GetRecipient() string {
+	if x != nil {
+		return x.Recipient
+	}
+	return ""
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2479,7 +2542,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2554,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2567,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -2721,7 +2784,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x16\n" +
 	"\x06healed\x18\x04 \x01(\bR\x06healed\"&\n" +
 	"\x0eReportResponse\x12\x14\n" +
-	"\x05acked\x18\x01 \x03(\x04R\x05acked\"\xf5\x01\n" +
+	"\x05acked\x18\x01 \x03(\x04R\x05acked\"\xd3\x02\n" +
 	"\x10HeartbeatRequest\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2730,7 +2793,11 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\ragent_version\x18\x03 \x01(\tR\fagentVersion\x12-\n" +
 	"\x12refused_generation\x18\x04 \x01(\x03R\x11refusedGeneration\x12%\n" +
 	"\x0erefused_reason\x18\x05 \x01(\tR\rrefusedReason\x12#\n" +
-	"\rage_recipient\x18\x06 \x01(\tR\fageRecipient\"\x13\n" +
+	"\rage_recipient\x18\x06 \x01(\tR\fageRecipient\x12\\\n" +
+	"\x16project_age_recipients\x18\a \x03(\v2&.flotilla.agent.v1.ProjectAgeRecipientR\x14projectAgeRecipients\"M\n" +
+	"\x13ProjectAgeRecipient\x12\x18\n" +
+	"\aproject\x18\x01 \x01(\tR\aproject\x12\x1c\n" +
+	"\trecipient\x18\x02 \x01(\tR\trecipient\"\x13\n" +
 	"\x11HeartbeatResponse2V\n" +
 	"\vJoinService\x12G\n" +
 	"\x04Join\x12\x1e.flotilla.agent.v1.JoinRequest\x1a\x1f.flotilla.agent.v1.JoinResponse2\xcf\x02\n" +
@@ -2752,7 +2819,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -2783,9 +2850,10 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*DriftedObject)(nil),         // 26: flotilla.agent.v1.DriftedObject
 	(*ReportResponse)(nil),        // 27: flotilla.agent.v1.ReportResponse
 	(*HeartbeatRequest)(nil),      // 28: flotilla.agent.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 29: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 30: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*ProjectAgeRecipient)(nil),   // 29: flotilla.agent.v1.ProjectAgeRecipient
+	(*HeartbeatResponse)(nil),     // 30: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 31: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	28, // 0: flotilla.agent.v1.WatchRequest.heartbeat:type_name -> flotilla.agent.v1.HeartbeatRequest
@@ -2794,7 +2862,7 @@ var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	9,  // 3: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
 	7,  // 4: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
 	8,  // 5: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
-	30, // 6: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	31, // 6: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
 	17, // 7: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
 	16, // 8: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
 	15, // 9: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
@@ -2806,28 +2874,29 @@ var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
 	18, // 15: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
 	18, // 16: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
 	20, // 17: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	31, // 18: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	32, // 18: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
 	21, // 19: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
 	26, // 20: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
 	23, // 21: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
 	22, // 22: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
 	24, // 23: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
 	25, // 24: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	0,  // 25: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 26: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 27: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	19, // 28: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	28, // 29: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 30: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 31: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 32: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	27, // 33: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	29, // 34: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	30, // [30:35] is the sub-list for method output_type
-	25, // [25:30] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	29, // 25: flotilla.agent.v1.HeartbeatRequest.project_age_recipients:type_name -> flotilla.agent.v1.ProjectAgeRecipient
+	0,  // 26: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 27: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 28: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	19, // 29: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	28, // 30: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 31: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 32: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 33: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	27, // 34: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	30, // 35: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	31, // [31:36] is the sub-list for method output_type
+	26, // [26:31] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -2841,7 +2910,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
