@@ -804,7 +804,11 @@ type Assignment struct {
 	Helm *HelmRelease `protobuf:"bytes,21,opt,name=helm,proto3" json:"helm,omitempty"`
 	// "sops": SOPS-encrypted documents are decrypted after rendering, with the cluster's own age
 	// key, before anything is applied. Empty: encrypted documents are refused.
-	Decryption    string `protobuf:"bytes,22,opt,name=decryption,proto3" json:"decryption,omitempty"`
+	Decryption string `protobuf:"bytes,22,opt,name=decryption,proto3" json:"decryption,omitempty"`
+	// The budget the release's renders run under: the hub's defaults, lowered by the
+	// release's project, as the release asks within its project's maximum. Unset or a zero
+	// field: the agent's defaults.
+	RenderBudget  *RenderBudget `protobuf:"bytes,23,opt,name=render_budget,json=renderBudget,proto3" json:"render_budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -993,6 +997,90 @@ func (x *Assignment) GetDecryption() string {
 	return ""
 }
 
+func (x *Assignment) GetRenderBudget() *RenderBudget {
+	if x != nil {
+		return x.RenderBudget
+	}
+	return nil
+}
+
+// RenderBudget bounds one render while it runs (what it may use and produce).
+type RenderBudget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemoryBytes   int64                  `protobuf:"varint,1,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	CpuMillis     int64                  `protobuf:"varint,2,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"`
+	WallMillis    int64                  `protobuf:"varint,3,opt,name=wall_millis,json=wallMillis,proto3" json:"wall_millis,omitempty"`
+	Objects       int64                  `protobuf:"varint,4,opt,name=objects,proto3" json:"objects,omitempty"`
+	OutputBytes   int64                  `protobuf:"varint,5,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderBudget) Reset() {
+	*x = RenderBudget{}
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderBudget) ProtoMessage() {}
+
+func (x *RenderBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderBudget.ProtoReflect.Descriptor instead.
+func (*RenderBudget) Descriptor() ([]byte, []int) {
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RenderBudget) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *RenderBudget) GetCpuMillis() int64 {
+	if x != nil {
+		return x.CpuMillis
+	}
+	return 0
+}
+
+func (x *RenderBudget) GetWallMillis() int64 {
+	if x != nil {
+		return x.WallMillis
+	}
+	return 0
+}
+
+func (x *RenderBudget) GetObjects() int64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *RenderBudget) GetOutputBytes() int64 {
+	if x != nil {
+		return x.OutputBytes
+	}
+	return 0
+}
+
 // FileRef is a file in the artifact of a source: the agent fetches that artifact as it
 // fetches the assignment's own.
 type FileRef struct {
@@ -1007,7 +1095,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1107,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[11]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1120,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FileRef) GetSource() string {
@@ -1079,7 +1167,7 @@ type HelmRelease struct {
 
 func (x *HelmRelease) Reset() {
 	*x = HelmRelease{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1179,7 @@ func (x *HelmRelease) String() string {
 func (*HelmRelease) ProtoMessage() {}
 
 func (x *HelmRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[12]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1192,7 @@ func (x *HelmRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelmRelease.ProtoReflect.Descriptor instead.
 func (*HelmRelease) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HelmRelease) GetReleaseName() string {
@@ -1155,7 +1243,7 @@ type PostRenderPatch struct {
 
 func (x *PostRenderPatch) Reset() {
 	*x = PostRenderPatch{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1255,7 @@ func (x *PostRenderPatch) String() string {
 func (*PostRenderPatch) ProtoMessage() {}
 
 func (x *PostRenderPatch) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[13]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1268,7 @@ func (x *PostRenderPatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostRenderPatch.ProtoReflect.Descriptor instead.
 func (*PostRenderPatch) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PostRenderPatch) GetPatch() string {
@@ -1219,7 +1307,7 @@ type PatchTarget struct {
 
 func (x *PatchTarget) Reset() {
 	*x = PatchTarget{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1319,7 @@ func (x *PatchTarget) String() string {
 func (*PatchTarget) ProtoMessage() {}
 
 func (x *PatchTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[14]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1332,7 @@ func (x *PatchTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchTarget.ProtoReflect.Descriptor instead.
 func (*PatchTarget) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PatchTarget) GetGroup() string {
@@ -1309,7 +1397,7 @@ type AdoptRules struct {
 
 func (x *AdoptRules) Reset() {
 	*x = AdoptRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1409,7 @@ func (x *AdoptRules) String() string {
 func (*AdoptRules) ProtoMessage() {}
 
 func (x *AdoptRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[15]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1422,7 @@ func (x *AdoptRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptRules.ProtoReflect.Descriptor instead.
 func (*AdoptRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AdoptRules) GetFromManagers() []string {
@@ -1373,7 +1461,7 @@ type IgnoreRule struct {
 
 func (x *IgnoreRule) Reset() {
 	*x = IgnoreRule{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1473,7 @@ func (x *IgnoreRule) String() string {
 func (*IgnoreRule) ProtoMessage() {}
 
 func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1486,7 @@ func (x *IgnoreRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IgnoreRule.ProtoReflect.Descriptor instead.
 func (*IgnoreRule) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *IgnoreRule) GetGroup() string {
@@ -1453,7 +1541,7 @@ type ProjectRules struct {
 
 func (x *ProjectRules) Reset() {
 	*x = ProjectRules{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1553,7 @@ func (x *ProjectRules) String() string {
 func (*ProjectRules) ProtoMessage() {}
 
 func (x *ProjectRules) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1566,7 @@ func (x *ProjectRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectRules.ProtoReflect.Descriptor instead.
 func (*ProjectRules) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProjectRules) GetName() string {
@@ -1533,7 +1621,7 @@ type GroupKind struct {
 
 func (x *GroupKind) Reset() {
 	*x = GroupKind{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1633,7 @@ func (x *GroupKind) String() string {
 func (*GroupKind) ProtoMessage() {}
 
 func (x *GroupKind) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1646,7 @@ func (x *GroupKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupKind.ProtoReflect.Descriptor instead.
 func (*GroupKind) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GroupKind) GetGroup() string {
@@ -1584,7 +1672,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1684,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1697,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportRequest) GetReports() []*Report {
@@ -1633,7 +1721,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1733,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1746,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Report) GetSeq() uint64 {
@@ -1732,7 +1820,7 @@ type AssignmentStatus struct {
 
 func (x *AssignmentStatus) Reset() {
 	*x = AssignmentStatus{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1832,7 @@ func (x *AssignmentStatus) String() string {
 func (*AssignmentStatus) ProtoMessage() {}
 
 func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1845,7 @@ func (x *AssignmentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentStatus.ProtoReflect.Descriptor instead.
 func (*AssignmentStatus) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AssignmentStatus) GetRelease() string {
@@ -1932,7 +2020,7 @@ type Removal struct {
 
 func (x *Removal) Reset() {
 	*x = Removal{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2032,7 @@ func (x *Removal) String() string {
 func (*Removal) ProtoMessage() {}
 
 func (x *Removal) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2045,7 @@ func (x *Removal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Removal.ProtoReflect.Descriptor instead.
 func (*Removal) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Removal) GetReason() string {
@@ -2025,7 +2113,7 @@ type ObjectDetail struct {
 
 func (x *ObjectDetail) Reset() {
 	*x = ObjectDetail{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2125,7 @@ func (x *ObjectDetail) String() string {
 func (*ObjectDetail) ProtoMessage() {}
 
 func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2138,7 @@ func (x *ObjectDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDetail.ProtoReflect.Descriptor instead.
 func (*ObjectDetail) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ObjectDetail) GetGroup() string {
@@ -2159,7 +2247,7 @@ type FieldDrift struct {
 
 func (x *FieldDrift) Reset() {
 	*x = FieldDrift{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2259,7 @@ func (x *FieldDrift) String() string {
 func (*FieldDrift) ProtoMessage() {}
 
 func (x *FieldDrift) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2272,7 @@ func (x *FieldDrift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldDrift.ProtoReflect.Descriptor instead.
 func (*FieldDrift) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FieldDrift) GetPath() string {
@@ -2227,7 +2315,7 @@ type FieldConflict struct {
 
 func (x *FieldConflict) Reset() {
 	*x = FieldConflict{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2327,7 @@ func (x *FieldConflict) String() string {
 func (*FieldConflict) ProtoMessage() {}
 
 func (x *FieldConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2340,7 @@ func (x *FieldConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldConflict.ProtoReflect.Descriptor instead.
 func (*FieldConflict) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FieldConflict) GetField() string {
@@ -2282,7 +2370,7 @@ type DriftedObject struct {
 
 func (x *DriftedObject) Reset() {
 	*x = DriftedObject{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2382,7 @@ func (x *DriftedObject) String() string {
 func (*DriftedObject) ProtoMessage() {}
 
 func (x *DriftedObject) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[26]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2395,7 @@ func (x *DriftedObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DriftedObject.ProtoReflect.Descriptor instead.
 func (*DriftedObject) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DriftedObject) GetObject() string {
@@ -2347,7 +2435,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2447,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[27]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2460,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReportResponse) GetAcked() []uint64 {
@@ -2405,7 +2493,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2505,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[28]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2518,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HeartbeatRequest) GetGeneration() int64 {
@@ -2492,7 +2580,7 @@ type ProjectAgeRecipient struct {
 
 func (x *ProjectAgeRecipient) Reset() {
 	*x = ProjectAgeRecipient{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2592,7 @@ func (x *ProjectAgeRecipient) String() string {
 func (*ProjectAgeRecipient) ProtoMessage() {}
 
 func (x *ProjectAgeRecipient) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2605,7 @@ func (x *ProjectAgeRecipient) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectAgeRecipient.ProtoReflect.Descriptor instead.
 func (*ProjectAgeRecipient) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProjectAgeRecipient) GetProject() string {
@@ -2542,7 +2630,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2642,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[30]
+	mi := &file_flotilla_agent_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2655,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_flotilla_agent_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 var File_flotilla_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -2629,7 +2717,7 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x0efleet_revision\x18\x03 \x01(\tR\rfleetRevision\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\tR\brevision\x12\x16\n" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\xd1\x06\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\x97\a\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x16\n" +
@@ -2657,10 +2745,19 @@ const file_flotilla_agent_v1_agent_proto_rawDesc = "" +
 	"\x04helm\x18\x15 \x01(\v2\x1e.flotilla.agent.v1.HelmReleaseR\x04helm\x12\x1e\n" +
 	"\n" +
 	"decryption\x18\x16 \x01(\tR\n" +
-	"decryption\x1a7\n" +
+	"decryption\x12D\n" +
+	"\rrender_budget\x18\x17 \x01(\v2\x1f.flotilla.agent.v1.RenderBudgetR\frenderBudget\x1a7\n" +
 	"\tVarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"i\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x01\n" +
+	"\fRenderBudget\x12!\n" +
+	"\fmemory_bytes\x18\x01 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
+	"\n" +
+	"cpu_millis\x18\x02 \x01(\x03R\tcpuMillis\x12\x1f\n" +
+	"\vwall_millis\x18\x03 \x01(\x03R\n" +
+	"wallMillis\x12\x18\n" +
+	"\aobjects\x18\x04 \x01(\x03R\aobjects\x12!\n" +
+	"\foutput_bytes\x18\x05 \x01(\x03R\voutputBytes\"i\n" +
 	"\aFileRef\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\tR\brevision\x12\x16\n" +
@@ -2819,7 +2916,7 @@ func file_flotilla_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_flotilla_agent_v1_agent_proto_rawDescData
 }
 
-var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_flotilla_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*JoinRequest)(nil),           // 0: flotilla.agent.v1.JoinRequest
 	(*JoinResponse)(nil),          // 1: flotilla.agent.v1.JoinResponse
@@ -2832,71 +2929,73 @@ var file_flotilla_agent_v1_agent_proto_goTypes = []any{
 	(*SyncRequest)(nil),           // 8: flotilla.agent.v1.SyncRequest
 	(*Tombstone)(nil),             // 9: flotilla.agent.v1.Tombstone
 	(*Assignment)(nil),            // 10: flotilla.agent.v1.Assignment
-	(*FileRef)(nil),               // 11: flotilla.agent.v1.FileRef
-	(*HelmRelease)(nil),           // 12: flotilla.agent.v1.HelmRelease
-	(*PostRenderPatch)(nil),       // 13: flotilla.agent.v1.PostRenderPatch
-	(*PatchTarget)(nil),           // 14: flotilla.agent.v1.PatchTarget
-	(*AdoptRules)(nil),            // 15: flotilla.agent.v1.AdoptRules
-	(*IgnoreRule)(nil),            // 16: flotilla.agent.v1.IgnoreRule
-	(*ProjectRules)(nil),          // 17: flotilla.agent.v1.ProjectRules
-	(*GroupKind)(nil),             // 18: flotilla.agent.v1.GroupKind
-	(*ReportRequest)(nil),         // 19: flotilla.agent.v1.ReportRequest
-	(*Report)(nil),                // 20: flotilla.agent.v1.Report
-	(*AssignmentStatus)(nil),      // 21: flotilla.agent.v1.AssignmentStatus
-	(*Removal)(nil),               // 22: flotilla.agent.v1.Removal
-	(*ObjectDetail)(nil),          // 23: flotilla.agent.v1.ObjectDetail
-	(*FieldDrift)(nil),            // 24: flotilla.agent.v1.FieldDrift
-	(*FieldConflict)(nil),         // 25: flotilla.agent.v1.FieldConflict
-	(*DriftedObject)(nil),         // 26: flotilla.agent.v1.DriftedObject
-	(*ReportResponse)(nil),        // 27: flotilla.agent.v1.ReportResponse
-	(*HeartbeatRequest)(nil),      // 28: flotilla.agent.v1.HeartbeatRequest
-	(*ProjectAgeRecipient)(nil),   // 29: flotilla.agent.v1.ProjectAgeRecipient
-	(*HeartbeatResponse)(nil),     // 30: flotilla.agent.v1.HeartbeatResponse
-	nil,                           // 31: flotilla.agent.v1.Assignment.VarsEntry
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*RenderBudget)(nil),          // 11: flotilla.agent.v1.RenderBudget
+	(*FileRef)(nil),               // 12: flotilla.agent.v1.FileRef
+	(*HelmRelease)(nil),           // 13: flotilla.agent.v1.HelmRelease
+	(*PostRenderPatch)(nil),       // 14: flotilla.agent.v1.PostRenderPatch
+	(*PatchTarget)(nil),           // 15: flotilla.agent.v1.PatchTarget
+	(*AdoptRules)(nil),            // 16: flotilla.agent.v1.AdoptRules
+	(*IgnoreRule)(nil),            // 17: flotilla.agent.v1.IgnoreRule
+	(*ProjectRules)(nil),          // 18: flotilla.agent.v1.ProjectRules
+	(*GroupKind)(nil),             // 19: flotilla.agent.v1.GroupKind
+	(*ReportRequest)(nil),         // 20: flotilla.agent.v1.ReportRequest
+	(*Report)(nil),                // 21: flotilla.agent.v1.Report
+	(*AssignmentStatus)(nil),      // 22: flotilla.agent.v1.AssignmentStatus
+	(*Removal)(nil),               // 23: flotilla.agent.v1.Removal
+	(*ObjectDetail)(nil),          // 24: flotilla.agent.v1.ObjectDetail
+	(*FieldDrift)(nil),            // 25: flotilla.agent.v1.FieldDrift
+	(*FieldConflict)(nil),         // 26: flotilla.agent.v1.FieldConflict
+	(*DriftedObject)(nil),         // 27: flotilla.agent.v1.DriftedObject
+	(*ReportResponse)(nil),        // 28: flotilla.agent.v1.ReportResponse
+	(*HeartbeatRequest)(nil),      // 29: flotilla.agent.v1.HeartbeatRequest
+	(*ProjectAgeRecipient)(nil),   // 30: flotilla.agent.v1.ProjectAgeRecipient
+	(*HeartbeatResponse)(nil),     // 31: flotilla.agent.v1.HeartbeatResponse
+	nil,                           // 32: flotilla.agent.v1.Assignment.VarsEntry
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
 }
 var file_flotilla_agent_v1_agent_proto_depIdxs = []int32{
-	28, // 0: flotilla.agent.v1.WatchRequest.heartbeat:type_name -> flotilla.agent.v1.HeartbeatRequest
+	29, // 0: flotilla.agent.v1.WatchRequest.heartbeat:type_name -> flotilla.agent.v1.HeartbeatRequest
 	6,  // 1: flotilla.agent.v1.WatchResponse.desired:type_name -> flotilla.agent.v1.DesiredState
 	10, // 2: flotilla.agent.v1.DesiredState.assignments:type_name -> flotilla.agent.v1.Assignment
 	9,  // 3: flotilla.agent.v1.DesiredState.removed:type_name -> flotilla.agent.v1.Tombstone
 	7,  // 4: flotilla.agent.v1.DesiredState.gates:type_name -> flotilla.agent.v1.Gate
 	8,  // 5: flotilla.agent.v1.DesiredState.syncs:type_name -> flotilla.agent.v1.SyncRequest
-	31, // 6: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
-	17, // 7: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
-	16, // 8: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
-	15, // 9: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
-	12, // 10: flotilla.agent.v1.Assignment.helm:type_name -> flotilla.agent.v1.HelmRelease
-	11, // 11: flotilla.agent.v1.HelmRelease.values_files:type_name -> flotilla.agent.v1.FileRef
-	13, // 12: flotilla.agent.v1.HelmRelease.post_render:type_name -> flotilla.agent.v1.PostRenderPatch
-	11, // 13: flotilla.agent.v1.PostRenderPatch.file:type_name -> flotilla.agent.v1.FileRef
-	14, // 14: flotilla.agent.v1.PostRenderPatch.target:type_name -> flotilla.agent.v1.PatchTarget
-	18, // 15: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
-	18, // 16: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
-	20, // 17: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
-	32, // 18: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
-	21, // 19: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
-	26, // 20: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
-	23, // 21: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
-	22, // 22: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
-	24, // 23: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
-	25, // 24: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
-	29, // 25: flotilla.agent.v1.HeartbeatRequest.project_age_recipients:type_name -> flotilla.agent.v1.ProjectAgeRecipient
-	0,  // 26: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
-	2,  // 27: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
-	4,  // 28: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
-	19, // 29: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
-	28, // 30: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
-	1,  // 31: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
-	3,  // 32: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
-	5,  // 33: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
-	27, // 34: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
-	30, // 35: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
-	31, // [31:36] is the sub-list for method output_type
-	26, // [26:31] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	32, // 6: flotilla.agent.v1.Assignment.vars:type_name -> flotilla.agent.v1.Assignment.VarsEntry
+	18, // 7: flotilla.agent.v1.Assignment.project:type_name -> flotilla.agent.v1.ProjectRules
+	17, // 8: flotilla.agent.v1.Assignment.ignore:type_name -> flotilla.agent.v1.IgnoreRule
+	16, // 9: flotilla.agent.v1.Assignment.adopt:type_name -> flotilla.agent.v1.AdoptRules
+	13, // 10: flotilla.agent.v1.Assignment.helm:type_name -> flotilla.agent.v1.HelmRelease
+	11, // 11: flotilla.agent.v1.Assignment.render_budget:type_name -> flotilla.agent.v1.RenderBudget
+	12, // 12: flotilla.agent.v1.HelmRelease.values_files:type_name -> flotilla.agent.v1.FileRef
+	14, // 13: flotilla.agent.v1.HelmRelease.post_render:type_name -> flotilla.agent.v1.PostRenderPatch
+	12, // 14: flotilla.agent.v1.PostRenderPatch.file:type_name -> flotilla.agent.v1.FileRef
+	15, // 15: flotilla.agent.v1.PostRenderPatch.target:type_name -> flotilla.agent.v1.PatchTarget
+	19, // 16: flotilla.agent.v1.ProjectRules.allow_kinds:type_name -> flotilla.agent.v1.GroupKind
+	19, // 17: flotilla.agent.v1.ProjectRules.deny_kinds:type_name -> flotilla.agent.v1.GroupKind
+	21, // 18: flotilla.agent.v1.ReportRequest.reports:type_name -> flotilla.agent.v1.Report
+	33, // 19: flotilla.agent.v1.Report.produced_at:type_name -> google.protobuf.Timestamp
+	22, // 20: flotilla.agent.v1.Report.statuses:type_name -> flotilla.agent.v1.AssignmentStatus
+	27, // 21: flotilla.agent.v1.AssignmentStatus.drift:type_name -> flotilla.agent.v1.DriftedObject
+	24, // 22: flotilla.agent.v1.AssignmentStatus.object_details:type_name -> flotilla.agent.v1.ObjectDetail
+	23, // 23: flotilla.agent.v1.AssignmentStatus.removal:type_name -> flotilla.agent.v1.Removal
+	25, // 24: flotilla.agent.v1.ObjectDetail.drift:type_name -> flotilla.agent.v1.FieldDrift
+	26, // 25: flotilla.agent.v1.ObjectDetail.conflicts:type_name -> flotilla.agent.v1.FieldConflict
+	30, // 26: flotilla.agent.v1.HeartbeatRequest.project_age_recipients:type_name -> flotilla.agent.v1.ProjectAgeRecipient
+	0,  // 27: flotilla.agent.v1.JoinService.Join:input_type -> flotilla.agent.v1.JoinRequest
+	2,  // 28: flotilla.agent.v1.AgentService.Renew:input_type -> flotilla.agent.v1.RenewRequest
+	4,  // 29: flotilla.agent.v1.AgentService.Watch:input_type -> flotilla.agent.v1.WatchRequest
+	20, // 30: flotilla.agent.v1.AgentService.Report:input_type -> flotilla.agent.v1.ReportRequest
+	29, // 31: flotilla.agent.v1.AgentService.Heartbeat:input_type -> flotilla.agent.v1.HeartbeatRequest
+	1,  // 32: flotilla.agent.v1.JoinService.Join:output_type -> flotilla.agent.v1.JoinResponse
+	3,  // 33: flotilla.agent.v1.AgentService.Renew:output_type -> flotilla.agent.v1.RenewResponse
+	5,  // 34: flotilla.agent.v1.AgentService.Watch:output_type -> flotilla.agent.v1.WatchResponse
+	28, // 35: flotilla.agent.v1.AgentService.Report:output_type -> flotilla.agent.v1.ReportResponse
+	31, // 36: flotilla.agent.v1.AgentService.Heartbeat:output_type -> flotilla.agent.v1.HeartbeatResponse
+	32, // [32:37] is the sub-list for method output_type
+	27, // [27:32] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_flotilla_agent_v1_agent_proto_init() }
@@ -2910,7 +3009,7 @@ func file_flotilla_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flotilla_agent_v1_agent_proto_rawDesc), len(file_flotilla_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
