@@ -102,7 +102,7 @@ func TestParseProjects(t *testing.T) {
 			name: "namespace and source patterns",
 			docs: project("team-a", "  serviceAccount: {namespace: team-a, name: deployer}\n  namespaces: [team-a-*, 'Team*', '']\n  sources: ['https://git.example.com/team-a/*', 'ftp://x/*', 'https:///x', 'https://git.example.com/a/../b', 'https://u:p@git.example.com/*', 'team_a*']\n"),
 			want: []string{
-				f + ` line 1: Project/team-a: spec.sources[1]: URL pattern "ftp://x/*": scheme "ftp" is not a Git scheme: want https, http, ssh or file`,
+				f + ` line 1: Project/team-a: spec.sources[1]: URL pattern "ftp://x/*": scheme "ftp" is not a source scheme: want https, http, ssh or file (Git, Helm repositories), or oci (OCI artifacts, Helm charts in a registry)`,
 				f + ` line 1: Project/team-a: spec.sources[2]: URL pattern "https:///x" has no host`,
 				f + ` line 1: Project/team-a: spec.sources[3]: URL pattern "https://git.example.com/a/../b": ".." segments never match`,
 				f + ` line 1: Project/team-a: spec.sources[4]: URL pattern "https://u:p@git.example.com/*": leave credentials out; URLs are matched without them`,

@@ -2,7 +2,17 @@ package v1alpha1
 
 import (
 	"fmt"
+	"time"
 )
+
+// MaxTenantSources bounds the Sources one tenant fleet repository may define: each is polled
+// and fetched by the hub on the platform's behalf.
+const MaxTenantSources = 20
+
+// MinTenantSourceInterval is the shortest poll interval a tenant's Source may ask for: a
+// team's sources are polled less eagerly than the platform's (MinSourceInterval), so that a
+// team cannot turn the hub against a registry or Git server (or spend its time).
+const MinTenantSourceInterval = time.Minute
 
 // Tenant is what a tenant's fleet repository is checked against: the Project it belongs to,
 // and the names already taken by the main fleet and the other tenants.
@@ -32,8 +42,8 @@ func (t *Tenant) hasSource(name string) bool {
 func (t *Tenant) sourceURL(own []Source, name string) string {
 	for _, list := range [][]Source{own, t.Sources} {
 		for _, s := range list {
-			if s.Metadata.Name == name && s.Spec.Git != nil {
-				return s.Spec.Git.URL
+			if s.Metadata.Name == name {
+				return SourceURL(s.Spec)
 			}
 		}
 	}
@@ -49,9 +59,13 @@ func (t *Tenant) sourceURL(own []Source, name string) string {
 //     so in the returned fleet);
 //   - every Release uses a source of the repository or of the main fleet that the project
 //     allows, and a default namespace, when it sets one, that the project allows;
-//   - every Source has a URL that one of the project's URL patterns matches (a name the
-//     tenant chose proves nothing), no credentialsFile (a file on the hub), and no
-//     credentials but those the project's fleet names.
+//   - every file a Release names in another source (Helm values files, post-render patch
+//     files: [ReleaseSpec.FileSourceRefs]) is in a source the project allows;
+//   - every Source, Git, Helm or OCI, has a URL that one of the project's URL patterns
+//     matches ([SourceURL]; a name the tenant chose proves nothing), no credentialsFile (a
+//     file on the hub), and no credentials but those the project's fleet names;
+//   - at most [MaxTenantSources] Sources, each polled no more often than
+//     [MinTenantSourceInterval].
 //
 // Any problem rejects the whole repository's configuration.
 func ParseTenant(files map[string][]byte, t Tenant) (*Fleet, error) {
@@ -99,18 +113,37 @@ func (v *validator) tenant(f *Fleet, t *Tenant) {
 		if who, ok := t.Taken[KindSource+"/"+s.Metadata.Name]; ok {
 			add("metadata.name", fmt.Sprintf("Source %q is already defined by %s; choose another name", s.Metadata.Name, who))
 		}
-		g := s.Spec.Git
-		if g == nil {
+		if i == MaxTenantSources {
+			add("", fmt.Sprintf("a tenant fleet repository may define at most %d Sources; this is Source number %d", MaxTenantSources, i+1))
+		}
+		if d := s.Spec.Interval.Duration; d != 0 && d < MinTenantSourceInterval {
+			add("spec.interval", fmt.Sprintf("must be at least %v in a tenant fleet repository, not %v", MinTenantSourceInterval, d))
+		}
+		var field, url, creds string
+		switch {
+		case s.Spec.Git != nil:
+			g := s.Spec.Git
+			field, url, creds = "spec.git", g.URL, g.Credentials
+		case s.Spec.Helm != nil:
+			field, url, creds = "spec.helm", SourceURL(s.Spec), s.Spec.Helm.Credentials
+		case s.Spec.OCI != nil:
+			field, url, creds = "spec.oci", s.Spec.OCI.URL, s.Spec.OCI.Credentials
+		default:
 			continue
 		}
-		if g.URL != "" && !spec.AllowsSourceURL(g.URL) {
-			add("spec.git.url", fmt.Sprintf("project %s does not allow this URL: no URL pattern of its spec.sources matches it", project))
+		if url != "" && !spec.AllowsSourceURL(url) {
+			urlField := field + ".url"
+			what := "this URL"
+			if s.Spec.Helm != nil {
+				urlField, what = "spec.helm.repository", fmt.Sprintf("chart %s", url)
+			}
+			add(urlField, fmt.Sprintf("project %s does not allow %s: no URL pattern of its spec.sources matches it", project, what))
 		}
-		if g.CredentialsFile != "" {
+		if s.Spec.Git != nil && s.Spec.Git.CredentialsFile != "" {
 			add("spec.git.credentialsFile", "a tenant fleet cannot read files on the hub; name credentials the hub's operator configured")
 		}
-		if g.Credentials != "" && (spec.Fleet == nil || g.Credentials != spec.Fleet.Credentials) {
-			add("spec.git.credentials", fmt.Sprintf("project %s does not allow credentials %q: a tenant's sources may use only the credentials its Project's spec.fleet names", project, g.Credentials))
+		if creds != "" && (spec.Fleet == nil || creds != spec.Fleet.Credentials) {
+			add(field+".credentials", fmt.Sprintf("project %s does not allow credentials %q: a tenant's sources may use only the credentials its Project's spec.fleet names", project, creds))
 		}
 	}
 	for i := range f.Releases {
@@ -125,6 +158,11 @@ func (v *validator) tenant(f *Fleet, t *Tenant) {
 		}
 		if r.Spec.Source != "" && !spec.AllowsSource(r.Spec.Source, t.sourceURL(f.Sources, r.Spec.Source)) {
 			add("spec.source", fmt.Sprintf("project %s does not allow source %q (spec.sources)", project, r.Spec.Source))
+		}
+		for _, ref := range r.Spec.FileSourceRefs() {
+			if why := spec.RefusedSourceRef(project, ref.Source, t.sourceURL(f.Sources, ref.Source)); why != "" {
+				add(ref.Field, why)
+			}
 		}
 		if ns := r.Spec.Namespace; ns != "" && !spec.AllowsNamespace(ns) {
 			add("spec.namespace", fmt.Sprintf("project %s does not allow namespace %q (spec.namespaces)", project, ns))

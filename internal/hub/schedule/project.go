@@ -15,7 +15,7 @@ import (
 type projects struct {
 	specs   map[string]*v1alpha1.ProjectSpec
 	rules   map[string]*project.Rules
-	sources map[string]string // Git URL by source name
+	sources map[string]string // URL by source name (v1alpha1.SourceURL)
 }
 
 func newProjects(fleet *v1alpha1.Fleet) projects {
@@ -34,10 +34,8 @@ func newProjects(fleet *v1alpha1.Fleet) projects {
 		ps.rules[p.Metadata.Name] = &r
 	}
 	for _, s := range fleet.Sources {
-		if s.Spec.Git != nil {
-			if _, dup := ps.sources[s.Metadata.Name]; !dup {
-				ps.sources[s.Metadata.Name] = s.Spec.Git.URL
-			}
+		if _, dup := ps.sources[s.Metadata.Name]; !dup {
+			ps.sources[s.Metadata.Name] = v1alpha1.SourceURL(s.Spec)
 		}
 	}
 	return ps
@@ -45,6 +43,25 @@ func newProjects(fleet *v1alpha1.Fleet) projects {
 
 // bound returns the rules a release's assignments carry, the clusters its project lets it
 // target, and the rule of its project it breaks ("" when none).
+// renderBudget is the budget r's renders run under (see [v1alpha1.ResolveRenderBudget]), nil
+// when neither the hub, its project nor r sets one; refused says why r may not have what it
+// asks.
+func (ps projects) renderBudget(hub v1alpha1.BudgetLimits, r *v1alpha1.Release) (budget *v1alpha1.BudgetLimits, refused string) {
+	name := r.Spec.ProjectOrDefault()
+	var project *v1alpha1.RenderBudget
+	if spec := ps.specs[name]; spec != nil {
+		project = spec.RenderBudget
+	}
+	b, err := v1alpha1.ResolveRenderBudget(hub, name, project, r.Spec.RenderBudget)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if b == (v1alpha1.BudgetLimits{}) {
+		return nil, ""
+	}
+	return &b, ""
+}
+
 func (ps projects) bound(r *v1alpha1.Release) (rules *project.Rules, clusters v1alpha1.LabelSelector, refused string) {
 	name := r.Spec.ProjectOrDefault()
 	spec, defined := ps.specs[name]
@@ -57,6 +74,13 @@ func (ps projects) bound(r *v1alpha1.Release) (rules *project.Rules, clusters v1
 	rules, clusters = ps.rules[name], spec.ClusterSelector
 	if src := r.Spec.Source; !spec.AllowsSource(src, ps.sources[src]) {
 		return rules, clusters, fmt.Sprintf("project %s does not allow source %q (spec.sources: %s)", name, src, list(spec.Sources))
+	}
+	// Every other source the release reads a file of (values files, patch files) is bound by
+	// the same rule: otherwise a team could read any file of the platform's sources.
+	for _, ref := range r.Spec.FileSourceRefs() {
+		if why := spec.RefusedSourceRef(name, ref.Source, ps.sources[ref.Source]); why != "" {
+			return rules, clusters, ref.Field + ": " + why
+		}
 	}
 	if ns := r.Spec.Namespace; ns != "" && !spec.AllowsNamespace(ns) {
 		return rules, clusters, fmt.Sprintf("project %s does not allow namespace %q (spec.namespaces: %s)", name, ns, list(spec.Namespaces))
