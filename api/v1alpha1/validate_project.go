@@ -129,9 +129,9 @@ func checkNamePattern(p string) string {
 func checkURLPattern(p string) string {
 	scheme, rest, _ := strings.Cut(p, "://")
 	switch strings.ToLower(scheme) {
-	case "https", "http", "ssh", "file":
+	case "https", "http", "ssh", "file", "oci":
 	default:
-		return fmt.Sprintf("URL pattern %q: scheme %q is not a Git scheme: want https, http, ssh or file", p, scheme)
+		return fmt.Sprintf("URL pattern %q: scheme %q is not a source scheme: want https, http, ssh or file (Git, Helm repositories), or oci (OCI artifacts, Helm charts in a registry)", p, scheme)
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	if host == "" && !strings.EqualFold(scheme, "file") {
