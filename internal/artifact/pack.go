@@ -44,6 +44,18 @@ func packEntries(ctx context.Context, dir string, entries []packEntry, w io.Writ
 		return "", 0, fmt.Errorf("pack %s: %w", dir, err)
 	}
 	tw := tar.NewWriter(gz)
+	// The bounds agents unpack with: an artifact over them is of no use to
+	// anyone, and packing it would spend the hub's disk on a tenant's tree.
+	lim := DefaultLimits()
+	if len(entries) > lim.MaxFiles {
+		return "", 0, fmt.Errorf("pack %s: %d entries, over the %d entries bound", dir, len(entries), lim.MaxFiles)
+	}
+	var total int64
+	for _, e := range entries { // all of them first: nothing is packed for a tree over the bounds
+		if err := checkPackBounds(dir, e, lim, &total); err != nil {
+			return "", 0, err
+		}
+	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return "", 0, fmt.Errorf("pack %s: %w", dir, err)
@@ -179,6 +191,26 @@ func writeEntry(tw *tar.Writer, root string, e packEntry) error {
 		return fmt.Errorf("'%s': file shrank while packing (%d of %d bytes)", e.rel, n, hdr.Size)
 	}
 	return err
+}
+
+// checkPackBounds adds e's size to total and refuses a file over lim.MaxFileBytes or a
+// total over lim.MaxBytes, before e is written.
+func checkPackBounds(dir string, e packEntry, lim Limits, total *int64) error {
+	if !e.mode.IsRegular() {
+		return nil
+	}
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.rel)))
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", dir, err)
+	}
+	if fi.Size() > lim.MaxFileBytes {
+		return fmt.Errorf("pack %s: file '%s' is %d bytes, over the %d bytes file bound", dir, e.rel, fi.Size(), lim.MaxFileBytes)
+	}
+	*total += fi.Size()
+	if *total > lim.MaxBytes {
+		return fmt.Errorf("pack %s: files add up to %d bytes with '%s', over the %d bytes total bound", dir, *total, e.rel, lim.MaxBytes)
+	}
+	return nil
 }
 
 type countingWriter struct {

@@ -84,16 +84,30 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 			}
 		}
 	}()
-	w := &treeWriter{ctx: ctx, repo: repo}
+	w := &treeWriter{ctx: ctx, repo: repo, budget: budget{lim: checkoutLimits(p.opts.Limits), source: g.Name, revision: shortCommit(commit)}}
 	if err := w.write(tree, dst, ""); err != nil {
+		var be *BoundError
+		if errors.As(err, &be) {
+			return be // it names the source and the revision itself
+		}
 		return g.errorf("checkout %s into %s: %w", commit, dst, err)
 	}
 	return nil
 }
 
+// shortCommit abbreviates a commit hash for messages, as Git does.
+func shortCommit(commit string) string {
+	if len(commit) > 7 {
+		return strings.ToLower(commit[:7])
+	}
+	return commit
+}
+
 type treeWriter struct {
 	ctx  context.Context
 	repo *gogit.Repository
+	// budget bounds entries, each file and the total, checked before anything is written.
+	budget budget
 }
 
 // write writes tree into dir, whose path in the tree is rel ("" at the
@@ -112,6 +126,11 @@ func (w *treeWriter) write(tree *object.Tree, dir, rel string) error {
 			return fmt.Errorf("'%s': %w", name, err)
 		}
 		full := filepath.Join(dir, e.Name)
+		if e.Mode != filemode.Submodule {
+			if err := w.budget.entry(name); err != nil {
+				return err
+			}
+		}
 		switch e.Mode {
 		case filemode.Dir:
 			sub, err := w.repo.TreeObject(e.Hash)
@@ -129,7 +148,11 @@ func (w *treeWriter) write(tree *object.Tree, dir, rel string) error {
 			if e.Mode == filemode.Executable {
 				mode = 0o755
 			}
-			if err := w.file(e.Hash, full, mode); err != nil {
+			if err := w.file(e.Hash, name, full, mode); err != nil {
+				var be *BoundError
+				if errors.As(err, &be) {
+					return err
+				}
 				return fmt.Errorf("'%s': %w", name, err)
 			}
 		case filemode.Symlink:
@@ -151,9 +174,14 @@ func (w *treeWriter) write(tree *object.Tree, dir, rel string) error {
 	return nil
 }
 
-func (w *treeWriter) file(h plumbing.Hash, full string, mode fs.FileMode) error {
+func (w *treeWriter) file(h plumbing.Hash, name, full string, mode fs.FileMode) error {
 	blob, err := w.repo.BlobObject(h)
 	if err != nil {
+		return err
+	}
+	// blob.Size comes from the object's header: a blob over the bounds costs
+	// nothing, not a byte of it is inflated or written.
+	if err := w.budget.file(name, blob.Size); err != nil {
 		return err
 	}
 	r, err := blob.Reader()
@@ -165,7 +193,11 @@ func (w *treeWriter) file(h plumbing.Hash, full string, mode fs.FileMode) error 
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
+	// At most the size checked: the header and the content must agree.
+	n, err := io.Copy(f, io.LimitReader(r, blob.Size+1))
+	if err == nil && n != blob.Size {
+		err = fmt.Errorf("blob %s holds %d bytes, its header says %d", h, n, blob.Size)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

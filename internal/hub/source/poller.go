@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/flotilla/flotilla/internal/artifact"
 )
 
 // Options tune a Poller.
@@ -35,6 +37,10 @@ type Options struct {
 	// file://). Nil: every transport is allowed and no credentials are resolved by name or
 	// file; the hub always sets one.
 	Policy *Policy
+	// Limits bounds what a Checkout writes: each file, the total and the entries, checked
+	// from Git's object headers before a byte is written. A zero field takes its
+	// artifact.DefaultLimits value, what an agent unpacks at most.
+	Limits artifact.Limits
 }
 
 // DefaultOptions returns the options NewPoller uses.

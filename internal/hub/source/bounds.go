@@ -1,0 +1,98 @@
+package source
+
+import (
+	"fmt"
+
+	"github.com/flotilla/flotilla/internal/artifact"
+)
+
+// Why a checkout is bounded: a tenant's commit is hostile input. A 20 GiB
+// file of zeros is a few MiB in a Git pack, so fetching it is cheap, but
+// writing it out would fill the hub's disk for every team. A checkout is
+// bounded the way an agent's unpacking is (artifact.Limits, with the same
+// defaults): nothing over them could be delivered to an agent anyway.
+
+// checkoutLimits returns lim with every zero field at its artifact.DefaultLimits value, so
+// that a forgotten field never means "unlimited".
+func checkoutLimits(lim artifact.Limits) artifact.Limits {
+	d := artifact.DefaultLimits()
+	if lim.MaxFiles <= 0 {
+		lim.MaxFiles = d.MaxFiles
+	}
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = d.MaxBytes
+	}
+	if lim.MaxFileBytes <= 0 {
+		lim.MaxFileBytes = d.MaxFileBytes
+	}
+	return lim
+}
+
+// BoundError reports a checkout refused because the tree at a revision is over one of the
+// Poller's Limits. Nothing of the tree is left on disk.
+type BoundError struct {
+	Source   string // the source's name
+	Revision string // the commit, abbreviated
+	File     string // the entry being written when the bound was hit
+	Bound    string // "file", "total" or "entries"
+	Size     int64  // the file's size (file), the total so far (total), the entries so far (entries)
+	Max      int64
+}
+
+func (e *BoundError) Error() string {
+	at := fmt.Sprintf("source '%s' at %s", e.Source, e.Revision)
+	switch e.Bound {
+	case "file":
+		return fmt.Sprintf("%s: file '%s' is %s, over the %s file bound", at, e.File, FormatBytes(e.Size), FormatBytes(e.Max))
+	case "total":
+		return fmt.Sprintf("%s: files add up to %s with '%s', over the %s total bound", at, FormatBytes(e.Size), e.File, FormatBytes(e.Max))
+	default:
+		return fmt.Sprintf("%s: more than %d entries (files, directories, symlinks) at '%s', over the %d entries bound", at, e.Max, e.File, e.Max)
+	}
+}
+
+// FormatBytes writes n as a person reads it: "20 GiB", "1.5 MiB", "512 bytes".
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return fmt.Sprintf("%d %s", n/u.size, u.name)
+			}
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// budget counts what a checkout has written against its limits.
+type budget struct {
+	lim      artifact.Limits
+	source   string
+	revision string
+	entries  int
+	bytes    int64
+}
+
+// entry counts one more entry (name is its path in the tree) before it is written.
+func (b *budget) entry(name string) error {
+	b.entries++
+	if b.entries > b.lim.MaxFiles {
+		return &BoundError{Source: b.source, Revision: b.revision, File: name, Bound: "entries", Size: int64(b.entries), Max: int64(b.lim.MaxFiles)}
+	}
+	return nil
+}
+
+// file counts a file of size bytes, from its Git object header, before any of it is written.
+func (b *budget) file(name string, size int64) error {
+	if size > b.lim.MaxFileBytes {
+		return &BoundError{Source: b.source, Revision: b.revision, File: name, Bound: "file", Size: size, Max: b.lim.MaxFileBytes}
+	}
+	b.bytes += size
+	if b.bytes > b.lim.MaxBytes {
+		return &BoundError{Source: b.source, Revision: b.revision, File: name, Bound: "total", Size: b.bytes, Max: b.lim.MaxBytes}
+	}
+	return nil
+}
