@@ -318,7 +318,7 @@ spec: {source: platform, path: x, targets: [{selector: {}}], colour: red}
 		got = append(got, p.String())
 	}
 	want := []string{
-		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: adopt, createNamespace, decryption, dependsOn, helm, ignore, interval, namespace, path, project, prune, respectManagers, rollout, selfHeal, source, suspend, targets, timeout, variables, wait)`,
+		`fleet/releases.yaml line 14: Release/other: spec.colour: unknown field "colour" (known fields: adopt, createNamespace, decryption, dependsOn, helm, ignore, interval, namespace, path, project, prune, renderBudget, respectManagers, rollout, selfHeal, source, suspend, targets, timeout, variables, wait)`,
 		`fleet/releases.yaml line 9: Release/baseline: spec.source: source "platfrom" is not defined`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -41,6 +41,9 @@ func checkSchema(path string, v any, t reflect.Type) []fieldProblem {
 		}
 		return nil
 	}
+	if t == quantityType {
+		return checkQuantity(path, v)
+	}
 	if t == intOrPercentType {
 		var p IntOrPercent
 		data, _ := json.Marshal(v)

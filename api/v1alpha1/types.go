@@ -108,6 +108,10 @@ type ReleaseSpec struct {
 	Helm *ReleaseHelm `json:"helm,omitempty"`
 	// Decryption decrypts SOPS-encrypted documents at the agent, with the cluster's own key.
 	Decryption *Decryption `json:"decryption,omitempty"`
+	// RenderBudget is what the release's renders may use and produce, where it needs other
+	// bounds than its project's: each field set may be at most the project's maximum (a
+	// release asking more is not scheduled). Unset fields: the project's maximum.
+	RenderBudget *RenderBudget `json:"renderBudget,omitempty"`
 }
 
 // Adopt names the field managers whose fields a release takes over, and what of the old
@@ -160,6 +164,10 @@ type ProjectSpec struct {
 	// Fleet is the tenant's own repository of Sources and Releases, read like the main fleet
 	// and validated against this project.
 	Fleet *ProjectFleet `json:"fleet,omitempty"`
+	// RenderBudget is the most its releases' renders may use and produce. It may only lower
+	// the hub's defaults (a field above the hub's is held at the hub's). Unset fields: the
+	// hub's defaults.
+	RenderBudget *RenderBudget `json:"renderBudget,omitempty"`
 }
 
 // ProjectKinds lists group/kinds; "*" as group or kind matches any.

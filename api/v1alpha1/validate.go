@@ -106,6 +106,7 @@ func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 		validateMeta(p.Metadata, add)
 		checkDuplicate(projects, KindProject, p.Metadata.Name, file, add)
 		validateProjectSpec(p.Metadata.Name, p.Spec, add)
+		validateRenderBudget("spec.renderBudget", p.Spec.RenderBudget, add)
 	}
 
 	releases := make(map[string]string)
@@ -116,6 +117,7 @@ func validate(f *Fleet, o *origins, t *Tenant) []Problem {
 		checkDuplicate(releases, KindRelease, r.Metadata.Name, file, add)
 		validateReleaseSpec(r.Spec, add)
 		validateReleaseHelm(r.Spec.Helm, add)
+		validateRenderBudget("spec.renderBudget", r.Spec.RenderBudget, add)
 		if h := r.Spec.Helm; h != nil && h.ReleaseName == "" && len(r.Metadata.Name) > MaxHelmReleaseNameLength {
 			add("spec.helm.releaseName", fmt.Sprintf("must be set: the release name %q is longer than the %d characters Helm allows a release name", r.Metadata.Name, MaxHelmReleaseNameLength))
 		}
