@@ -107,6 +107,7 @@ the hub or the network is gone, and reports back.`,
 		newImportCommand(s),
 		newBundleCommand(s),
 		newSecretCommand(s),
+		newRenderChildCommand(),
 	)
 	withUsageErrors(root)
 	return root

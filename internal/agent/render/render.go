@@ -29,6 +29,14 @@ type Options struct {
 	// Budget bounds the render while it runs; zero fields take DefaultBudget's.
 	Budget Budget
 
+	// Project and Release name the release being rendered: Sandbox shares its child
+	// processes fairly between Projects, and a budget error names the Release.
+	Project, Release string
+
+	// at, when set, is told the file the render is at (a chart's directory, a
+	// kustomization): the child process reports it, so that a budget error can name it.
+	at func(file string)
+
 	// unchecked skips the checks that run before kustomize (policy.go), leaving only the
 	// sealed file system: a test hook, to show that the seal holds by itself.
 	unchecked bool
@@ -68,10 +76,12 @@ func render(ctx context.Context, opts Options) ([]object, error) {
 	}
 	var objs []object
 	if isChartDir(dir) {
+		opts.tell(rel)
 		// A chart's values are substituted before it renders; its output never is.
 		return renderChart(ctx, root, rel, dir, opts, vars)
 	}
 	if kf := findKustomization(dir); kf != "" {
+		opts.tell(joinRel(rel, kf))
 		objs, err = buildKustomization(ctx, root, rel, kf, opts.unchecked, opts.decryption())
 	} else {
 		objs, err = readPlain(ctx, root, rel, dir, opts.decryption())
@@ -83,4 +93,10 @@ func render(ctx context.Context, opts Options) ([]object, error) {
 		return nil, err
 	}
 	return objs, nil
+}
+
+func (o Options) tell(file string) {
+	if o.at != nil {
+		o.at(file)
+	}
 }
