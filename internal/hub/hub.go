@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/replica"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/source/helmchart"
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact"
@@ -84,6 +86,9 @@ type Options struct {
 	MaxArtifactDownloads int
 	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
 	// memory a report storm takes. Default 64.
+	// RenderBudget is the platform's default render budget (--render-*): what a release's
+	// renders run under unless its Project lowers it. A zero field: the renderer's default.
+	RenderBudget v1alpha1.BudgetLimits
 	MaxInflightReports int
 	// TokenTTL is the lifetime of join tokens. Default 24h.
 	TokenTTL time.Duration
@@ -395,6 +400,7 @@ func (h *Hub) newController() error {
 // whichever replica holds the controller lease.
 func (h *Hub) kickController() {
 	h.ctrl.Wake()
+		Schedule: schedule.Options{RenderBudget: h.opts.RenderBudget},
 	h.repl.Publish(replica.Event{Kind: replica.EventClusters})
 }
 

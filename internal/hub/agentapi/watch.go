@@ -122,6 +122,12 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 			pa.Adopt = &agentv1.AdoptRules{FromManagers: a.Adopt.FromManagers, HelmRelease: a.Adopt.HelmRelease, HelmReleaseNamespace: a.Adopt.HelmReleaseNamespace}
 		}
 		pa.Decryption = a.Decryption
+		if b := a.RenderBudget; b != nil {
+			pa.RenderBudget = &agentv1.RenderBudget{
+				MemoryBytes: b.MemoryBytes, CpuMillis: b.CPUTime.Milliseconds(), WallMillis: b.WallTime.Milliseconds(),
+				Objects: int64(b.Objects), OutputBytes: b.OutputBytes,
+			}
+		}
 		if a.Helm != nil {
 			if pa.Helm, err = helmrelease.Proto(a.Helm); err != nil {
 				return nil, fmt.Errorf("desired state of cluster %q: release %q: %w", ds.Cluster, a.Release, err)

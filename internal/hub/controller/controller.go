@@ -116,6 +116,8 @@ type Options struct {
 	FleetInterval time.Duration
 	// WorkDir holds temporary checkouts.
 	WorkDir string
+	// Schedule are the platform's settings every schedule applies (the render budget).
+	Schedule schedule.Options
 }
 
 // retryAfterFailure is how soon a reschedule that changed nothing because of a store failure

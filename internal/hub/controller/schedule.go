@@ -107,7 +107,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 		}
 	}
 
-	plan := schedule.Schedule(fleet, in, arts, previous, fleetRev)
+	plan := schedule.ScheduleWith(c.opts.Schedule, fleet, in, arts, previous, fleetRev)
 	c.keepUnloaded(&plan, previous)
 	c.applyGates(ctx, fleet, in, &plan)
 	c.applySyncs(ctx, in, &plan)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
@@ -128,7 +129,8 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		return res
 	}
 	// The hub holds no cluster's key: a release that decrypts is planned on its ciphertext.
-	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != ""})
+	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != "",
+		Budget: planBudget(a.RenderBudget)})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 			r.overTime++
@@ -486,4 +488,14 @@ func cut(s string, n int) string {
 		i = n
 	}
 	return s[:i+1] + fmt.Sprintf("... (%d more bytes of diff left out)\n", len(s)-i-1)
+}
+
+// planBudget is the budget a plan renders an assignment under: the one the agent would run
+// it under, so that what the plan says renders is what renders.
+func planBudget(b *v1alpha1.BudgetLimits) render.Budget {
+	if b == nil {
+		return render.DefaultBudget
+	}
+	return render.Budget{MemoryBytes: b.MemoryBytes, CPUTime: b.CPUTime, WallTime: b.WallTime, Objects: b.Objects, OutputBytes: b.OutputBytes}.
+		WithDefaults(render.DefaultBudget)
 }

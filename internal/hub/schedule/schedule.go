@@ -71,6 +71,17 @@ type Assignment struct {
 	Helm *Helm `json:"helm,omitempty"`
 	// Decryption is Release.spec.decryption.provider ("sops"), or "".
 	Decryption string `json:"decryption,omitempty"`
+	// RenderBudget is what the release's renders run under: the hub's defaults
+	// ([Options].RenderBudget), lowered by its project, as the release asks within the
+	// project's maximum. nil or a zero field: the agent's defaults.
+	RenderBudget *v1alpha1.BudgetLimits `json:"renderBudget,omitempty"`
+}
+
+// Options are the platform's settings a schedule applies to every release.
+type Options struct {
+	// RenderBudget is the hub's default render budget (hub flags): a project's maximum is
+	// at most it. A zero field sets no bound of the hub's on that field.
+	RenderBudget v1alpha1.BudgetLimits
 }
 
 // Problem is a release that could not be scheduled as written, for one cluster or (Cluster
@@ -136,11 +147,16 @@ func (p Plan) Document(cluster string) Document {
 // fleet is expected to have passed validation; what validation would refuse is reported as a
 // Problem rather than trusted. Nothing in the inputs is modified or referenced by the plan.
 func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]Document, fleetRevision string) Plan {
+	return ScheduleWith(Options{}, fleet, clusters, artifacts, previous, fleetRevision)
+}
+
+// ScheduleWith is [Schedule] with the platform's settings.
+func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]Document, fleetRevision string) Plan {
 	if fleet == nil {
 		// Never schedule from "no configuration": that plan would remove everything.
 		return keepAll(clusters, previous)
 	}
-	var s scheduler
+	s := scheduler{opts: opts}
 	rels := s.prepare(fleet, artifacts)
 
 	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters)), Removed: map[string][]Tombstone{}}
@@ -215,6 +231,7 @@ func cloneAssignments(in []Assignment) []Assignment {
 
 // scheduler collects problems during one call of Schedule.
 type scheduler struct {
+	opts     Options
 	problems []Problem
 	scratch  []Assignment
 }
@@ -312,6 +329,9 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 			}
 		}
 		rel.base.Project, rel.clusters, rel.refused = projects.bound(r)
+		if rel.refused == "" {
+			rel.base.RenderBudget, rel.refused = projects.renderBudget(s.opts.RenderBudget, r)
+		}
 		if rel.refused != "" {
 			s.problem(name, "", "%s; not assigned afresh (clusters that had it keep their assignment)", rel.refused)
 		}
