@@ -19,11 +19,21 @@ import (
 //     project (project.Rules.KindRule, the decision the hub makes too; namespaced as the
 //     cluster serves the kind).
 //
+// For a team's project (project.Rules.IdentityRule, ServiceAccountRule), too: its
+// ServiceAccount is in no kube-* namespace, not in the inventory namespace and not in the
+// agent's own (agentNamespaces); and no object hands that ServiceAccount to something the
+// release runs, a workload whose pods run as it or a token Secret for it.
+//
 // The Namespace that CreateNamespace adds is held to the namespace rule only: the release
 // did not declare it, and its name is the release's own namespace. Whether the project's
 // ServiceAccount may create it is for RBAC to say.
-func checkBounds(items []*item, rules *project.Rules, inventoryNamespace string) error {
+func checkBounds(items []*item, rules *project.Rules, inventoryNamespace string, agentNamespaces ...string) error {
 	var problems []string
+	if rules != nil {
+		if why := rules.ServiceAccountRule(append([]string{inventoryNamespace}, agentNamespaces...)...); why != "" {
+			problems = append(problems, why)
+		}
+	}
 	refuse := func(it *item, format string, args ...any) {
 		where := it.ref.String()
 		if it.ref.Namespace != "" {
@@ -47,6 +57,12 @@ func checkBounds(items []*item, rules *project.Rules, inventoryNamespace string)
 		if why := rules.KindRule(it.ref.Group, it.ref.Kind, it.namespaced); why != "" && !it.untracked {
 			refuse(it, "kind %s is not allowed by project %q: it %s", groupKind(it.ref), rules.Name, why)
 			continue
+		}
+		if it.desired != nil {
+			if why := rules.IdentityRule(it.desired, it.ref.Namespace); why != "" {
+				refuse(it, "%s", why)
+				continue
+			}
 		}
 		ns := it.ref.Namespace
 		if isNamespace {

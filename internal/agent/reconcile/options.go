@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"os"
+	"strings"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/project"
@@ -94,6 +96,10 @@ func (o Options) withDefaults() Options {
 type Config struct {
 	// InventoryNamespace holds the inventories. Default "flotilla-system".
 	InventoryNamespace string
+	// AgentNamespace is the namespace the agent runs in, whose ServiceAccounts no project
+	// may be applied as. Default: the in-cluster ServiceAccount's namespace
+	// (inClusterNamespaceFile), when the agent runs in a pod.
+	AgentNamespace string
 	// Concurrency bounds the requests in flight during dry-runs, applies and deletes.
 	// Default 16. It is also the agent's only client-side limit on its own API server (the
 	// server's priority and fairness does the rest).
@@ -105,9 +111,17 @@ type Config struct {
 	ListThreshold int
 }
 
+// inClusterNamespaceFile holds the namespace of a pod's ServiceAccount.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
 func (c Config) withDefaults() Config {
 	if c.InventoryNamespace == "" {
 		c.InventoryNamespace = "flotilla-system"
+	}
+	if c.AgentNamespace == "" {
+		if b, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			c.AgentNamespace = strings.TrimSpace(string(b))
+		}
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 16

@@ -36,7 +36,7 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 	for _, it := range items {
 		it.untracked = nsRef != nil && it.ref == *nsRef
 	}
-	if err := checkBounds(withHooks(items, hooks), opts.Project, r.cfg.InventoryNamespace); err != nil {
+	if err := checkBounds(withHooks(items, hooks), opts.Project, r.cfg.InventoryNamespace, r.cfg.AgentNamespace); err != nil {
 		return err
 	}
 	if err := checkAdoptBounds(opts, r.cfg.InventoryNamespace); err != nil {

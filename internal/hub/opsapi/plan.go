@@ -53,6 +53,8 @@ type PlanDeps struct {
 	WorkDir string
 	// Limits bound each plan; zero: plan.DefaultLimits.
 	Limits plan.Limits
+	// Schedule are the platform's settings the controller schedules with (the render budget).
+	Schedule schedule.Options
 
 	// slots bounds the plans computed at once; made by planRoutes.
 	slots chan struct{}
@@ -182,6 +184,7 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 		CurrentProblems: problems, Artifacts: arts, Dir: p.dir, Now: now, Limits: p.d.Limits,
 		Visible: visibleTo(ctx),
 	}
+	in.Schedule = p.d.Schedule
 	out, err := plan.Compute(ctx, in)
 	if err != nil {
 		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)

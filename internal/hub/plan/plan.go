@@ -84,6 +84,9 @@ type change struct {
 
 // Compute returns the plan. It fails only when ctx ends; everything else is in the plan.
 func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
+	// Schedule are the platform's settings the hub schedules with (the render budget), so
+	// that the plan renders each release under the budget the agent would.
+	Schedule schedule.Options
 	lim := in.Limits
 	if lim == (Limits{}) {
 		lim = DefaultLimits()
@@ -97,7 +100,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 
 	clusters := slices.Clone(in.Clusters)
 	slices.SortFunc(clusters, func(a, b schedule.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	sched := schedule.Schedule(in.Candidate, clusters, in.Artifacts, in.Current, in.CandidateRevision)
+	sched := schedule.ScheduleWith(in.Schedule, in.Candidate, clusters, in.Artifacts, in.Current, in.CandidateRevision)
 
 	out := hubapi.Plan{Groups: []hubapi.PlanGroup{}, Problems: []hubapi.PlanProblem{}}
 	old := map[string]bool{}
