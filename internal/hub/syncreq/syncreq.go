@@ -12,6 +12,7 @@
 package syncreq
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -121,4 +122,70 @@ func (r Request) affects(cl Cluster) bool {
 // registered), and may be soon.
 func (r Request) waits(clusters []Cluster) bool {
 	return r.Cluster != "" && !slices.ContainsFunc(clusters, func(c Cluster) bool { return c.Name == r.Cluster })
+}
+
+// Bounds on pending requests: each one is in the documents of every cluster it affects until
+// they report it, so requests are bounded where they are made.
+const (
+	// MaxPendingPerRelease bounds the pending requests of one release (or of every release,
+	// Release "").
+	MaxPendingPerRelease = 20
+	// MaxPendingPerActor bounds the pending requests of one principal.
+	MaxPendingPerActor = 50
+)
+
+// CapError is a refusal of a request past a bound; RetryAt is when the oldest request that
+// counts against it expires.
+type CapError struct {
+	Msg     string
+	RetryAt time.Time
+}
+
+func (e *CapError) Error() string { return e.Msg }
+
+// Admit decides, at now, on r given the requests pending: the pending request identical to r
+// (same release, cluster, override, reason and actor, and no cluster has reported it yet),
+// which r coalesces into; or a *CapError when r would pass MaxPendingPerRelease or
+// MaxPendingPerActor; or neither, and r is stored.
+func Admit(pending []Request, r Request, now time.Time) (*Request, error) {
+	var release, actor []Request
+	for i := range pending {
+		p := pending[i]
+		if p.Expired(now) {
+			continue
+		}
+		if p.Release == r.Release && p.Cluster == r.Cluster && p.Override == r.Override && p.Reason == r.Reason &&
+			p.Actor == r.Actor && len(p.Reported) == 0 {
+			return &pending[i], nil
+		}
+		if p.Release == r.Release {
+			release = append(release, p)
+		}
+		if p.Actor == r.Actor {
+			actor = append(actor, p)
+		}
+	}
+	name := "every release"
+	if r.Release != "" {
+		name = "release \"" + r.Release + "\""
+	}
+	switch {
+	case len(release) >= MaxPendingPerRelease:
+		return nil, &CapError{RetryAt: oldestExpiry(release),
+			Msg: fmt.Sprintf("sync refused: %s has %d pending sync requests, at most %d (a request ends once every cluster reported it, or after %s)", name, len(release), MaxPendingPerRelease, TTL)}
+	case len(actor) >= MaxPendingPerActor:
+		return nil, &CapError{RetryAt: oldestExpiry(actor),
+			Msg: fmt.Sprintf("sync refused: %s has %d pending sync requests, at most %d (a request ends once every cluster reported it, or after %s)", r.Actor, len(actor), MaxPendingPerActor, TTL)}
+	}
+	return nil, nil
+}
+
+func oldestExpiry(reqs []Request) time.Time {
+	var t time.Time
+	for _, r := range reqs {
+		if t.IsZero() || r.Expires().Before(t) {
+			t = r.Expires()
+		}
+	}
+	return t
 }
