@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,8 +77,10 @@ const (
 )
 
 // planRoutes: POST /api/v1/plan, for any viewer. A plan changes nothing; what it shows is
-// scoped to the releases the caller may view, so that a CI token of one team sees its
-// releases' changes, and a viewer of every project sees the whole fleet's.
+// scoped to the releases the caller may view in the fleet in force, and the clusters its
+// projects in force may target, so that a CI token of one team sees its releases' changes,
+// and a viewer of every project sees the whole fleet's. A scoped caller may plan only a
+// candidate that changes nothing outside its projects (plan.CheckCandidate): 403 otherwise.
 func (a *API) planRoutes() []userapi.Route {
 	if a.d.Plan.slots == nil {
 		a.d.Plan.slots = make(chan struct{}, maxPlansAtOnce)
@@ -171,6 +175,19 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 		}
 	}
 	addTenants(cand, inForce)
+	// A caller scoped to some projects plans only its own change, and sees what the fleet
+	// in force says is its own: never what the candidate says.
+	pr, _ := access.FromContext(ctx)
+	caller := callerOf(pr)
+	if err := plan.CheckCandidate(inForce, cand, caller); err != nil {
+		return hubapi.Plan{}, http.StatusForbidden, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Sources)) {
+		if !plan.SourceAllowed(inForce, caller, name) {
+			return hubapi.Plan{}, http.StatusForbidden, fmt.Errorf("plan refused: --source %s: none of your projects %s may use source %s (their spec.sources)",
+				name, caller.Projects, name)
+		}
+	}
 	arts, srcProblems, err := p.artifacts(ctx, cand, inForce, req.Sources)
 	if err != nil {
 		return hubapi.Plan{}, http.StatusInternalServerError, err
@@ -182,7 +199,11 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	in := plan.Input{
 		Candidate: cand, CandidateRevision: "plan", Clusters: clusters.list, Current: clusters.docs,
 		CurrentProblems: problems, Artifacts: arts, Dir: p.dir, Now: now, Limits: p.d.Limits,
-		Visible: visibleTo(ctx),
+		InForce: inForce, Visible: visibleTo(ctx),
+	}
+	if scope := access.NewScope(pr, inForce); !scope.All() {
+		in.SeesCluster = func(c schedule.Cluster) bool { return scope.Cluster(c.Labels) }
+		srcProblems = ownSourceProblems(srcProblems, cand, caller)
 	}
 	in.Schedule = p.d.Schedule
 	out, err := plan.Compute(ctx, in)
@@ -195,6 +216,49 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 		out.Errors = true
 	}
 	return out, 0, nil
+}
+
+// callerOf is the principal as the plan's scope checks read it: every project, or the
+// projects its grants name.
+func callerOf(pr access.Principal) plan.Caller {
+	if pr.CanEverywhere(access.Viewer) {
+		return plan.Caller{All: true}
+	}
+	var c plan.Caller
+	for _, g := range pr.Grants {
+		for _, name := range g.Projects {
+			if name == "" {
+				name = v1alpha1.ProjectPlatform
+			}
+			if !slices.Contains(c.Projects, name) {
+				c.Projects = append(c.Projects, name)
+			}
+		}
+	}
+	slices.Sort(c.Projects)
+	return c
+}
+
+// ownSourceProblems keeps, of the problems of the candidate's sources, those of sources a
+// release of the caller's projects reads: another team's source and its URL are not the
+// caller's to see.
+func ownSourceProblems(problems []hubapi.PlanProblem, cand *v1alpha1.Fleet, c plan.Caller) []hubapi.PlanProblem {
+	own := map[string]bool{}
+	for _, r := range cand.Releases {
+		if slices.Contains(c.Projects, r.Spec.ProjectOrDefault()) {
+			for _, s := range plan.ReleaseSources(r.Spec) {
+				own[s] = true
+			}
+		}
+	}
+	var out []hubapi.PlanProblem
+	for _, pp := range problems {
+		name, _, _ := strings.Cut(strings.TrimPrefix(pp.Message, "source "), ":")
+		if own[name] {
+			out = append(out, pp)
+		}
+	}
+	return out
 }
 
 // visibleTo: a release is shown to a caller who may view its project.
@@ -419,9 +483,10 @@ func hasSource(f *v1alpha1.Fleet, name string) bool {
 	return false
 }
 
-// addTenants adds to the candidate the releases (and their sources) that projects' own
-// fleet repositories contribute to the fleet in force: the candidate is the main fleet
-// repository, and a plan of it must not read the tenants' releases as lost.
+// addTenants adds to the candidate the releases (and the sources they read, values and
+// patch files included) that projects' own fleet repositories contribute to the fleet in
+// force: the candidate is the main fleet repository, and a plan of it must not read the
+// tenants' releases as lost, nor (for a scoped caller's check) their sources as removed.
 func addTenants(cand, inForce *v1alpha1.Fleet) {
 	tenant := map[string]bool{}
 	for _, pr := range cand.Projects {
@@ -441,9 +506,12 @@ func addTenants(cand, inForce *v1alpha1.Fleet) {
 			continue
 		}
 		cand.Releases = append(cand.Releases, r)
-		if !hasSource(cand, r.Spec.Source) {
+		for _, name := range plan.ReleaseSources(r.Spec) {
+			if hasSource(cand, name) {
+				continue
+			}
 			for _, s := range inForce.Sources {
-				if s.Metadata.Name == r.Spec.Source {
+				if s.Metadata.Name == name {
 					cand.Sources = append(cand.Sources, s)
 				}
 			}

@@ -69,11 +69,24 @@ type Input struct {
 	Artifacts map[string]schedule.Artifact
 	// Dir returns the unpacked directory of an artifact.
 	Dir func(ctx context.Context, digest string) (string, error)
+	// InForce is the fleet configuration the hub runs. A release's project, for Visible, is
+	// the one it has there (or in Current), never the candidate's: a candidate that labels
+	// another team's release as the caller's does not show it. Only a release new in the
+	// candidate is taken at the candidate's word (CheckCandidate refuses one of another
+	// project).
+	InForce *v1alpha1.Fleet
 	// Visible reports whether the caller may see a release of a project; nil: everything.
 	Visible func(release, project string) bool
+	// SeesCluster reports whether the caller may see a cluster; nil: every cluster. A
+	// cluster it may not see is left out of the plan: its name, its labels (in variables
+	// and rendered objects) and its problems.
+	SeesCluster func(c schedule.Cluster) bool
 	// Now is when windows are evaluated.
 	Now    time.Time
 	Limits Limits
+	// Schedule are the platform's settings the hub schedules with (the render budget), so
+	// that the plan renders each release under the budget the agent would.
+	Schedule schedule.Options
 }
 
 // change is one release's change on one cluster, before grouping.
@@ -84,9 +97,6 @@ type change struct {
 
 // Compute returns the plan. It fails only when ctx ends; everything else is in the plan.
 func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
-	// Schedule are the platform's settings the hub schedules with (the render budget), so
-	// that the plan renders each release under the budget the agent would.
-	Schedule schedule.Options
 	lim := in.Limits
 	if lim == (Limits{}) {
 		lim = DefaultLimits()
@@ -95,8 +105,19 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 	if visible == nil {
 		visible = func(string, string) bool { return true }
 	}
-	projectOf := releaseProjects(in.Candidate, in.Current)
+	projectOf := releaseProjects(in.InForce, in.Candidate, in.Current)
 	see := func(release string) bool { return release == "" || visible(release, projectOf[release]) }
+	seesCluster := func(name string) bool { return true }
+	if in.SeesCluster != nil {
+		labels := make(map[string]schedule.Cluster, len(in.Clusters))
+		for _, c := range in.Clusters {
+			labels[c.Name] = c
+		}
+		seesCluster = func(name string) bool {
+			c, ok := labels[name]
+			return name == "" || (ok && in.SeesCluster(c))
+		}
+	}
 
 	clusters := slices.Clone(in.Clusters)
 	slices.SortFunc(clusters, func(a, b schedule.Cluster) int { return strings.Compare(a.Name, b.Name) })
@@ -108,7 +129,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 		old[p.String()] = true
 	}
 	for _, p := range sched.Problems {
-		if !see(p.Release) {
+		if !see(p.Release) || !seesCluster(p.Cluster) || (p.Project != "" && !visible("", p.Project)) {
 			continue
 		}
 		pp := hubapi.PlanProblem{Kind: hubapi.PlanSchedule, Release: p.Release, Cluster: p.Cluster, Message: p.Message, Existing: old[p.String()]}
@@ -120,6 +141,9 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 	var changes []change
 	verdicts := verdictCache{}
 	for _, c := range clusters {
+		if !seesCluster(c.Name) {
+			continue
+		}
 		cur := byRelease(in.Current[c.Name].Assignments)
 		next := byRelease(sched.Assignments[c.Name])
 		gates := candidateGates(in.Candidate, c, in.Current[c.Name].Gates)
@@ -312,10 +336,15 @@ func union(a, b map[string]schedule.Assignment) map[string]bool {
 	return m
 }
 
-// releaseProjects maps each release to its project: the candidate's, else (a release the
-// candidate drops) the one its assignments carry.
-func releaseProjects(f *v1alpha1.Fleet, current map[string]schedule.Document) map[string]string {
+// releaseProjects maps each release to its project in force: the fleet in force's, else the
+// one its assignments in force carry, else (a release new in the candidate) the candidate's.
+func releaseProjects(inForce, f *v1alpha1.Fleet, current map[string]schedule.Document) map[string]string {
 	m := map[string]string{}
+	if f != nil {
+		for _, r := range f.Releases {
+			m[r.Metadata.Name] = r.Spec.ProjectOrDefault()
+		}
+	}
 	for _, doc := range current {
 		for _, a := range doc.Assignments {
 			p := v1alpha1.ProjectPlatform
@@ -325,8 +354,8 @@ func releaseProjects(f *v1alpha1.Fleet, current map[string]schedule.Document) ma
 			m[a.Release] = p
 		}
 	}
-	if f != nil {
-		for _, r := range f.Releases {
+	if inForce != nil {
+		for _, r := range inForce.Releases {
 			m[r.Metadata.Name] = r.Spec.ProjectOrDefault()
 		}
 	}
