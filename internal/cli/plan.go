@@ -58,7 +58,11 @@ branch or full commit, for this plan only (only repositories the fleet in force 
 
 The hub computes the plan from what it knows: clusters, labels, and what each runs.
 Nothing is applied or stored, and no cluster credentials are needed. Any viewer may plan;
-a viewer of some projects sees the changes of their releases only.
+a viewer of some projects sees only their releases (their projects as the hub runs them,
+never as the candidate says) on the clusters those projects may target, and may plan only
+a candidate that changes nothing outside them, with --source only for sources they may
+use: otherwise the hub refuses, naming what ("plan refused: release platform-ingress is
+in project platform, outside your projects [team-a]: the candidate changes it").
 
 -o markdown fits a pull-request comment (under GitHub's 65,536 characters, saying what was
 cut). Exit status: 0 nothing changes, 1 something changes, 2 errors (in the candidate, or
