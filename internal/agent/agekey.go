@@ -6,8 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/secrets"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // ageKeyFile is the cluster's age identity in the state dir, in age-keygen's format (so an
@@ -65,4 +71,124 @@ func writePrivate(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// projectKeyDir holds one age identity per project other than the platform that delivers to
+// the cluster, <project>.key, in age-keygen's format like ageKeyFile (which stays the
+// platform's key, so ciphertext made before keys per project still decrypts for platform
+// releases). A release decrypts only with its own project's key, so one team's ciphertext
+// (or the platform's) copied into another team's repository does not decrypt there.
+const projectKeyDir = "age-projects"
+
+// maxProjectKeys bounds the keys an agent creates: one per project that delivers to the
+// cluster, far below it.
+const maxProjectKeys = 1024
+
+// projectKeys are the agent's per-project age keys, created when it first sees an assignment
+// of the project.
+type projectKeys struct {
+	dir      string
+	platform secrets.Key
+
+	mu   sync.Mutex
+	keys map[string]secrets.Key
+}
+
+// loadProjectKeys reads the project keys in dir's projectKeyDir; platform is the cluster key.
+func loadProjectKeys(dir string, platform secrets.Key) (*projectKeys, error) {
+	pk := &projectKeys{dir: filepath.Join(dir, projectKeyDir), platform: platform, keys: map[string]secrets.Key{}}
+	entries, err := os.ReadDir(pk.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pk, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("project age keys: %w", err)
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".key")
+		if !ok || e.IsDir() || checkProjectName(name) != nil {
+			continue // a temporary file of an interrupted write, or not ours
+		}
+		path := filepath.Join(pk.dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("project age key: %w", err)
+		}
+		k, err := secrets.ParseIdentity(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		pk.keys[name] = k
+	}
+	return pk, nil
+}
+
+// isPlatform reports whether project is the platform's: named so, or unnamed (an assignment
+// without project rules).
+func isPlatform(project string) bool { return project == "" || project == v1alpha1.ProjectPlatform }
+
+// checkProjectName refuses a project name that is not a DNS label: it names a file.
+func checkProjectName(name string) error {
+	if len(name) == 0 || len(name) > 63 || !projectNameRE.MatchString(name) {
+		return fmt.Errorf("project name %q: not a DNS label (lower-case letters, digits and '-', at most 63)", name)
+	}
+	return nil
+}
+
+var projectNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// get returns project's key, creating and saving it on first use; created says it did.
+func (pk *projectKeys) get(project string) (k secrets.Key, created bool, err error) {
+	if isPlatform(project) {
+		return pk.platform, false, nil
+	}
+	if err := checkProjectName(project); err != nil {
+		return secrets.Key{}, false, err
+	}
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if k, ok := pk.keys[project]; ok {
+		return k, false, nil
+	}
+	if len(pk.keys) >= maxProjectKeys {
+		return secrets.Key{}, false, fmt.Errorf("project %s: the agent holds %d project age keys, at most %d", project, len(pk.keys), maxProjectKeys)
+	}
+	if k, err = secrets.NewKey(); err != nil {
+		return secrets.Key{}, false, err
+	}
+	if err := os.MkdirAll(pk.dir, 0o700); err != nil {
+		return secrets.Key{}, false, fmt.Errorf("project %s: age key: %w", project, err)
+	}
+	if err := writePrivate(filepath.Join(pk.dir, project+".key"), secrets.FormatIdentity(k)); err != nil {
+		return secrets.Key{}, false, fmt.Errorf("project %s: age key: %w", project, err)
+	}
+	pk.keys[project] = k
+	return k, true, nil
+}
+
+// recipients are the public halves of the project keys, by project name.
+func (pk *projectKeys) recipients() []*agentv1.ProjectAgeRecipient {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	out := make([]*agentv1.ProjectAgeRecipient, 0, len(pk.keys))
+	for name, k := range pk.keys {
+		out = append(out, &agentv1.ProjectAgeRecipient{Project: name, Recipient: k.Recipient})
+	}
+	slices.SortFunc(out, func(a, b *agentv1.ProjectAgeRecipient) int { return strings.Compare(a.Project, b.Project) })
+	return out
+}
+
+// ensure creates the keys of the projects ds assigns releases of that the agent has none of
+// yet, so that the hub learns their recipients before a team encrypts anything; created
+// says whether any was.
+func (pk *projectKeys) ensure(ds *agentv1.DesiredState) (created bool, err error) {
+	var errs []error
+	for _, as := range ds.GetAssignments() {
+		_, c, err := pk.get(as.GetProject().GetName())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		created = created || c
+	}
+	return created, errors.Join(errs...)
 }

@@ -130,6 +130,7 @@ type Agent struct {
 	st         *state
 	id         *identity
 	reconciler Target
+	renderer   lazySandbox // renders in bounded child processes (sandbox.go)
 	httpClient *http.Client
 	cert       clientCert
 	transport  *swappableTransport
@@ -160,6 +161,8 @@ type Agent struct {
 
 	// age is the cluster's age key (agekey.go): secrets are encrypted to its recipient.
 	age secrets.Key
+	// projectKeys are the other projects' age keys (agekey.go); age is the platform's.
+	projectKeys *projectKeys
 }
 
 // New opens the state dir and, on the first start, joins the hub with the join token.
@@ -194,6 +197,9 @@ func (a *Agent) init(ctx context.Context) error {
 	}
 	joined := id == nil
 	if a.age, err = loadOrCreateAgeKey(a.opts.StateDir); err != nil {
+		return err
+	}
+	if a.projectKeys, err = loadProjectKeys(a.opts.StateDir, a.age); err != nil {
 		return err
 	}
 	if id == nil {
@@ -319,6 +325,7 @@ func (a *Agent) watchLoop(ctx context.Context) {
 // generation, the age recipient, and the refusal of the hub's latest desired state, if any.
 func (a *Agent) heartbeatRequest() *agentv1.HeartbeatRequest {
 	req := &agentv1.HeartbeatRequest{OutboxDepth: int32(a.st.outboxDepth()), AgentVersion: a.opts.Version, AgeRecipient: a.age.Recipient}
+	req.ProjectAgeRecipients = a.projectKeys.recipients()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	req.Generation = a.lastGen

@@ -8,14 +8,29 @@ import (
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-// decryptor decrypts the assignment's SOPS documents with the cluster's own age key when its
-// release asks for decryption; nil otherwise (encrypted documents are then refused).
+// decryptor decrypts the assignment's SOPS documents when its release asks for decryption,
+// with its own project's age key only: the cluster's key for the platform, the project's for
+// a team (agekey.go). So a team that copies the platform's ciphertext, or another team's,
+// into its repository gets an error naming its project, and nothing of that release is
+// applied. nil when the release asks for no decryption (encrypted documents are then
+// refused).
 func (a *Agent) decryptor(as *agentv1.Assignment) (render.Decryptor, error) {
 	switch p := as.GetDecryption(); p {
 	case "":
 		return nil, nil
 	case "sops":
-		return secrets.NewDecryptor("cluster "+a.id.Cluster, a.age.Identity)
+		project := as.GetProject().GetName()
+		if isPlatform(project) {
+			return secrets.NewDecryptor("cluster "+a.id.Cluster, a.age.Identity)
+		}
+		k, created, err := a.projectKeys.get(project)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", as.GetRelease(), err)
+		}
+		if created {
+			a.heartbeatNow()
+		}
+		return secrets.NewDecryptor(fmt.Sprintf("project %s's key on cluster %s", project, a.id.Cluster), k.Identity)
 	default:
 		return nil, fmt.Errorf("release %s: decryption provider %q: this agent knows only \"sops\"", as.GetRelease(), p)
 	}

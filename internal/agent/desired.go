@@ -120,6 +120,15 @@ func (a *Agent) setDesired(ds *agentv1.DesiredState) {
 	if err := a.st.saveDesired(ds); err != nil {
 		a.log.Error("cache desired state", "error", err)
 	}
+	// A project seen for the first time gets its age key now, and the hub its recipient at
+	// once, so that its team can encrypt for it before its first encrypted release.
+	created, err := a.projectKeys.ensure(ds)
+	if err != nil {
+		a.log.Error("project age keys", "error", err)
+	}
+	if created {
+		a.heartbeatNow()
+	}
 	a.mu.Lock()
 	a.desired = ds
 	a.lastGen = ds.Generation

@@ -3,6 +3,7 @@ package agent
 import (
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,12 +32,21 @@ type beat struct {
 	age            string
 	refused        int64
 	refusedReason  string
-	hasHeartbeated bool // a heartbeat was sent or carried by a watch request
+	projectAges    string // the project recipients, "p=age1...," in order
+	hasHeartbeated bool   // a heartbeat was sent or carried by a watch request
 }
 
 func beatOf(r *agentv1.HeartbeatRequest) beat {
 	return beat{outbox: r.GetOutboxDepth(), version: r.GetAgentVersion(), age: r.GetAgeRecipient(),
-		refused: r.GetRefusedGeneration(), refusedReason: r.GetRefusedReason(), hasHeartbeated: true}
+		refused: r.GetRefusedGeneration(), refusedReason: r.GetRefusedReason(), projectAges: projectAgesOf(r), hasHeartbeated: true}
+}
+
+func projectAgesOf(r *agentv1.HeartbeatRequest) string {
+	var b strings.Builder
+	for _, p := range r.GetProjectAgeRecipients() {
+		b.WriteString(p.GetProject() + "=" + p.GetRecipient() + ",")
+	}
+	return b.String()
 }
 
 // liveness is what the hub has heard from the agent, for the heartbeat loop to decide when to

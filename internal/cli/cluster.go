@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -210,6 +212,9 @@ func printCluster(w io.Writer, v hubapi.ClusterView) {
 	fmt.Fprintf(tw, "Name:\t%s\nLabels:\t%s\nLast seen:\t%s\nReachable:\t%v\nAgent version:\t%s\nOutbox:\t%s\nGeneration:\t%d\nReports:\t%d ingested, %d compacted by the agent's outbox\n",
 		v.Name, labelString(v.Labels), ago(v.LastSeen), v.Reachable, version, outbox, v.Generation, v.ReportsIngested, v.ReportsCompacted)
 	fmt.Fprintf(tw, "Age recipient:\t%s\n", orDash(v.AgeRecipient)) // flotilla secret encrypt encrypts to it
+	for _, p := range slices.Sorted(maps.Keys(v.ProjectAgeRecipients)) {
+		fmt.Fprintf(tw, "Age recipient (project %s):\t%s\n", p, v.ProjectAgeRecipients[p]) // --project P encrypts to it
+	}
 	tw.Flush()
 
 	fmt.Fprintln(w, "\nConditions:")

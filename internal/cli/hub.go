@@ -28,9 +28,9 @@ func newHubCommand(s streams) *cobra.Command {
 		webhookSecrets []string
 		// verifyKeys are NAME=FILE: the public keys OCI sources may name (docs/oci.md).
 		verifyKeys []string
-	)
 		// budget is the --render-* flags (hub_budget.go).
 		budget *renderBudgetFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "hub --data-dir D --fleet PATH_OR_GIT_URL",
 		Short: "Run the hub: fleet configuration, sources, scheduling, agent and user endpoints",
@@ -68,12 +68,12 @@ and several hubs may share it (docs/ha.md).`,
   # Encrypt Secrets to a recovery key too, kept offline by the platform team (docs/secrets.md)
   flotilla hub --data-dir ./hub-data --fleet ./fleet --recovery-recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p
 
-  # Agents behind a NAT that drops flows idle for 30s: PING their connections more often
   # Renders bounded tighter than the defaults (256Mi, 30s, 10000 objects, 64Mi of output);
   # a Project may lower these, never raise them (docs/rendering.md)
   flotilla hub --data-dir ./hub-data --fleet ./fleet --render-memory 128Mi --render-timeout 10s \
     --render-max-objects 5000
 
+  # Agents behind a NAT that drops flows idle for 30s: PING their connections more often
   flotilla hub --data-dir ./hub-data --fleet ./fleet --agent-ping-interval 20s --agent-ping-timeout 10s
 
   # A fleet in a Git repository, listening on all interfaces
@@ -101,10 +101,10 @@ and several hubs may share it (docs/ha.md).`,
 			if err := hub.CheckAgentPing(opts); err != nil {
 				return usageError{err}
 			}
-			st, err := openStore(cmd, opts.DataDir, storeLocation)
 			if opts.RenderBudget, err = budget.limits(); err != nil {
 				return usageError{err}
 			}
+			st, err := openStore(cmd, opts.DataDir, storeLocation)
 			if err != nil {
 				return err
 			}
@@ -176,10 +176,10 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
 	// Keys that OCI sources' cosign signatures are verified with (docs/oci.md).
 	f.StringArrayVar(&opts.RecoveryRecipients, "recovery-recipient", nil, "also encrypt every Secret `flotilla secret encrypt` writes to this age recipient (age1...), whose holder can decrypt and re-encrypt it when clusters change (repeatable; docs/secrets.md)")
+	budget = addRenderBudgetFlags(f) // hub_budget.go
 	f.StringArrayVar(&verifyKeys, "verify-key", nil, "trust a cosign public key for OCI sources that name it in verify.cosign.publicKeys: NAME=FILE, FILE a cosign.pub PEM file (ECDSA P-256, RSA or Ed25519); loaded at start (repeatable; default: none, and sources that ask for verification are refused)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
 	cmd.AddCommand(newHubImportReportsCommand(s)) // hub_reports.go
-	budget = addRenderBudgetFlags(f)
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/secrets"
 )
@@ -37,9 +38,16 @@ values under data and stringData are encrypted; apiVersion, kind and metadata st
 The result is what "sops --encrypt --age ... --encrypted-regex '^(data|stringData)$'" writes:
 sops decrypts it, and the agent decrypts files the sops CLI wrote.
 
+Each cluster's agent holds one age key per project that delivers to it: a release decrypts
+only with its own project's key, so a file encrypted for one project does not decrypt in
+another project's release, even copied byte for byte. --project P (default platform, the
+clusters' own keys) encrypts for project P's keys on the selected clusters; an agent makes
+P's key when it is first assigned a release of P.
+
 The hub says which recipient each selected cluster has. A selected cluster without one (its
-agent has not joined yet) could not decrypt the file: encrypt is refused, naming it, unless
---allow-missing. A release delivers such files with spec.decryption.provider: sops.
+agent has not joined yet, or no release of the project is assigned there yet) could not
+decrypt the file: encrypt is refused, naming it, unless --allow-missing. A release delivers
+such files with spec.decryption.provider: sops.
 
 FILE is one Secret per file (- reads standard input). The output goes to standard output,
 to -o FILE, or back into FILE with --in-place; which clusters it was encrypted for goes to
@@ -53,13 +61,17 @@ func newSecretEncryptCommand(s streams) *cobra.Command {
 		inPlace      bool
 		outFile      string
 		allowMissing bool
+		project      string
 	)
 	cmd := &cobra.Command{
-		Use:   "encrypt --selector LABELS [--recipient age1...] [--in-place | -o FILE] FILE",
+		Use:   "encrypt --selector LABELS [--project P] [--recipient age1...] [--in-place | -o FILE] FILE",
 		Short: "Encrypt a Secret manifest with SOPS for the selected clusters' age keys",
 		Long:  secretEncryptLong,
 		Example: `  # Encrypt for every production cluster, in place, then commit it
   flotilla secret encrypt --selector env=prod --in-place secrets/db.yaml
+
+  # For the releases of project team-a on the production clusters (their team-a keys)
+  flotilla secret encrypt --project team-a --selector env=prod -o team-a/secrets/db.yaml db.yaml
 
   # Production in the EU and the staging clusters, plus a team's own key
   flotilla secret encrypt --selector env=prod,region=eu --selector env=staging \
@@ -103,14 +115,21 @@ func newSecretEncryptCommand(s streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				keys, err := c.AgeKeys(cmd.Context(), selectors)
+				keys, err := c.AgeKeys(cmd.Context(), selectors, project)
 				if err != nil {
 					return fmt.Errorf("age keys of the selected clusters: %w", err)
+				}
+				if keys.Project != project {
+					// A hub older than keys per project answers with the clusters' own keys.
+					return fmt.Errorf("--project %s: the hub answered with the keys of project %q: it is older than keys per project", project, keys.Project)
 				}
 				if len(keys.Clusters) == 0 && len(keys.Missing) == 0 {
 					return fmt.Errorf("no cluster matches --selector %s", strings.Join(selectors, " --selector "))
 				}
 				if len(keys.Missing) > 0 && !allowMissing {
+					if project != v1alpha1.ProjectPlatform {
+						return fmt.Errorf("%s: no age key of project %s yet (no release of %s has been assigned there, or the agent is older than keys per project), so it could not decrypt: encrypt again once a release of %s is assigned there, or pass --allow-missing", plural(keys.Missing, "cluster", "clusters"), project, project, project)
+					}
 					return fmt.Errorf("%s: no age key yet (the agent has not joined, or is older than age keys), so it could not decrypt: encrypt again once it has joined, or pass --allow-missing", plural(keys.Missing, "cluster", "clusters"))
 				}
 				for _, k := range keys.Clusters {
@@ -139,6 +158,9 @@ func newSecretEncryptCommand(s streams) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(s.errOut, "Encrypted %s for %s", displayName(in), plural(clusters, "cluster", "clusters"))
+			if project != v1alpha1.ProjectPlatform && len(selectors) > 0 {
+				fmt.Fprintf(s.errOut, " (project %s's keys)", project)
+			}
 			if len(recipients) > 0 {
 				fmt.Fprintf(s.errOut, ", %d recipient(s) named with --recipient", len(recipients))
 			}
@@ -152,6 +174,7 @@ func newSecretEncryptCommand(s streams) *cobra.Command {
 	f.StringArrayVar(&recipients, "recipient", nil, "also encrypt for this age recipient, age1... (repeatable)")
 	f.BoolVar(&inPlace, "in-place", false, "write the result back into FILE")
 	f.StringVarP(&outFile, "output", "o", "", "write the result to this file (default: standard output)")
+	f.StringVar(&project, "project", v1alpha1.ProjectPlatform, "encrypt for this project's keys on the selected clusters: only its releases can decrypt the file")
 	f.BoolVar(&allowMissing, "allow-missing", false, "encrypt even when selected clusters have no age key yet (they will not be able to decrypt)")
 	return cmd
 }

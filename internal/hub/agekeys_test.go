@@ -90,7 +90,7 @@ func TestAgeRecipients(t *testing.T) {
 	})
 
 	t.Run("agekeys for secret encrypt", func(t *testing.T) {
-		v, err := th.api.AgeKeys(ctx, []string{"env=prod"})
+		v, err := th.api.AgeKeys(ctx, []string{"env=prod"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestAgeRecipients(t *testing.T) {
 			strings.Join(v.Missing, ",") != "us-1" || strings.Join(v.RecoveryRecipients, ",") != recovery {
 			t.Errorf("agekeys env=prod = %+v", v)
 		}
-		v, err = th.api.AgeKeys(ctx, []string{"env=prod", "env=dev"})
+		v, err = th.api.AgeKeys(ctx, []string{"env=prod", "env=dev"}, "")
 		if err != nil || len(v.Clusters) != 2 {
 			t.Errorf("two selectors pick the clusters of either: %+v, %v", v, err)
 		}
@@ -111,7 +111,7 @@ func TestAgeRecipients(t *testing.T) {
 			{[]string{"env in (prod"}, `selector "env in (prod"`},
 			{[]string{strings.Repeat("a", 1100)}, "at most 1024"},
 		} {
-			_, err := th.api.AgeKeys(ctx, tc.sels)
+			_, err := th.api.AgeKeys(ctx, tc.sels, "")
 			var se *hubapi.StatusError
 			if !errors.As(err, &se) || se.Code != 400 || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("agekeys %q: err = %v, want 400 %q", tc.sels, err, tc.want)

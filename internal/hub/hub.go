@@ -392,6 +392,7 @@ func (h *Hub) newController() error {
 	h.ctrl, err = controller.New(d, controller.Options{
 		Fleet: h.opts.Fleet, FleetBranch: h.opts.FleetBranch, FleetPath: h.opts.FleetPath,
 		FleetInterval: h.opts.FleetInterval, WorkDir: h.opts.DataDir,
+		Schedule: schedule.Options{RenderBudget: h.opts.RenderBudget},
 	})
 	return err
 }
@@ -400,7 +401,6 @@ func (h *Hub) newController() error {
 // whichever replica holds the controller lease.
 func (h *Hub) kickController() {
 	h.ctrl.Wake()
-		Schedule: schedule.Options{RenderBudget: h.opts.RenderBudget},
 	h.repl.Publish(replica.Event{Kind: replica.EventClusters})
 }
 

@@ -32,6 +32,10 @@ type ClusterView struct {
 	// AgeRecipient is the public half of the age key the cluster's agent generated:
 	// `flotilla secret encrypt` encrypts to it. Absent until the agent sent one.
 	AgeRecipient string `json:"ageRecipient,omitempty"`
+	// ProjectAgeRecipients are the public halves of the agent's keys for the projects other
+	// than the platform that deliver to the cluster, by project: `flotilla secret encrypt
+	// --project P` encrypts to P's. The platform's is AgeRecipient.
+	ProjectAgeRecipients map[string]string `json:"projectAgeRecipients,omitempty"`
 }
 
 // Condition is one fact about a cluster, in the shape of a Kubernetes condition: Type holds

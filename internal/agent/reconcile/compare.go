@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/textcut"
 )
 
@@ -99,19 +100,38 @@ const redacted = "(redacted)"
 
 // changedFields lists the fields (".spec.replicas", ".data.key") whose values differ between
 // live and the dry-run result of applying the desired state, with the values on each side.
-// Status is not compared. A Secret's values are never carried, only its paths.
+// Status is not compared. A Secret's values are never carried, only its paths; nor are those
+// of an object of any kind that came from a decrypted document (render.DecryptedAnnotation)
+// outside apiVersion, kind and metadata, which SOPS leaves readable.
 func changedFields(live, dryRun *unstructured.Unstructured) []FieldDrift {
 	a, b := comparable(live), comparable(dryRun)
 	var fields []FieldDrift
 	diffInto(&fields, "", a, b)
 	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""
+	decrypted := wasDecrypted(live) || wasDecrypted(dryRun)
 	for i := range fields {
-		if secret {
+		if secret || (decrypted && !readableWhenDecrypted(fields[i].Path)) {
 			fields[i].Desired, fields[i].Live = redactedIfSet(fields[i].Desired), redactedIfSet(fields[i].Live)
 		}
 	}
 	sort.Slice(fields, func(i, j int) bool { return fields[i].Path < fields[j].Path })
 	return fields
+}
+
+// wasDecrypted reports whether u carries the renderer's mark of a decrypted document.
+func wasDecrypted(u *unstructured.Unstructured) bool {
+	return u != nil && u.GetAnnotations()[render.DecryptedAnnotation] == "true"
+}
+
+// readableWhenDecrypted reports whether a field's values may be carried for a decrypted
+// object: its identity, not its content.
+func readableWhenDecrypted(path string) bool {
+	for _, top := range []string{".apiVersion", ".kind", ".metadata"} {
+		if path == top || strings.HasPrefix(path, top+".") || strings.HasPrefix(path, top+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func redactedIfSet(v string) string {

@@ -107,6 +107,9 @@ func (d decryption) yamlStream(rel string, docs []*yaml.Node) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{File: rel, Err: fmt.Errorf("%s: %w", which, err)}
 	}
+	if plain, err = markDecrypted(plain, "yaml"); err != nil {
+		return nil, &Error{File: rel, Err: fmt.Errorf("%s: %w", which, err)}
+	}
 	return plain, nil
 }
 
@@ -188,7 +191,93 @@ func (d decryption) decrypt(rel string, doc int, text []byte, format string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("document %d: %w", doc, err)
 	}
+	if plain, err = markDecrypted(plain, format); err != nil {
+		return nil, fmt.Errorf("document %d: %w", doc, err)
+	}
 	return plain, nil
+}
+
+// DecryptedAnnotation marks an object that came from a decrypted SOPS document, whatever its
+// kind: the agent never carries its values (outside apiVersion, kind and metadata) to the
+// hub in drift or object detail. It is set on the plaintext before anything else reads it,
+// so kustomize's transformers and Helm keep it like any annotation.
+const DecryptedAnnotation = "flotilla.dev/decrypted"
+
+// markDecrypted sets DecryptedAnnotation on every object of plain, one or more YAML
+// documents or one JSON document. Errors never hold a value of the plaintext.
+func markDecrypted(plain []byte, format string) ([]byte, error) {
+	if format == "json" {
+		var obj map[string]any
+		if err := json.Unmarshal(plain, &obj); err != nil {
+			return nil, errors.New("the decrypted document is not a JSON object")
+		}
+		md, _ := obj["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+			obj["metadata"] = md
+		}
+		ann, _ := md["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+			md["annotations"] = ann
+		}
+		ann[DecryptedAnnotation] = "true"
+		return json.Marshal(obj)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(plain))
+	var out bytes.Buffer
+	for i := 0; ; i++ {
+		n := new(yaml.Node)
+		if err := dec.Decode(n); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, errors.New("the decrypted document is not YAML")
+		}
+		if root := resolveNode(n); root != nil && root.Kind == yaml.MappingNode {
+			setAnnotation(root, DecryptedAnnotation, "true")
+		}
+		text, err := encodeNode(n)
+		if err != nil {
+			return nil, errors.New("the decrypted document does not encode as YAML")
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(text)
+	}
+	return out.Bytes(), nil
+}
+
+// setAnnotation sets metadata.annotations[key] = value in the mapping n, creating what is
+// missing.
+func setAnnotation(n *yaml.Node, key, value string) {
+	md := mappingChild(n, "metadata")
+	ann := mappingChild(md, "annotations")
+	for i := 0; i+1 < len(ann.Content); i += 2 {
+		if ann.Content[i].Value == key {
+			ann.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle}
+			return
+		}
+	}
+	ann.Content = append(ann.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
+}
+
+// mappingChild returns the mapping under key in n, replacing a missing or null one.
+func mappingChild(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			if v := resolveNode(n.Content[i+1]); v != nil && v.Kind == yaml.MappingNode {
+				return v
+			}
+			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			n.Content[i+1] = m
+			return m
+		}
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, m)
+	return m
 }
 
 // hasSOPSKey reports whether n is a mapping with a "sops" key.

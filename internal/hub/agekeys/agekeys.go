@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/secrets"
+	"github.com/flotilla/flotilla/internal/textcut"
 )
 
 // Kind is the store record kind of a cluster's recipient.
@@ -60,6 +64,10 @@ func Delete(ctx context.Context, st interface {
 	DeleteRecord(ctx context.Context, kind, key string, expect int64) error
 }, cluster string) error {
 	err := st.DeleteRecord(ctx, Kind, cluster, store.AnyVersion)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	err = st.DeleteRecord(ctx, ProjectKind, cluster, store.AnyVersion)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -76,6 +84,8 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	known map[string]string
+	// knownProjects: the project recipients last stored, by cluster (ObserveProjects).
+	knownProjects map[string]map[string]string
 }
 
 // NewTracker returns a tracker that stores in st and audits with record.
@@ -129,4 +139,107 @@ func (t *Tracker) Forget(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.known, cluster)
+	delete(t.knownProjects, cluster)
+}
+
+// ProjectKind is the store record kind of a cluster's per-project recipients (key the
+// cluster): the public halves of the keys its agent holds for the projects other than the
+// platform that deliver to it. A release decrypts only with its own project's key; the
+// platform's is the cluster's recipient (Kind).
+const ProjectKind = "agekey.project"
+
+// MaxProjects bounds the project recipients one agent may send, as the agent bounds its keys.
+const MaxProjects = 1024
+
+type projectRecord struct {
+	Projects map[string]string `json:"projects"`
+}
+
+// DecodeProjects returns the project recipients a record of ProjectKind holds, by project.
+func DecodeProjects(r store.Record) (map[string]string, error) {
+	var rec projectRecord
+	if err := json.Unmarshal(r.Data, &rec); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", ProjectKind, r.Key, err)
+	}
+	return rec.Projects, nil
+}
+
+// GetProjects returns the cluster's project recipients, by project; nil when its agent has
+// sent none.
+func GetProjects(ctx context.Context, st interface {
+	GetRecord(ctx context.Context, kind, key string) (store.Record, error)
+}, cluster string) (map[string]string, error) {
+	r, err := st.GetRecord(ctx, ProjectKind, cluster)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return DecodeProjects(r)
+}
+
+// CheckProjects refuses project recipients an agent sent that are not what an agent sends:
+// over MaxProjects, a project name that is not a DNS label or twice, or a recipient that is
+// not an age X25519 recipient.
+func CheckProjects(projects map[string]string) error {
+	if len(projects) > MaxProjects {
+		return fmt.Errorf("%d project age recipients, at most %d", len(projects), MaxProjects)
+	}
+	for p, r := range projects {
+		if len(p) == 0 || len(p) > 63 || !dnsLabel.MatchString(p) {
+			return fmt.Errorf("project age recipient: project name %q is not a DNS label", textcut.Cut(p, 64))
+		}
+		if err := secrets.CheckRecipient(r); err != nil {
+			return fmt.Errorf("project %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ObserveProjects records the project recipients cluster's agent sent (none from an agent
+// older than keys per project: nothing happens), replacing those it sent before.
+func (t *Tracker) ObserveProjects(ctx context.Context, cluster string, projects map[string]string) error {
+	if len(projects) == 0 {
+		return nil
+	}
+	if err := CheckProjects(projects); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	same := t.knownProjects != nil && maps.Equal(t.knownProjects[cluster], projects)
+	t.mu.Unlock()
+	if same {
+		return nil
+	}
+	old, err := GetProjects(ctx, t.st, cluster)
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(old, projects) {
+		data, _ := json.Marshal(projectRecord{Projects: projects})
+		if _, err := t.st.PutRecord(ctx, store.Record{Kind: ProjectKind, Key: cluster, Data: data}, store.AnyVersion); err != nil {
+			return err
+		}
+		for _, p := range slices.Sorted(maps.Keys(projects)) {
+			if old[p] == projects[p] {
+				continue
+			}
+			t.log.Info("project age recipient recorded", "cluster", cluster, "project", p, "recipient", projects[p], "previous", old[p])
+			detail := map[string]any{"project": p, "recipient": projects[p]}
+			if old[p] != "" {
+				detail["previous"] = old[p]
+			}
+			t.record(ctx, audit.Event{Actor: "agent:" + cluster, Action: "cluster.agekey", Cluster: cluster, Detail: detail})
+		}
+	}
+	t.mu.Lock()
+	if t.knownProjects == nil {
+		t.knownProjects = map[string]map[string]string{}
+	}
+	t.knownProjects[cluster] = maps.Clone(projects)
+	t.mu.Unlock()
+	return nil
 }

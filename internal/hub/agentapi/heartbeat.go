@@ -32,6 +32,9 @@ func (s *Server) heartbeat(ctx context.Context, cluster string, hb *agentv1.Hear
 	if err := s.observeAgeKey(ctx, cluster, hb.GetAgeRecipient()); err != nil {
 		return err
 	}
+	if err := s.observeProjectKeys(ctx, cluster, hb.GetProjectAgeRecipients()); err != nil {
+		return err
+	}
 	if gen := hb.GetRefusedGeneration(); gen != 0 && s.refused.first(cluster, gen) {
 		reason := boundReason(hb.GetRefusedReason())
 		s.d.Metrics.DesiredRefused.Inc()

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
@@ -58,6 +59,14 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: %d selectors, at most %d", len(raw), maxSelectors))
 		return
 	}
+	project := r.URL.Query().Get("project")
+	if project == "" {
+		project = v1alpha1.ProjectPlatform
+	}
+	if len(project) > 63 {
+		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: project is %d bytes, at most 63", len(project)))
+		return
+	}
 	sels := make([]labels.Selector, len(raw))
 	for i, s := range raw {
 		if len(s) > maxSelectorBytes {
@@ -92,7 +101,18 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			keys[rec.Key] = rcp
 		}
 	}
-	out := hubapi.AgeKeysView{Clusters: []hubapi.ClusterAgeKey{}, Missing: []string{}, RecoveryRecipients: a.recovery}
+	precords, err := a.st.ListRecords(r.Context(), agekeys.ProjectKind)
+	if err != nil {
+		userapi.WriteError(w, http.StatusInternalServerError, err)
+		return
+	}
+	projects := make(map[string]map[string]string, len(precords))
+	for _, rec := range precords {
+		if ps, err := agekeys.DecodeProjects(rec); err == nil {
+			projects[rec.Key] = ps
+		}
+	}
+	out := hubapi.AgeKeysView{Project: project, Clusters: []hubapi.ClusterAgeKey{}, Missing: []string{}, RecoveryRecipients: a.recovery}
 	if out.RecoveryRecipients == nil {
 		out.RecoveryRecipients = []string{}
 	}
@@ -100,8 +120,14 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		if !userapi.VisibleCluster(r.Context(), c) || !slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(c.Labels)) }) {
 			continue
 		}
-		if k, ok := keys[c.Name]; ok {
-			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k})
+		k, ok := keys[c.Name]
+		if project != v1alpha1.ProjectPlatform {
+			// The project's key on that cluster, never the cluster's own: a release of the
+			// project decrypts with nothing else.
+			k, ok = projects[c.Name][project]
+		}
+		if ok && k != "" {
+			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: projects[c.Name]})
 		} else {
 			out.Missing = append(out.Missing, c.Name)
 		}
