@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
 )
 
@@ -21,6 +22,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	render.RunChildIfRequested() // the agent's render Sandbox runs this binary as its child
 	code := m.Run()
 	if cluster != nil {
 		if err := cluster.Stop(); err != nil {

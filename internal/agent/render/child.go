@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/flotilla/flotilla/internal/procstat"
@@ -84,10 +86,25 @@ func (e *remoteCause) Unwrap() error { return e.sentinel }
 // ChildVerb; otherwise it returns at once. Call it first in a test binary's TestMain, so that
 // a Sandbox in the test finds the verb in os.Executable() as it does in the flotilla binary.
 func RunChildIfRequested() {
+	childHook.Store(true)
 	if len(os.Args) < 2 || os.Args[1] != ChildVerb {
 		return
 	}
 	os.Exit(RunChild(os.Stdin, os.Stdout))
+}
+
+// childHook records that RunChildIfRequested ran in this process: a test binary without
+// it would, run as a child, run its whole test suite instead of rendering, so NewSandbox
+// refuses to use such a binary (childHookMissing).
+var childHook atomic.Bool
+
+// childHookMissing says why exe cannot serve as the render child: a test binary (name
+// ending in .test) whose TestMain does not call RunChildIfRequested.
+func childHookMissing(exe string) error {
+	if strings.HasSuffix(exe, ".test") && !childHook.Load() {
+		return fmt.Errorf("render sandbox: test binary %s does not serve renders: call render.RunChildIfRequested() first in its TestMain", exe)
+	}
+	return nil
 }
 
 // RunChild serves one render request from in on out, bounding its own process first, and

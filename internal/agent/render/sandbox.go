@@ -94,6 +94,9 @@ func NewSandbox(o SandboxOptions) (*Sandbox, error) {
 		}
 		o.Executable = exe
 	}
+	if err := childHookMissing(o.Executable); err != nil {
+		return nil, err
+	}
 	return &Sandbox{exe: o.Executable, interval: o.Interval, slots: newFair(o.Concurrent)}, nil
 }
 
