@@ -421,7 +421,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 	if err != nil {
 		return nil, true, err
 	}
-	objects, err := render.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec,
+	objects, err := a.renderer.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec,
 		Budget: renderBudget(as.GetRenderBudget())})
 	if err != nil {
 		a.helmFailed(helm)

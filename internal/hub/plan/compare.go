@@ -50,6 +50,8 @@ type renderer struct {
 	count  int
 	// cut counts renders the limits left out, by limit.
 	overCount, overTime int
+	// sandbox renders in a bounded child process, as the agent does (sandbox.go).
+	sandbox lazySandbox
 }
 
 func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
@@ -129,7 +131,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 		return res
 	}
 	// The hub holds no cluster's key: a release that decrypts is planned on its ciphertext.
-	objs, err := render.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != "",
+	objs, err := r.sandbox.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != "",
 		Budget: planBudget(a.RenderBudget)})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
