@@ -20,6 +20,11 @@ type HelmSource struct {
 	// Insecure allows an http:// repository (or a plain-HTTP registry); without it both are
 	// refused.
 	Insecure bool `json:"insecure,omitempty"`
+	// DependencyHosts are the hosts, beside the repository's own, from which the hub fetches
+	// the dependencies the chart names: "charts.example.com" (any port), "host:8443" (that
+	// port), "*.example.com" (any subdomain). A dependency elsewhere is refused before it is
+	// contacted. A tenant fleet repository may not set it.
+	DependencyHosts []string `json:"dependencyHosts,omitempty"`
 }
 
 // OCISource is an OCI artifact holding manifests, as `flux push artifact` and `oras push`

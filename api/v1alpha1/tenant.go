@@ -126,6 +126,9 @@ func (v *validator) tenant(f *Fleet, t *Tenant) {
 			field, url, creds = "spec.git", g.URL, g.Credentials
 		case s.Spec.Helm != nil:
 			field, url, creds = "spec.helm", SourceURL(s.Spec), s.Spec.Helm.Credentials
+			if len(s.Spec.Helm.DependencyHosts) > 0 {
+				add("spec.helm.dependencyHosts", "a tenant's chart dependencies are fetched from its repository's own host only (or vendored in charts/); only the main fleet may name other hosts")
+			}
 		case s.Spec.OCI != nil:
 			field, url, creds = "spec.oci", s.Spec.OCI.URL, s.Spec.OCI.Credentials
 		default:

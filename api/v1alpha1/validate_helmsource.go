@@ -31,6 +31,7 @@ func validateHelmSource(h *HelmSource, add func(field, msg string)) {
 			add("spec.helm.version", fmt.Sprintf("%q is not a semver range or version: %v", h.Version, err))
 		}
 	}
+	validateDependencyHosts(h.DependencyHosts, add)
 }
 
 // validateHelmRepository checks spec.helm.repository and reports whether it is an OCI registry.

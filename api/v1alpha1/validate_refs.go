@@ -71,3 +71,14 @@ func SourceURL(s SourceSpec) string {
 	}
 	return ""
 }
+
+// validateDependencyHosts checks spec.helm.dependencyHosts: host names, host:port or
+// *.domain, as the operator's credential hosts are written.
+func validateDependencyHosts(hosts []string, add func(field, msg string)) {
+	for i, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "/@ ?#") || strings.Contains(h, "://") || strings.Count(h, "*") > 1 ||
+			strings.Contains(h, "*") && !strings.HasPrefix(h, "*.") {
+			add(fmt.Sprintf("spec.helm.dependencyHosts[%d]", i), fmt.Sprintf("%q: want a host name, host:port or *.domain", h))
+		}
+	}
+}

@@ -110,6 +110,11 @@ func TestParseTenantReferences(t *testing.T) {
 			},
 		},
 		{
+			name: "dependency hosts of its choosing",
+			docs: src("chart", "  helm: {repository: 'https://charts.example.com/team-a', chart: web, dependencyHosts: ['169.254.169.254']}\n"),
+			want: []string{f + ` line 1: Source/chart: spec.helm.dependencyHosts: a tenant's chart dependencies are fetched from its repository's own host only (or vendored in charts/); only the main fleet may name other hosts`},
+		},
+		{
 			name: "a poll faster than a tenant's minimum",
 			docs: src("values", "  git: {url: 'https://git.example.com/team-a/values.git'}\n  interval: 10s\n"),
 			want: []string{f + ` line 1: Source/values: spec.interval: must be at least 1m0s in a tenant fleet repository, not 10s`},
@@ -138,5 +143,20 @@ func TestParseTenantReferences(t *testing.T) {
 	}
 	if n := dials(); n != 0 {
 		t.Fatalf("the listener counted %d connections, want none", n)
+	}
+}
+
+// TestDependencyHostsValidation: spec.helm.dependencyHosts are host names, host:port or
+// *.domain; a URL or a path is refused, naming the entry.
+func TestDependencyHostsValidation(t *testing.T) {
+	const f = "fleet.yaml"
+	doc := "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: chart}\nspec:\n  helm: {repository: 'https://charts.example.com', chart: web, dependencyHosts: [charts.bitnami.com, 'host:8443', '*.example.com', 'https://evil/', 'a*b']}\n"
+	_, err := Parse(map[string][]byte{f: []byte(doc)})
+	want := []string{
+		f + ` line 1: Source/chart: spec.helm.dependencyHosts[3]: "https://evil/": want a host name, host:port or *.domain`,
+		f + ` line 1: Source/chart: spec.helm.dependencyHosts[4]: "a*b": want a host name, host:port or *.domain`,
+	}
+	if diff := cmp.Diff(want, problemsOf(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
