@@ -191,8 +191,9 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		}}},
 		&rbacv1.RoleBinding{ObjectMeta: meta(InventoriesRole, InventoryNamespace), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: InventoriesRole}},
+		// Impersonation of the ServiceAccounts deploy/agent lists only (by name), never any.
 		&rbacv1.ClusterRole{ObjectMeta: meta(Name, ""), Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"},
+			APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"deployer"}, Verbs: []string{"impersonate"},
 		}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: meta(Name, ""), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: Name}},
