@@ -175,18 +175,28 @@ func (a *argo) projectServiceAccount(o *Object, f func(Level, string, string, st
 			f(LeftOut, field, fmt.Sprintf("ServiceAccount %q in namespace %q: a Flotilla project needs one ServiceAccount in a named namespace", sa, ns), "")
 			continue
 		}
+		// A ServiceAccount in a namespace the project writes could be handed to the team's own
+		// pods or bound to more rights by its releases; one in kube-* or the agent's namespace
+		// is refused by the hub. Either way it moves to the tenants' namespace.
+		why := v1alpha1.ReservedServiceAccountNamespace(ns)
+		if why == "" && slices.ContainsFunc(p.Spec.Namespaces, func(pat string) bool { return v1alpha1.Glob(pat, ns) }) {
+			why = "the project's releases write that namespace, so they could run a pod as it or grant it more"
+		}
+		if why != "" {
+			f(Action, field, fmt.Sprintf("Argo CD applied as %s/%s; a Flotilla project may not (%s): the project names %s/%s instead",
+				ns, sa, why, TenantsNamespace, sa), "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md)")
+			ns = TenantsNamespace
+		}
 		p.Spec.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: ns, Name: sa}
 	}
 	if p.Spec.ServiceAccount == nil {
-		ns := "flotilla-system"
-		for _, n := range p.Spec.Namespaces {
-			if !strings.Contains(n, "*") {
-				ns = n
-				break
-			}
-		}
-		p.Spec.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: ns, Name: "flotilla-" + p.Metadata.Name}
-		f(LeftOut, "spec.destinationServiceAccounts", fmt.Sprintf("Argo CD applied this project's objects as its own controller; a Flotilla project applies them as a ServiceAccount: the project names %s/%s, which does not exist yet",
-			ns, p.Spec.ServiceAccount.Name), "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md), or change spec.serviceAccount")
+		p.Spec.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: TenantsNamespace, Name: "flotilla-" + p.Metadata.Name}
+		f(LeftOut, "spec.destinationServiceAccounts", fmt.Sprintf("Argo CD applied this project's objects as its own controller; a Flotilla project applies them as a ServiceAccount: the project names %s/%s, in a namespace no project writes, which does not exist yet",
+			TenantsNamespace, p.Spec.ServiceAccount.Name), "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md), or change spec.serviceAccount")
 	}
 }
+
+// TenantsNamespace holds the ServiceAccounts imported projects apply as (docs/projects.md):
+// a namespace no project may write, so that no release can run a pod as its project's
+// ServiceAccount, hold a token for it or bind it more rights.
+const TenantsNamespace = "flotilla-tenants"
