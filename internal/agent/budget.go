@@ -3,9 +3,19 @@ package agent
 import (
 	"time"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
+
+// projectName is the project an assignment's release belongs to: the platform's when the
+// hub sends no project rules.
+func projectName(as *agentv1.Assignment) string {
+	if n := as.GetProject().GetName(); n != "" {
+		return n
+	}
+	return v1alpha1.ProjectPlatform
+}
 
 // renderBudget is the budget an assignment's renders run under: the hub's, each field it
 // leaves unset (or a hub that sends none) the agent's default.

@@ -422,7 +422,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		return nil, true, err
 	}
 	objects, err := a.renderer.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec,
-		Budget: renderBudget(as.GetRenderBudget())})
+		Budget: renderBudget(as.GetRenderBudget()), Project: projectName(as), Release: as.GetRelease()})
 	if err != nil {
 		a.helmFailed(helm)
 		return nil, true, err

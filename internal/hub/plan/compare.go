@@ -132,7 +132,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	}
 	// The hub holds no cluster's key: a release that decrypts is planned on its ciphertext.
 	objs, err := r.sandbox.Render(r.ctx, render.Options{Root: root, Path: a.Path, Vars: a.Vars, Helm: helm, KeepEncrypted: a.Decryption != "",
-		Budget: planBudget(a.RenderBudget)})
+		Budget: planBudget(a.RenderBudget), Project: planProject(a), Release: a.Release})
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 			r.overTime++
@@ -490,6 +490,15 @@ func cut(s string, n int) string {
 		i = n
 	}
 	return s[:i+1] + fmt.Sprintf("... (%d more bytes of diff left out)\n", len(s)-i-1)
+}
+
+// planProject is the project an assignment's release belongs to, for the render's fair
+// share and its errors.
+func planProject(a schedule.Assignment) string {
+	if a.Project != nil && a.Project.Name != "" {
+		return a.Project.Name
+	}
+	return v1alpha1.ProjectPlatform
 }
 
 // planBudget is the budget a plan renders an assignment under: the one the agent would run
