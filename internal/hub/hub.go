@@ -65,6 +65,10 @@ type Options struct {
 	// unauthenticated Join. Default 1 and 20.
 	JoinQPS   float64
 	JoinBurst int
+	// APIQPS and APIBurst are each principal's token bucket of changing user API calls
+	// (sync, freeze, suspend, rollout actions, plan, tokens). Default 2 and 30.
+	APIQPS   float64
+	APIBurst int
 	// WebhookSecrets are the secrets of the Git providers' webhooks (/hooks/github,
 	// /hooks/gitlab, /hooks/generic) by provider; a provider without one is not served.
 	WebhookSecrets map[string]string
@@ -82,13 +86,13 @@ type Options struct {
 	// writes is encrypted to as well as to the selected clusters: their holders can decrypt
 	// and re-encrypt when clusters change (docs/secrets.md). Each must parse, or New fails.
 	RecoveryRecipients []string
+	// RenderBudget is the platform's default render budget (--render-*): what a release's
+	// renders run under unless its Project lowers it. A zero field: the renderer's default.
+	RenderBudget v1alpha1.BudgetLimits
 	// MaxArtifactDownloads bounds artifact downloads served at once. Default 16.
 	MaxArtifactDownloads int
 	// MaxInflightReports bounds Report calls decoded and ingested at once, which bounds the
 	// memory a report storm takes. Default 64.
-	// RenderBudget is the platform's default render budget (--render-*): what a release's
-	// renders run under unless its Project lowers it. A zero field: the renderer's default.
-	RenderBudget v1alpha1.BudgetLimits
 	MaxInflightReports int
 	// TokenTTL is the lifetime of join tokens. Default 24h.
 	TokenTTL time.Duration
@@ -136,6 +140,8 @@ const (
 	DefaultGlobalBurst          = 4000
 	DefaultJoinQPS              = 1.0
 	DefaultJoinBurst            = 20
+	// UserAPIReadTimeout bounds the reading of a user API request, its body included.
+	UserAPIReadTimeout = 2 * time.Minute
 	DefaultMaxArtifactDownloads = 16
 	DefaultMaxInflightReports   = 64
 	DefaultLeaseTTL             = replica.DefaultLeaseTTL
@@ -351,7 +357,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	// stop answering PINGs, and keeps their buffers small (agentapi.HTTP2).
 	agentSrv := &http.Server{Handler: h.agent.Handler(), TLSConfig: h.agent.TLSConfig(serverTLS(cert)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 		HTTP2: agentapi.HTTP2(h.opts.AgentPing)}
-	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	// The user API's ReadTimeout bounds a whole request, body included: a client that trickles
+	// a plan or bundle upload holds a connection no longer (no user API route streams a body).
+	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: UserAPIReadTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })

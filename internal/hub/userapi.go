@@ -28,6 +28,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 	uo := userapi.Options{
 		AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),
 		TokenTTL: o.TokenTTL, UnreachableAfter: o.UnreachableAfter,
+		MutationQPS: o.APIQPS, MutationBurst: o.APIBurst,
 	}
 	var device userapi.DeviceFlow
 	if o.OIDC.Issuer != "" {

@@ -26,9 +26,12 @@ type DeviceFlow interface {
 // the issuer: a page polls every few seconds.
 func newDeviceLimit() *rate.Limiter { return rate.NewLimiter(20, 40) }
 
-func (api *API) deviceFlow(w http.ResponseWriter) bool {
+func (api *API) deviceFlow(w http.ResponseWriter, r *http.Request) bool {
 	if api.d.Device == nil {
 		writeError(w, http.StatusNotFound, errors.New("this hub has no OIDC sign-in (--oidc-issuer)"))
+		return false
+	}
+	if !api.limitDevice(w, r) {
 		return false
 	}
 	if !api.deviceLimit.Allow() {
@@ -41,7 +44,7 @@ func (api *API) deviceFlow(w http.ResponseWriter) bool {
 
 // startDeviceLogin serves POST /api/v1/login/device: a device code for the dashboard.
 func (api *API) startDeviceLogin(w http.ResponseWriter, r *http.Request) {
-	if !api.deviceFlow(w) {
+	if !api.deviceFlow(w, r) {
 		return
 	}
 	s, err := api.d.Device.StartDevice(r.Context())
@@ -56,7 +59,7 @@ func (api *API) startDeviceLogin(w http.ResponseWriter, r *http.Request) {
 // pollDeviceLogin serves POST /api/v1/login/device/token {"deviceCode": ...}: 202 while the
 // user signs in, 200 {"token", "actor"} once done, 401 when the issuer or the hub refuses.
 func (api *API) pollDeviceLogin(w http.ResponseWriter, r *http.Request) {
-	if !api.deviceFlow(w) {
+	if !api.deviceFlow(w, r) {
 		return
 	}
 	var req struct {

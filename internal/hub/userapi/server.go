@@ -123,6 +123,10 @@ type Options struct {
 	// UnreachableAfter is how long an agent may stay silent before its cluster is shown as
 	// unreachable.
 	UnreachableAfter time.Duration
+	// MutationQPS and MutationBurst are each principal's token bucket of changing calls
+	// (ratelimit.go); 0: DefaultMutationQPS, DefaultMutationBurst.
+	MutationQPS   float64
+	MutationBurst int
 }
 
 // API is the user API.
@@ -131,6 +135,7 @@ type API struct {
 	o           Options
 	auth        Authenticator
 	deviceLimit *rate.Limiter        // the unauthenticated sign-in calls
+	limits      limits               // per principal and per client address (ratelimit.go)
 	dash        *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
 	scoped      scopedDocs           // and of scoped principals
 }
@@ -160,6 +165,7 @@ func New(d Deps, o Options) *API {
 	if api.auth == nil {
 		api.auth = &access.Authenticator{Bootstrap: o.AdminToken}
 	}
+	api.limits = api.newLimits()
 	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
 		return api.dashboardFleet(withScope(ctx, access.Everything()))
 	}, dashboard.SnapshotOptions{Now: d.Clock.Now})
@@ -177,7 +183,7 @@ func (api *API) Handler() http.Handler {
 	for pattern, h := range api.d.Public {
 		root.Handle(pattern, h)
 	}
-	root.Handle("/api/", api.authenticate(api.auditAPICalls(mux)))
+	root.Handle("/api/", api.authenticate(api.auditAPICalls(api.limitMutations(mux))))
 	// What `flotilla login` and the dashboard's sign-in need before they hold a token.
 	root.HandleFunc("GET /api/v1/login", api.loginInfo)
 	root.HandleFunc("POST /api/v1/login/device", api.startDeviceLogin)
