@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
@@ -63,12 +66,25 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Cluster != "" {
-		if _, err := a.d.Store.GetCluster(ctx, req.Cluster); err != nil {
+		c, err := a.d.Store.GetCluster(ctx, req.Cluster)
+		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", req.Cluster))
 				return
 			}
 			userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("cluster %q: %w", req.Cluster, err))
+			return
+		}
+		if !userapi.VisibleCluster(ctx, c) {
+			p, _ := access.FromContext(ctx)
+			userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("sync refused: cluster %q is outside the scope of %s (%s)", req.Cluster, p.Actor, p.Role()))
+			return
+		}
+	}
+	if req.Override {
+		p, _ := access.FromContext(ctx)
+		if status, err := a.checkOverride(ctx, p, view.Fleet, release, req.Cluster, a.d.Clock.Now()); err != nil {
+			userapi.WriteError(w, status, err)
 			return
 		}
 	}
@@ -80,6 +96,9 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	rec := syncreq.Request{
 		ID: id, Release: release, Cluster: req.Cluster, Override: req.Override, Reason: req.Reason,
 		Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC(),
+	}
+	if done := a.admitSync(w, r, rec); done {
+		return
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -129,4 +148,35 @@ func checkSyncRequest(req hubapi.SyncRequest) (hubapi.SyncRequest, error) {
 		return req, fmt.Errorf("sync request: cluster name of %d bytes: at most 253", len(req.Cluster))
 	}
 	return req, nil
+}
+
+// admitSync answers, and returns true, when rec is not to be stored: an identical request is
+// pending (its view is the answer, 202), or rec would pass a bound on pending requests (429
+// with Retry-After, naming the bound).
+func (a *API) admitSync(w http.ResponseWriter, r *http.Request, rec syncreq.Request) bool {
+	records, err := a.d.Store.ListRecords(r.Context(), syncreq.Kind)
+	if err != nil {
+		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("sync: read the pending sync requests: %w", err))
+		return true
+	}
+	pending := make([]syncreq.Request, 0, len(records))
+	for _, record := range records {
+		var p syncreq.Request
+		if json.Unmarshal(record.Data, &p) == nil {
+			pending = append(pending, p)
+		}
+	}
+	same, err := syncreq.Admit(pending, rec, rec.Created)
+	if capErr := (*syncreq.CapError)(nil); errors.As(err, &capErr) {
+		secs := max(1, int(math.Ceil(capErr.RetryAt.Sub(rec.Created).Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		userapi.WriteError(w, http.StatusTooManyRequests, err)
+		return true
+	}
+	if same != nil {
+		a.d.Logger.Info("sync request coalesced into a pending one", "id", same.ID, "release", same.Release, "cluster", same.Cluster, "actor", rec.Actor)
+		userapi.WriteJSON(w, http.StatusAccepted, syncView(*same))
+		return true
+	}
+	return false
 }
