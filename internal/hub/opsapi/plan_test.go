@@ -139,3 +139,109 @@ func TestPlanRefusals(t *testing.T) {
 		t.Errorf("a plan once the others are done: %d %s", rec.Code, rec.Body.String())
 	}
 }
+
+// scopedFleetYAML is the fleet in force of the scope tests: the platform's ingress and team-a's
+// web, each from its own source, team-a bound to the env=dev clusters.
+const scopedFleetYAML = `apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: platform}
+spec: {git: {url: "file:///nonexistent/platform-infra"}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Source
+metadata: {name: team-a}
+spec: {git: {url: "file:///nonexistent/team-a-apps"}}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Project
+metadata: {name: team-a}
+spec:
+  sources: [team-a]
+  namespaces: [team-a]
+  clusterSelector: {matchLabels: {env: dev}}
+  serviceAccount: {namespace: flotilla-tenants, name: team-a}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: platform-ingress}
+spec: {source: platform, path: ingress, targets: [{selector: {}}]}
+---
+apiVersion: flotilla.dev/v1alpha1
+kind: Release
+metadata: {name: a-web}
+spec: {source: team-a, project: team-a, namespace: team-a, path: web, targets: [{selector: {}}]}
+`
+
+// TestPlanScopedCaller: a viewer and a deployer of team-a plan team-a's own change, but are
+// refused (403, naming what they may not change) a candidate that relabels the platform's
+// release as team-a's, widens team-a's Project, or reads the platform's source at another
+// ref.
+func TestPlanScopedCaller(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arts, err := artifact.NewStore(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := v1alpha1.Parse(map[string][]byte{"fleet.yaml": []byte(scopedFleetYAML)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func() controller.View { return controller.View{Fleet: fleet, Revision: "r1"} }
+	a := New(Deps{Store: st, View: view, Plan: PlanDeps{Store: st, Artifacts: arts, Poller: source.NewPoller(filepath.Join(dir, "git")),
+		Fleet: dir, WorkDir: dir}}, Options{})
+	a.Routes()
+
+	edit := func(old, new string) string {
+		if !strings.Contains(scopedFleetYAML, old) {
+			t.Fatalf("the fixture has no %q", old)
+		}
+		return strings.Replace(scopedFleetYAML, old, new, 1)
+	}
+	body := func(fleetYAML, sources string) string {
+		b := fmt.Sprintf(`{"files": {"fleet.yaml": %q}`, fleetYAML)
+		if sources != "" {
+			b += `, "sources": ` + sources
+		}
+		return b + "}"
+	}
+	relabelled := edit("spec: {source: platform, path: ingress,", "spec: {source: platform, project: team-a, path: ingress,")
+	tests := []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"own change", body(edit("path: web,", "path: web2,"), ""), http.StatusOK, `"scoped":true`},
+		{"own source at another ref", body(scopedFleetYAML, `{"team-a": "feature"}`), http.StatusOK, `source team-a:`},
+		{"the attack: the platform's release relabelled, team-a widened",
+			body(strings.Replace(relabelled, "clusterSelector: {matchLabels: {env: dev}}", "clusterSelector: {}", 1), ""),
+			http.StatusForbidden, "plan refused: Project team-a changed: only a caller of every project may plan changes to Projects; your projects are [team-a]"},
+		{"the platform's release relabelled", body(relabelled, ""), http.StatusForbidden,
+			"plan refused: release platform-ingress would move from project platform to team-a: a release may not move into or out of your projects [team-a]"},
+		{"the platform's release changed", body(edit("path: ingress,", "path: ingress2,"), ""), http.StatusForbidden,
+			"plan refused: release platform-ingress is in project platform, outside your projects [team-a]: the candidate changes it"},
+		{"the platform's source at another ref", body(scopedFleetYAML, `{"platform": "feature"}`), http.StatusForbidden,
+			"plan refused: --source platform: none of your projects [team-a] may use source platform (their spec.sources)"},
+	}
+	for _, role := range []access.Role{access.Viewer, access.Deployer} {
+		for _, tt := range tests {
+			t.Run(string(role)+"/"+tt.name, func(t *testing.T) {
+				rec := httptest.NewRecorder()
+				r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(tt.body))
+				r = r.WithContext(access.WithPrincipal(r.Context(), access.Principal{Actor: "token:team-a",
+					Grants: []access.Grant{{Role: role, Projects: []string{"team-a"}}}}))
+				a.plan(rec, r)
+				if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.want) {
+					t.Fatalf("%d %s\nwant %d with %q", rec.Code, rec.Body.String(), tt.code, tt.want)
+				}
+				if rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), "platform") {
+					t.Errorf("a team-a plan names the platform's source or release: %s", rec.Body.String())
+				}
+			})
+		}
+	}
+}
