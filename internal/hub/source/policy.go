@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -220,4 +222,20 @@ func hostAllowed(ep *transport.Endpoint, hosts []string) bool {
 		}
 	}
 	return false
+}
+
+// HostAllowed matches the host of u against hosts written as a credential's hosts are:
+// "host" (any port), "host:port" (that port; a URL without a port matches none) or
+// "*.domain" (any subdomain, any port). The Helm fetcher judges a chart's dependency
+// repositories with it, before contacting them.
+func HostAllowed(u *url.URL, hosts []string) bool {
+	port := 0
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		port = n
+	}
+	return hostAllowed(&transport.Endpoint{Protocol: u.Scheme, Host: u.Hostname(), Port: port}, hosts)
 }

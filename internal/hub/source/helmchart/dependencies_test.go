@@ -58,7 +58,10 @@ func newDepFixture(t *testing.T, mutate func(app *chart.Chart)) *depFixture {
 		o.Policy = policy(t, "username: deploy\npassword: s3cret\n", hostOf(fx.main.URL))
 		return New(o)
 	}
-	fx.source = helmSource(fx.main.URL, "app", "1.0.0", func(h *v1alpha1.HelmSource) { h.Credentials = "charts" })
+	fx.source = helmSource(fx.main.URL, "app", "1.0.0", func(h *v1alpha1.HelmSource) {
+		h.Credentials = "charts"
+		h.DependencyHosts = []string{hostOf(fx.other.URL), fx.reg.Host}
+	})
 	return fx
 }
 

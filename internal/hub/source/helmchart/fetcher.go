@@ -121,7 +121,7 @@ func (f *Fetcher) Fetch(ctx context.Context, s v1alpha1.Source, prev string, dst
 	}
 	job := &fetchJob{
 		f: f, source: s.Metadata.Name, chart: h.Chart, version: h.Version, repository: h.Repository,
-		credentials: h.Credentials, insecure: h.Insecure,
+		credentials: h.Credentials, insecure: h.Insecure, dependencyHosts: h.DependencyHosts,
 		budget: &budget{bytes: f.opts.MaxUnpackedBytes, files: f.opts.MaxFiles, deps: f.opts.MaxDependencies},
 	}
 	res := source.Fetched{URL: source.Redact(h.Repository) + " chart " + h.Chart}
@@ -172,6 +172,9 @@ type fetchJob struct {
 	budget                  *budget
 	// parent is the job of the chart that depends on this one (nil for the source's chart).
 	parent *fetchJob
+	// dependencyHosts are the hosts beside the source repository's own that dependencies
+	// may be fetched from (Source.spec.helm.dependencyHosts), at every depth.
+	dependencyHosts []string
 }
 
 // errorf says what failed, naming the source, repository, chart and version (the range, or the

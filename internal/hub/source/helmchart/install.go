@@ -12,6 +12,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla/flotilla/internal/hub/source"
 )
 
 // chartName is what a chart (and so a directory under charts/) may be called.
@@ -75,6 +77,9 @@ func (j *fetchJob) fetchDependency(ctx context.Context, d *chart.Dependency, dir
 	case strings.HasPrefix(repoURL, "@") || strings.HasPrefix(repoURL, "alias:"):
 		return j.errorf("dependency %s names repository %q, a name in someone's local Helm configuration: write the repository's URL in the chart", d.Name, repoURL)
 	}
+	if err := j.dependencyHostAllowed(d.Name, repoURL); err != nil {
+		return err
+	}
 	if depth+1 > j.f.opts.MaxDepth {
 		return j.errorf("dependency %s: dependencies nest deeper than the limit of %d", d.Name, j.f.opts.MaxDepth)
 	}
@@ -84,6 +89,7 @@ func (j *fetchJob) fetchDependency(ctx context.Context, d *chart.Dependency, dir
 	child := &fetchJob{
 		f: j.f, source: j.source, chart: d.Name, version: d.Version, repository: repoURL,
 		credentials: j.credentials, insecure: j.insecure, budget: j.budget, parent: j,
+		dependencyHosts: j.dependencyHosts,
 	}
 	repo, err := child.openRepository(ctx, repoURL, j.credentials, false)
 	if err != nil {
@@ -99,6 +105,37 @@ func (j *fetchJob) fetchDependency(ctx context.Context, d *chart.Dependency, dir
 		return err
 	}
 	return child.install(ctx, data, ref, filepath.Join(dir, "charts", d.Name), depth+1)
+}
+
+// dependencyHostAllowed refuses, before anything contacts it, a dependency repository on a
+// host the source does not allow: the source repository's own host (and port), or one of its
+// spec.helm.dependencyHosts. A chart is written by whoever publishes it; without this, its
+// Chart.lock could have the hub request any URL (the cloud metadata address, a service
+// inside the hub's network) in the platform's name.
+func (j *fetchJob) dependencyHostAllowed(name, raw string) error {
+	u, err := parseRepository(raw)
+	if err != nil {
+		return j.errorf("dependency repository %s: %v", source.Redact(raw), err)
+	}
+	root := j
+	for root.parent != nil {
+		root = root.parent
+	}
+	own, err := parseRepository(root.repository)
+	if err == nil && strings.EqualFold(u.Host, own.Host) {
+		return nil
+	}
+	if source.HostAllowed(u, j.dependencyHosts) {
+		return nil
+	}
+	allowed := "no host"
+	if err == nil {
+		allowed = "its own host " + strings.ToLower(own.Host)
+	}
+	if len(j.dependencyHosts) > 0 {
+		allowed += " and " + strings.Join(j.dependencyHosts, ", ")
+	}
+	return j.errorf("dependency %s: repository %s is on host %s, and the source allows dependencies from %s only (spec.helm.dependencyHosts)", name, source.Redact(raw), strings.ToLower(u.Host), allowed)
 }
 
 // presentCharts are the charts in a chart's charts/ directory, by name: subdirectories with a
