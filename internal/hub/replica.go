@@ -21,6 +21,7 @@ func (h *Hub) setupReplication(ctx context.Context) error {
 		Identity: replica.Identity{
 			DataDir: h.opts.DataDir,
 			Files:   []string{pki.CACertFile, pki.CAKeyFile, AdminTokenFile},
+			Secrets: []string{pki.CAKeyFile, AdminTokenFile},
 			Create: func() error {
 				if _, err := pki.LoadOrCreateCA(h.opts.DataDir, h.clock.Now()); err != nil {
 					return err

@@ -44,7 +44,7 @@ func startReplica(t testing.TB, dsn, fleet, id string) *hubReplica {
 	}
 	opts := Options{
 		DataDir: filepath.Join(t.TempDir(), id), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
-		FleetInterval: 200 * time.Millisecond, Replica: ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
+		FleetInterval: 200 * time.Millisecond, Replica: ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second, SecretsKeyFile: testSecretsKeyFile(t)},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("replica", id),
 	}
 	th, stopHub := runHub(t, opts, st)
@@ -377,7 +377,8 @@ func TestReplicaRefusesForeignCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, err = New(t.Context(), Options{DataDir: dir, Fleet: t.TempDir(), AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0"}, st)
+	_, err = New(t.Context(), Options{DataDir: dir, Fleet: t.TempDir(), AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
+		Replica: ReplicaOptions{SecretsKeyFile: testSecretsKeyFile(t)}}, st)
 	if err == nil || !strings.Contains(err.Error(), "differs from the ca.crt the other hub replicas share") {
 		t.Fatalf("New with another hub's data dir: err = %v, want one saying its CA differs", err)
 	}

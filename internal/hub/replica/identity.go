@@ -21,6 +21,9 @@ type Identity struct {
 	Files []string
 	// Create makes sure every file exists in DataDir, loading or creating it.
 	Create func() error
+	// Secrets are the Files that are secret (the CA key, the admin token): they are stored
+	// sealed with the key of Options.SecretsKeyFile, which a shared store then requires.
+	Secrets []string
 }
 
 // shareIdentity makes this replica's identity files those of the shared store. The first
@@ -28,9 +31,9 @@ type Identity struct {
 // one writes the stored ones into its data dir. A data dir that already holds different ones
 // is refused rather than overwritten: agents that trust its CA would be locked out.
 //
-// The CA key is then in the database: whoever can read the database can sign agent
-// certificates. docs/ha.md says so.
-func shareIdentity(ctx context.Context, st SharedStore, id Identity) error {
+// The secret ones (the CA key, the admin token) are stored sealed with key (see sealed.go):
+// the database alone holds nothing that signs a certificate or passes for the admin.
+func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte) error {
 	// Make sure this data dir has the files (its own, or newly created), then offer them:
 	// the store keeps the first offer and returns what it keeps.
 	existed := map[string]bool{}
@@ -50,9 +53,37 @@ func shareIdentity(ctx context.Context, st SharedStore, id Identity) error {
 		}
 		local[name] = data
 	}
-	stored, err := st.ShareFiles(ctx, local)
+	offer := make(map[string][]byte, len(local))
+	for name, data := range local {
+		offer[name] = data
+	}
+	for _, name := range id.Secrets {
+		sealed, err := seal(key, name, local[name])
+		if err != nil {
+			return fmt.Errorf("shared identity: seal %s: %w", name, err)
+		}
+		offer[name] = sealed
+	}
+	stored, err := st.ShareFiles(ctx, offer)
 	if err != nil {
 		return err
+	}
+	for _, name := range id.Secrets {
+		data := stored[name]
+		if !isSealed(data) {
+			// A plaintext row of a hub from before sealing: seal it in place now.
+			sealed, err := seal(key, name, data)
+			if err != nil {
+				return fmt.Errorf("shared identity: seal %s: %w", name, err)
+			}
+			if err := st.PutSharedFile(ctx, name, sealed); err != nil {
+				return fmt.Errorf("shared identity: seal the stored %s: %w", name, err)
+			}
+			continue
+		}
+		if stored[name], err = unseal(key, name, data); err != nil {
+			return err
+		}
 	}
 	for _, name := range id.Files {
 		if bytes.Equal(stored[name], local[name]) {

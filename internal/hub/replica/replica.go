@@ -35,6 +35,9 @@ type Options struct {
 	// the longest a dead replica's polling stays undone before another takes it over.
 	// Default DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// SecretsKeyFile holds the key (64 hex digits) that seals the shared secrets in a shared
+	// store; required with one. Every replica reads the same file, a mounted Secret.
+	SecretsKeyFile string
 }
 
 // SetDefaults fills in the zero fields.
@@ -97,7 +100,19 @@ func New(ctx context.Context, c Config) (*Replication, error) {
 	if shared == nil {
 		return r, nil
 	}
-	if err := shareIdentity(ctx, shared, c.Identity); err != nil {
+	var key []byte
+	if len(c.Identity.Secrets) > 0 {
+		if c.Options.SecretsKeyFile == "" {
+			return nil, fmt.Errorf("a hub sharing its store (%v) needs --secrets-key-file: the CA key and admin token "+
+				"the replicas share are kept sealed in the store with that key, never in clear "+
+				"(make one with: openssl rand -hex 32 > secrets.key, and give every replica the same file)", c.Store)
+		}
+		var err error
+		if key, err = LoadSecretsKey(c.Options.SecretsKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if err := shareIdentity(ctx, shared, c.Identity, key); err != nil {
 		return nil, err
 	}
 	r.fanout = newFanout(shared, c.Options.ID, c.Clock, c.Logger)
