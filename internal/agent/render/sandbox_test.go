@@ -140,7 +140,7 @@ func TestSandboxBudgets(t *testing.T) {
 	many["cms.yaml"] = b.String()
 	spin := map[string]string{
 		"Chart.yaml":        "apiVersion: v2\nname: spin\nversion: 0.1.0\n",
-		"templates/cm.yaml": `{{- range until 1000000000 }}{{- end }}`,
+		"templates/cm.yaml": `{{- range until 100000 }}{{- range until 100000 }}{{- end }}{{- end }}`,
 	}
 	for _, tc := range []struct {
 		name   string
