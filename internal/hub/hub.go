@@ -129,19 +129,19 @@ type Options struct {
 // The defaults of Options, defined once: setDefaults fills them in, and the hub command's
 // flags show and take them.
 const (
-	DefaultAgentAddr            = "127.0.0.1:8443"
-	DefaultAPIAddr              = "127.0.0.1:8444"
-	DefaultFleetInterval        = 10 * time.Second
-	DefaultCertTTL              = 30 * 24 * time.Hour
-	DefaultTokenTTL             = 24 * time.Hour
-	DefaultAgentQPS             = 20.0
-	DefaultAgentBurst           = 40
-	DefaultGlobalQPS            = 2000.0
-	DefaultGlobalBurst          = 4000
-	DefaultJoinQPS              = 1.0
-	DefaultJoinBurst            = 20
+	DefaultAgentAddr     = "127.0.0.1:8443"
+	DefaultAPIAddr       = "127.0.0.1:8444"
+	DefaultFleetInterval = 10 * time.Second
+	DefaultCertTTL       = 30 * 24 * time.Hour
+	DefaultTokenTTL      = 24 * time.Hour
+	DefaultAgentQPS      = 20.0
+	DefaultAgentBurst    = 40
+	DefaultGlobalQPS     = 2000.0
+	DefaultGlobalBurst   = 4000
+	DefaultJoinQPS       = 1.0
+	DefaultJoinBurst     = 20
 	// UserAPIReadTimeout bounds the reading of a user API request, its body included.
-	UserAPIReadTimeout = 2 * time.Minute
+	UserAPIReadTimeout          = 2 * time.Minute
 	DefaultMaxArtifactDownloads = 16
 	DefaultMaxInflightReports   = 64
 	DefaultLeaseTTL             = replica.DefaultLeaseTTL
