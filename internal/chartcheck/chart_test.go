@@ -53,7 +53,7 @@ hub:
   replicas: 3
   store:
     type: postgres
-    postgres: {secretName: flotilla-hub-store, passwordKey: password}
+    postgres: {secretName: flotilla-hub-store, passwordKey: password, secretsKeySecretName: flotilla-hub-secrets}
   fleet: {url: "https://git.example.com/platform/fleet.git", path: "clusters/prod"}
   hosts: [hub.example.com]
   credentials: {secretName: flotilla-credentials}

@@ -208,7 +208,12 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 		defer drop()
 		rep.Store = "postgres"
 		rep.Spokes = strings.Replace(rep.Spokes, "its SQLite store", "their PostgreSQL store", 1)
-		common = append(common, "--store", dsn)
+		// The replicas seal the CA key and admin token they share in the store with one key.
+		keyFile := filepath.Join(opts.Dir, "secrets.key")
+		if err := os.WriteFile(keyFile, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		common = append(common, "--store", dsn, "--secrets-key-file", keyFile)
 	}
 	pprofAddr := ""
 	replicas := make([]*coldReplica, opts.Replicas)

@@ -94,7 +94,7 @@ func TestAgeRecipients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(v.Clusters) != 1 || v.Clusters[0] != (hubapi.ClusterAgeKey{Name: "eu-1", AgeRecipient: second}) ||
+		if len(v.Clusters) != 1 || v.Clusters[0].Name != "eu-1" || v.Clusters[0].AgeRecipient != second || len(v.Clusters[0].Projects) != 0 ||
 			strings.Join(v.Missing, ",") != "us-1" || strings.Join(v.RecoveryRecipients, ",") != recovery {
 			t.Errorf("agekeys env=prod = %+v", v)
 		}

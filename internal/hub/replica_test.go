@@ -454,6 +454,7 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 	fleet := t.TempDir()
 	hubs := make([]*Hub, 3)
 	errs := make([]error, len(hubs))
+	keyFile := testSecretsKeyFile(t)
 	var wg sync.WaitGroup
 	for i := range hubs {
 		wg.Go(func() {
@@ -464,7 +465,7 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 			}
 			t.Cleanup(func() { st.Close() })
 			opts := Options{DataDir: t.TempDir(), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
-				Replica: ReplicaOptions{ID: fmt.Sprintf("replica-%d", i)}}
+				Replica: ReplicaOptions{ID: fmt.Sprintf("replica-%d", i), SecretsKeyFile: keyFile}}
 			hubs[i], errs[i] = New(t.Context(), opts, st)
 		})
 	}

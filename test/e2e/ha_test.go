@@ -41,7 +41,7 @@ func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
 		"--agent-addr", r.agentAddr, "--api-addr", r.apiAddr, "--fleet-interval", "300ms", "--log-level", "debug",
 		"--allow-file-sources", filepath.Dir(root)} // the test's repositories are its t.TempDir()s
 	if dsn != "" {
-		args = append(args, "--store", dsn, "--replica-id", r.id, "--lease-ttl", "3s")
+		args = append(args, "--store", dsn, "--replica-id", r.id, "--lease-ttl", "3s", "--secrets-key-file", secretsKeyFile(t, root))
 	}
 	r.proc = startProc(t, filepath.Join(root, r.id+".log"), args...)
 	deadline := time.Now().Add(30 * time.Second)
@@ -238,4 +238,19 @@ func TestHAMoveFromSQLite(t *testing.T) {
 		t.Errorf("cfg-0000 version = %q (found %v), want v2", v, ok)
 	}
 	f.checkReports()
+}
+
+// secretsKeyFile writes the key that every replica of a test shares (--secrets-key-file) into
+// root, once, and returns its path: replicas seal the CA key and admin token in the store with
+// it.
+func secretsKeyFile(t *testing.T, root string) string {
+	t.Helper()
+	path := filepath.Join(root, "secrets.key")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -112,7 +112,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 			DataDir: filepath.Join(root, id), Fleet: "file://" + fleetDir, FleetBranch: "main", FleetPath: "fleet",
 			AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 300 * time.Millisecond,
 			AllowFileSources: []string{filepath.Dir(fleetDir)},
-			Replica:          hub.ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second},
+			Replica:          hub.ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second, SecretsKeyFile: secretsKeyFile(t, root)},
 			Logger:           (&fleet{}).logger(id),
 		}, wrap(pg))
 		if err != nil {

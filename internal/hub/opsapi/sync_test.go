@@ -62,7 +62,7 @@ func newSyncAPI(t *testing.T, now time.Time) *syncAPI {
 	fleet := &v1alpha1.Fleet{Releases: []v1alpha1.Release{
 		{Metadata: v1alpha1.ObjectMeta{Name: "web"}, Spec: v1alpha1.ReleaseSpec{Project: "team-a"}},
 		{Metadata: v1alpha1.ObjectMeta{Name: "baseline"}},
-	}}
+	}, Projects: []v1alpha1.Project{{Metadata: v1alpha1.ObjectMeta{Name: "team-a"}}}} // every cluster
 	view := func() controller.View { return controller.View{Fleet: fleet} }
 	sa := &syncAPI{store: st}
 	record := func(_ context.Context, e audit.Event) {

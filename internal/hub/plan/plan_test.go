@@ -180,6 +180,9 @@ func TestCompute(t *testing.T) {
 					in.Candidate.Projects = append(in.Candidate.Projects, v1alpha1.Project{Metadata: v1alpha1.ObjectMeta{Name: name},
 						Spec: v1alpha1.ProjectSpec{Sources: []string{"apps"}}})
 				}
+				// Visibility follows the projects in force, so the fleet in force has them too.
+				in.InForce = fleet(release("web", "team-a", "web"), release("api", "team-b", "api"))
+				in.InForce.Projects = in.Candidate.Projects
 				in.Visible = func(_, project string) bool { return project == "team-b" }
 			},
 			want: []string{"api changed x1000 error"}, errors: true},

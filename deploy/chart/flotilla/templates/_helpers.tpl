@@ -76,6 +76,9 @@ shape; these checks need several values at once.
 {{- if and (eq .Values.hub.store.type "postgres") (not .Values.hub.store.postgres.secretName) -}}
 {{- fail "hub.store.type postgres needs hub.store.postgres.secretName: an existing Secret whose key hub.store.postgres.dsnKey holds the postgres:// URL" -}}
 {{- end -}}
+{{- if and (eq .Values.hub.store.type "postgres") (not .Values.hub.store.postgres.secretsKeySecretName) -}}
+{{- fail "hub.store.type postgres needs hub.store.postgres.secretsKeySecretName: an existing Secret whose key hub.store.postgres.secretsKeyKey holds the key that seals the CA key and admin token in the database (openssl rand -hex 32)" -}}
+{{- end -}}
 {{- $providers := list -}}
 {{- range .Values.hub.webhooks -}}
 {{- if has .provider $providers -}}
