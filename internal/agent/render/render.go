@@ -46,6 +46,19 @@ type Options struct {
 // stable order: input file order for a plain directory, kustomize's output order for a
 // kustomization. Errors are *Error.
 func Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
+	objs, err := renderObjects(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.u
+	}
+	return out, nil
+}
+
+// renderObjects is render with its errors as *Error.
+func renderObjects(ctx context.Context, opts Options) ([]object, error) {
 	objs, err := render(ctx, opts)
 	if err != nil {
 		var re *Error
@@ -54,11 +67,7 @@ func Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, er
 		}
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		out[i] = o.u
-	}
-	return out, nil
+	return objs, nil
 }
 
 func render(ctx context.Context, opts Options) ([]object, error) {

@@ -109,6 +109,9 @@ type exporter interface {
 // Errors are *Error, or *BudgetError (errors.Is ErrBudget) when a bound was exceeded.
 func (s *Sandbox) Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
 	b := opts.Budget.WithDefaults(DefaultBudget)
+	if smallPlain(opts) {
+		return renderInProcess(ctx, opts, b)
+	}
 	req := childRequest{Root: opts.Root, Path: opts.Path, Vars: opts.Vars, Helm: opts.Helm, KeepEncrypted: opts.KeepEncrypted, Budget: b}
 	if opts.Decrypt != nil {
 		ex, ok := opts.Decrypt.(exporter)
