@@ -182,14 +182,14 @@ kind: Source
 metadata: {name: platform}
 spec:
   git: {url: "file://%s", branch: main}
-  interval: 1s
+  interval: 2s
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Source
 metadata: {name: team}
 spec:
   git: {url: "file://%s", branch: main}
-  interval: 1s
+  interval: 2s
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Project
