@@ -6,7 +6,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 GOFLAGS ?=
 # Bounds for one `go test` run; the suites start real API servers, so give them room.
-TEST_TIMEOUT ?= 20m
+TEST_TIMEOUT ?= 30m
 
 # PostgreSQL for the tests: a throwaway server under out/postgres (`make postgres`), unless
 # FLOTILLA_TEST_POSTGRES already names one (then nothing is started).
