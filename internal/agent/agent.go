@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/secrets"
@@ -130,7 +131,10 @@ type Agent struct {
 	st         *state
 	id         *identity
 	reconciler Target
-	renderer   lazySandbox // renders in bounded child processes (sandbox.go)
+	// renderer renders each release in a bounded child process of this binary (small plain
+	// directories in this one), so a chart or kustomization that would exhaust memory or spin
+	// fails its own release and never the agent; its slots go round-robin between projects.
+	renderer   render.Lazy
 	httpClient *http.Client
 	cert       clientCert
 	transport  *swappableTransport

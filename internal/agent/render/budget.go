@@ -1,7 +1,9 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -72,4 +74,66 @@ func FormatBytes(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// exceeded is the error of a render of release stopped at bound ("memory", "cpu", "wall",
+// "objects" or "output"), at file when known, naming the bound's value in b.
+func (b Budget) exceeded(bound, release, file string) *BudgetError {
+	var limit string
+	switch bound {
+	case "memory":
+		limit = FormatBytes(b.MemoryBytes)
+	case "cpu":
+		limit = b.CPUTime.String()
+	case "wall":
+		limit = b.WallTime.String()
+	case "objects":
+		limit = strconv.Itoa(b.Objects)
+	default:
+		bound, limit = "output", FormatBytes(b.OutputBytes)
+	}
+	return &BudgetError{Release: release, Bound: bound, Limit: limit, File: file}
+}
+
+// admit holds objs to b's objects and output bounds, encoding each as JSON for emit (nil:
+// encoded only to be counted). Past a bound it returns that bound and the file of the
+// object that passed it.
+func (b Budget) admit(objs []object, emit func(raw []byte) error) (bound, file string, err error) {
+	var n int64
+	for i, o := range objs {
+		if i >= b.Objects {
+			return "objects", o.file, nil
+		}
+		raw, err := o.u.MarshalJSON()
+		if err != nil {
+			return "", "", &Error{File: o.file, Err: fmt.Errorf("encoding object: %w", err)}
+		}
+		if n += int64(len(raw)); n > b.OutputBytes {
+			return "output", o.file, nil
+		}
+		if emit != nil {
+			if err := emit(raw); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	return "", "", nil
+}
+
+// errExpansion: the values substituted for ${...} references add up to more than the render's
+// output budget. Substitution stops there, so a file of many references to a large variable
+// never grows past the budget in memory.
+var errExpansion = errors.New("substituted values exceed the output budget")
+
+// expansion is what substitution may still add to a render, in bytes: the values it puts in
+// place of references. A nil *expansion bounds nothing.
+type expansion struct{ left int64 }
+
+// take counts n more bytes of substituted values and reports whether they fit.
+func (e *expansion) take(n int) bool {
+	if e == nil {
+		return true
+	}
+	e.left -= int64(n)
+	return e.left >= 0
 }

@@ -145,21 +145,20 @@ func RunChild(in io.Reader, out io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	var n int64
-	for i, o := range objs {
-		if i >= b.Objects {
-			return fail(&childError{File: o.file, Bound: "objects", Message: "objects"})
-		}
-		raw, err := o.u.MarshalJSON()
-		if err != nil {
-			return fail(&Error{File: o.file, Err: fmt.Errorf("encoding object: %w", err)})
-		}
-		if n += int64(len(raw)); n > b.OutputBytes {
-			return fail(&childError{File: o.file, Bound: "output", Message: "output"})
-		}
+	gone := errors.New("the parent has gone")
+	bound, file, err := b.admit(objs, func(raw []byte) error {
 		if err := enc.Encode(childFrame{Object: raw}); err != nil {
-			return 1 // the parent has gone
+			return gone
 		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, gone):
+		return 1
+	case err != nil:
+		return fail(err)
+	case bound != "":
+		return fail(&childError{File: file, Bound: bound, Message: bound})
 	}
 	_ = enc.Encode(childFrame{Done: true})
 	return 0
@@ -172,6 +171,9 @@ func toChildError(err error) *childError {
 	var ce *childError
 	if errors.As(err, &ce) {
 		return ce
+	}
+	if be := (*BudgetError)(nil); errors.As(err, &be) {
+		return &childError{File: be.File, Bound: be.Bound, Message: be.Error()}
 	}
 	out := &childError{Message: err.Error()}
 	var re *Error

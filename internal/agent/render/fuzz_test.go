@@ -41,7 +41,7 @@ func FuzzDecodeManifests(f *testing.F) {
 		for _, rel := range []string{"apps/in.yaml", "apps/in.json"} {
 			objs, err := decodeFile(rel, data, nil)
 			if err == nil {
-				err = substituteAll(ctx, objs, vars)
+				err = substituteAll(ctx, objs, vars, nil)
 			}
 			if err != nil {
 				var re *Error

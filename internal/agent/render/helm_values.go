@@ -107,25 +107,35 @@ func substituteValues(data []byte, vars map[string]string) ([]byte, error) {
 	if !hasDollarSyntax(string(text)) {
 		return data, nil
 	}
-	out, err := evalStrict(string(text), vars)
+	out, err := evalStrict(string(text), vars, nil) // bounded by the values' own bound, after
 	if err != nil {
 		return nil, err
 	}
 	return []byte(out), nil
 }
 
-// evalStrict runs envsubst in strict mode, naming the variable that is not set.
-func evalStrict(text string, vars map[string]string) (string, error) {
+// evalStrict runs envsubst in strict mode, naming the variable that is not set. The values
+// it substitutes are counted against exp: past it, the rest are substituted empty (so the
+// text stops growing) and the result is errExpansion.
+func evalStrict(text string, vars map[string]string, exp *expansion) (string, error) {
 	// envsubst stops at the first variable that is not set and does not say which one, so
 	// remember the last lookup that failed: lookups for ${x:=default} fail without stopping it.
 	var missing string
+	over := false
 	out, err := envsubst.Eval(text, func(k string) (string, bool) {
 		v, ok := vars[k]
 		if !ok {
 			missing = k
 		}
+		if ok && (over || !exp.take(len(v))) {
+			over = true
+			return "", true
+		}
 		return v, ok
 	})
+	if over {
+		return "", errExpansion
+	}
 	if err != nil {
 		if missing != "" {
 			return "", fmt.Errorf("%w %q (set it, or give a default with ${%s:=value})", ErrUndefinedVariable, missing, missing)

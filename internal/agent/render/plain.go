@@ -3,13 +3,15 @@ package render
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path"
 )
 
 // readPlain reads every manifest file under dir (rel inside root) in path order, SOPS
-// documents decrypted as dec says.
-func readPlain(ctx context.Context, root, rel, dir string, dec decryption) ([]object, error) {
+// documents decrypted as dec says. maxBytes, when above zero, bounds the files read: past it
+// the error is errNeedsChild, with no more of them read.
+func readPlain(ctx context.Context, root, rel, dir string, dec decryption, maxBytes int64) ([]object, error) {
 	w := &walker{
 		root: root,
 		skip: func(name string, _ bool) bool { return isHidden(name) },
@@ -26,6 +28,7 @@ func readPlain(ctx context.Context, root, rel, dir string, dec decryption) ([]ob
 		return nil, err
 	}
 	var objs []object
+	left := maxBytes
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -34,7 +37,10 @@ func readPlain(ctx context.Context, root, rel, dir string, dec decryption) ([]ob
 			// Reading it as an object would fail with "missing metadata.name"; say what to do.
 			return nil, &Error{File: f.rel, Err: errors.New("kustomization below a plain directory: render its directory as the path, or add a kustomization at the path that lists it")}
 		}
-		data, err := os.ReadFile(f.real)
+		data, err := readFile(f.real, maxBytes > 0, &left)
+		if errors.Is(err, errNeedsChild) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, &Error{File: f.rel, Err: err}
 		}
@@ -46,4 +52,25 @@ func readPlain(ctx context.Context, root, rel, dir string, dec decryption) ([]ob
 		}
 	}
 	return objs, nil
+}
+
+// readFile reads the file at p; when bounded, at most *left bytes (counted down), else
+// errNeedsChild.
+func readFile(p string, bounded bool, left *int64) ([]byte, error) {
+	if !bounded {
+		return os.ReadFile(p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, *left+1))
+	if err != nil {
+		return nil, err
+	}
+	if *left -= int64(len(data)); *left < 0 {
+		return nil, errNeedsChild
+	}
+	return data, nil
 }

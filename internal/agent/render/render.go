@@ -36,6 +36,9 @@ type Options struct {
 	// at, when set, is told the file the render is at (a chart's directory, a
 	// kustomization): the child process reports it, so that a budget error can name it.
 	at func(file string)
+	// plainOnly, when above zero, renders only a plain directory of at most that many bytes
+	// of files, and returns errNeedsChild for anything else (Sandbox: see inprocess.go).
+	plainOnly int64
 
 	// unchecked skips the checks that run before kustomize (policy.go), leaving only the
 	// sealed file system: a test hook, to show that the seal holds by itself.
@@ -44,7 +47,8 @@ type Options struct {
 
 // Render returns the objects that Options.Path describes, with variables substituted, in a
 // stable order: input file order for a plain directory, kustomize's output order for a
-// kustomization. Errors are *Error.
+// kustomization. Errors are *Error, or *BudgetError when substituted values pass the
+// budget's output bound.
 func Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
 	objs, err := renderObjects(ctx, opts)
 	if err != nil {
@@ -62,7 +66,8 @@ func renderObjects(ctx context.Context, opts Options) ([]object, error) {
 	objs, err := render(ctx, opts)
 	if err != nil {
 		var re *Error
-		if !errors.As(err, &re) {
+		var be *BudgetError
+		if !errors.As(err, &re) && !errors.As(err, &be) && !errors.Is(err, errNeedsChild) {
 			err = &Error{Err: err} // context cancellation
 		}
 		return nil, err
@@ -84,21 +89,29 @@ func render(ctx context.Context, opts Options) ([]object, error) {
 		return nil, err
 	}
 	var objs []object
-	if isChartDir(dir) {
+	chart, kf := isChartDir(dir), findKustomization(dir)
+	if opts.plainOnly > 0 && (chart || kf != "") {
+		return nil, errNeedsChild
+	}
+	b := opts.Budget.WithDefaults(DefaultBudget)
+	if chart {
 		opts.tell(rel)
 		// A chart's values are substituted before it renders; its output never is.
 		return renderChart(ctx, root, rel, dir, opts, vars)
 	}
-	if kf := findKustomization(dir); kf != "" {
+	if kf != "" {
 		opts.tell(joinRel(rel, kf))
 		objs, err = buildKustomization(ctx, root, rel, kf, opts.unchecked, opts.decryption())
 	} else {
-		objs, err = readPlain(ctx, root, rel, dir, opts.decryption())
+		objs, err = readPlain(ctx, root, rel, dir, opts.decryption(), opts.plainOnly)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := substituteAll(ctx, objs, vars); err != nil {
+	if err := substituteAll(ctx, objs, vars, &expansion{left: b.OutputBytes}); err != nil {
+		if re := (*Error)(nil); errors.Is(err, errExpansion) && errors.As(err, &re) {
+			return nil, b.exceeded("output", opts.Release, re.File)
+		}
 		return nil, err
 	}
 	return objs, nil

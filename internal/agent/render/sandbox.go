@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -109,8 +110,8 @@ type exporter interface {
 // Errors are *Error, or *BudgetError (errors.Is ErrBudget) when a bound was exceeded.
 func (s *Sandbox) Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
 	b := opts.Budget.WithDefaults(DefaultBudget)
-	if smallPlain(opts) {
-		return renderInProcess(ctx, opts, b)
+	if objs, ok, err := renderInProcess(ctx, opts, b); ok {
+		return objs, err
 	}
 	req := childRequest{Root: opts.Root, Path: opts.Path, Vars: opts.Vars, Helm: opts.Helm, KeepEncrypted: opts.KeepEncrypted, Budget: b}
 	if opts.Decrypt != nil {
@@ -165,9 +166,7 @@ func (s *Sandbox) run(ctx context.Context, body []byte, b Budget, releaseName st
 		}
 	}
 	var at atomicString
-	over := func(bound, limit string) *BudgetError {
-		return &BudgetError{Release: releaseName, Bound: bound, Limit: limit, File: at.load()}
-	}
+	over := func(bound string) *BudgetError { return b.exceeded(bound, releaseName, at.load()) }
 	quit, watchDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -177,18 +176,18 @@ func (s *Sandbox) run(ctx context.Context, body []byte, b Budget, releaseName st
 			select {
 			case <-wctx.Done():
 				if ctx.Err() == nil {
-					stop(over("wall", b.WallTime.String()))
+					stop(over("wall"))
 				} else {
 					kill()
 				}
 				return
 			case <-t.C:
 				if rss, err := procstat.Bytes(pid, "RssAnon"); err == nil && rss > b.MemoryBytes {
-					stop(over("memory", FormatBytes(b.MemoryBytes)))
+					stop(over("memory"))
 					return
 				}
 				if cpu, err := procstat.CPU(pid); err == nil && cpu > b.CPUTime {
-					stop(over("cpu", b.CPUTime.String()))
+					stop(over("cpu"))
 					return
 				}
 			case <-quit:
@@ -197,7 +196,7 @@ func (s *Sandbox) run(ctx context.Context, body []byte, b Budget, releaseName st
 		}
 	}()
 
-	objs, readErr := s.read(stdout, b, &at, func(e *BudgetError) { e.Release = releaseName; stop(e) })
+	objs, readErr := s.read(stdout, b, releaseName, &at, stop)
 	if readErr != nil {
 		kill()
 	}
@@ -221,9 +220,9 @@ func (s *Sandbox) run(ctx context.Context, body []byte, b Budget, releaseName st
 		msg := stderr.String()
 		switch {
 		case strings.Contains(msg, "out of memory"), strings.Contains(msg, "cannot allocate memory"):
-			return nil, over("memory", FormatBytes(b.MemoryBytes))
+			return nil, over("memory")
 		case cmd.ProcessState != nil && cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime() >= b.CPUTime:
-			return nil, over("cpu", b.CPUTime.String())
+			return nil, over("cpu")
 		}
 		return nil, &Error{File: at.load(), Err: fmt.Errorf("render process failed: %v: %s", waitErr, firstLine(msg))}
 	}
@@ -232,7 +231,12 @@ func (s *Sandbox) run(ctx context.Context, body []byte, b Budget, releaseName st
 
 // read decodes the child's frames, counting objects and bytes as they arrive: past the
 // budget's objects or output it calls over, which kills the child, and returns.
-func (s *Sandbox) read(r io.Reader, b Budget, at *atomicString, over func(*BudgetError)) ([]*unstructured.Unstructured, error) {
+func (s *Sandbox) read(r io.Reader, b Budget, release string, at *atomicString, over func(*BudgetError)) ([]*unstructured.Unstructured, error) {
+	stop := func(bound, file string) error {
+		e := b.exceeded(bound, release, file)
+		over(e)
+		return e
+	}
 	// A frame is an object's JSON and a few bytes of framing; anything longer than the
 	// output budget allows is over it whatever it holds.
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -241,9 +245,7 @@ func (s *Sandbox) read(r io.Reader, b Budget, at *atomicString, over func(*Budge
 	for {
 		line, err := readLine(br, b.OutputBytes-total+1024)
 		if errors.Is(err, errLineTooLong) {
-			e := &BudgetError{Bound: "output", Limit: FormatBytes(b.OutputBytes), File: at.load()}
-			over(e)
-			return nil, e
+			return nil, stop("output", at.load())
 		}
 		if err != nil {
 			return nil, &Error{File: at.load(), Err: errors.New("render process ended before its output was complete")}
@@ -257,15 +259,7 @@ func (s *Sandbox) read(r io.Reader, b Budget, at *atomicString, over func(*Budge
 			at.store(f.At)
 		case f.Err != nil:
 			if f.Err.Bound != "" {
-				e := &BudgetError{Bound: f.Err.Bound, File: f.Err.File}
-				switch f.Err.Bound {
-				case "objects":
-					e.Limit = fmt.Sprint(b.Objects)
-				default:
-					e.Limit = FormatBytes(b.OutputBytes)
-				}
-				over(e)
-				return nil, e
+				return nil, stop(f.Err.Bound, f.Err.File)
 			}
 			return nil, &Error{File: f.Err.File, Line: f.Err.Line, Object: f.Err.Object, Err: &remoteCause{msg: f.Err.Message, sentinel: sentinels[f.Err.Sentinel]}}
 		case f.Done:
@@ -273,14 +267,10 @@ func (s *Sandbox) read(r io.Reader, b Budget, at *atomicString, over func(*Budge
 		case len(f.Object) > 0:
 			total += int64(len(f.Object))
 			if len(objs) >= b.Objects {
-				e := &BudgetError{Bound: "objects", Limit: fmt.Sprint(b.Objects), File: at.load()}
-				over(e)
-				return nil, e
+				return nil, stop("objects", at.load())
 			}
 			if total > b.OutputBytes {
-				e := &BudgetError{Bound: "output", Limit: FormatBytes(b.OutputBytes), File: at.load()}
-				over(e)
-				return nil, e
+				return nil, stop("output", at.load())
 			}
 			u := &unstructured.Unstructured{}
 			if err := u.UnmarshalJSON(f.Object); err != nil {
@@ -343,4 +333,24 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// Lazy is a Sandbox made on first use, with Options: the agent and the hub hold one as a
+// field, and a process that never renders never resolves its executable. The zero value is
+// ready to use.
+type Lazy struct {
+	Options SandboxOptions
+
+	once sync.Once
+	s    *Sandbox
+	err  error
+}
+
+// Render is Sandbox.Render on the Sandbox made with l.Options, or the error making it gave.
+func (l *Lazy) Render(ctx context.Context, opts Options) ([]*unstructured.Unstructured, error) {
+	l.once.Do(func() { l.s, l.err = NewSandbox(l.Options) })
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.s.Render(ctx, opts)
 }

@@ -247,3 +247,26 @@ func TestRenderAliasBomb(t *testing.T) {
 		t.Fatalf("render: %v, want %s", err, want)
 	}
 }
+
+// TestSandboxSubstitutionBomb: a small plain directory (rendered in the caller's process)
+// whose one value refers a thousand times to a variable of 1 MiB would substitute to a GiB;
+// substitution stops at the output budget instead, naming it, and the process never holds
+// the GiB.
+func TestSandboxSubstitutionBomb(t *testing.T) {
+	refs := strings.Repeat("${big}", 1024)
+	root := sandboxTree(t, map[string]string{"cms.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata: {a: \"" + refs + "\"}\n"})
+	s := newSandbox(t, 1)
+	before := peak(t)
+	_, err := s.Render(t.Context(), render.Options{Root: root, Vars: map[string]string{"big": strings.Repeat("x", 1<<20)},
+		Budget: render.Budget{OutputBytes: 8 << 20}, Project: "team", Release: "a-web"})
+	if want := "render of release a-web stopped: output budget 8 MiB exceeded (cms.yaml)"; err == nil || err.Error() != want {
+		t.Fatalf("render: %v, want %s", err, want)
+	}
+	if !errors.Is(err, render.ErrBudget) {
+		t.Errorf("errors.Is(%v, ErrBudget) = false", err)
+	}
+	// Unbounded, the value alone is a GiB; 256 MiB leaves room for the race detector.
+	if grown := peak(t) - before; grown > 256<<20 {
+		t.Errorf("the test process's peak resident size grew by %s", render.FormatBytes(grown))
+	}
+}

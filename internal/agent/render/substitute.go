@@ -29,7 +29,10 @@ const SubstituteAnnotation = "flotilla.dev/substitute"
 // alone. Comments are dropped before substitution: they are not part of the object.
 // Unlike Flux, substitution also runs when no variables are given: an object that refers to a
 // variable then fails to render instead of reaching the cluster with "${name}" in it.
-func substituteAll(ctx context.Context, objs []object, vars map[string]string) error {
+//
+// exp bounds the bytes the substituted values add up to (nil: no bound): past it the render
+// fails with errExpansion, before that much memory is spent.
+func substituteAll(ctx context.Context, objs []object, vars map[string]string, exp *expansion) error {
 	for i := range objs {
 		o := &objs[i]
 		// Most objects have nothing to substitute (o.substitute was set while decoding, with a
@@ -41,7 +44,7 @@ func substituteAll(ctx context.Context, objs []object, vars map[string]string) e
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := substituteObject(o, vars); err != nil {
+		if err := substituteObject(o, vars, exp); err != nil {
 			return err
 		}
 	}
@@ -56,15 +59,15 @@ func substituteDisabled(o *object) bool {
 // substituteObject substitutes o's variables: on its decoded values when the result is sure to
 // be what the YAML round trip gives (substituteDecoded, the common case), else through that
 // round trip (substituteText).
-func substituteObject(o *object, vars map[string]string) error {
-	if done, err := substituteDecoded(o, vars); done {
+func substituteObject(o *object, vars map[string]string, exp *expansion) error {
+	if done, err := substituteDecoded(o, vars, exp); done {
 		return err
 	}
-	return substituteText(o, vars)
+	return substituteText(o, vars, exp)
 }
 
 // substituteText is substitution as Flux does it: on the object's YAML text, parsed again.
-func substituteText(o *object, vars map[string]string) error {
+func substituteText(o *object, vars map[string]string, exp *expansion) error {
 	name := objectName(o.u.GetKind(), o.u.GetNamespace(), o.u.GetName())
 	fail := func(err error) error { return &Error{File: o.file, Line: o.line, Object: name, Err: err} }
 
@@ -82,7 +85,7 @@ func substituteText(o *object, vars map[string]string) error {
 	if err != nil {
 		return fail(fmt.Errorf("substitution: %w", err))
 	}
-	out, err := evalStrict(string(text), vars)
+	out, err := evalStrict(string(text), vars, exp)
 	if err != nil {
 		return fail(err)
 	}

@@ -46,7 +46,7 @@ func referenceSubstituteObject(o *object, vars map[string]string) error {
 	if err != nil {
 		return fail(fmt.Errorf("substitution: %w", err))
 	}
-	out, err := evalStrict(string(text), vars)
+	out, err := evalStrict(string(text), vars, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -123,7 +123,7 @@ func sameSubstitution(t *testing.T, rel string, data []byte, vars map[string]str
 	}
 	want, _ := referenceDecodeFile(rel, data)
 	ctx := context.Background()
-	gotErr := substituteAll(ctx, got, vars)
+	gotErr := substituteAll(ctx, got, vars, nil)
 	wantErr := referenceSubstituteAll(ctx, want, vars)
 	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 		t.Fatalf("%s: error %v, reference %v\ninput:\n%s", rel, gotErr, wantErr, data)
@@ -285,7 +285,7 @@ func TestSubstitutionOnValuesIsTaken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done, err := substituteDecoded(&objs[0], vars)
+			done, err := substituteDecoded(&objs[0], vars, nil)
 			if !done || err != nil {
 				t.Fatalf("substituteDecoded = %v, %v; want it done without the round trip", done, err)
 			}
@@ -383,7 +383,7 @@ func BenchmarkDecodeAndSubstitute(b *testing.B) {
 		start = time.Now()
 		objs, err = decodeFile("r.yaml", data, nil)
 		if err == nil {
-			err = substituteAll(ctx, objs, vars)
+			err = substituteAll(ctx, objs, vars, nil)
 		}
 		if err != nil || len(objs) != 100 {
 			b.Fatal(err, len(objs))

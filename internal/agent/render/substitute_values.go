@@ -44,13 +44,23 @@ type scalarContext struct {
 // of the object could be substituted.
 type valueSubstitution struct {
 	vars  map[string]string
+	exp   *expansion
 	apply []func()
 }
 
 // substituteDecoded substitutes o on its decoded values when it can (see above). done reports
 // whether it did; err is then the error substituteText would give.
-func substituteDecoded(o *object, vars map[string]string) (done bool, err error) {
-	s := &valueSubstitution{vars: vars}
+func substituteDecoded(o *object, vars map[string]string, exp *expansion) (done bool, err error) {
+	s := &valueSubstitution{vars: vars, exp: exp}
+	if exp != nil {
+		// Not done: substituteText substitutes the whole object again and counts it anew.
+		left := exp.left
+		defer func() {
+			if !done {
+				exp.left = left
+			}
+		}()
+	}
 	var ok bool
 	switch {
 	case o.node != nil:
@@ -221,7 +231,7 @@ func (s *valueSubstitution) scalar(str string, c scalarContext) (any, bool) {
 	if !inertText(str) || !balancedReferences(str) || c.style&yaml.TaggedStyle != 0 {
 		return nil, false
 	}
-	out, err := evalStrict(str, s.vars)
+	out, err := evalStrict(str, s.vars, s.exp)
 	if err != nil || !inertText(out) {
 		return nil, false
 	}

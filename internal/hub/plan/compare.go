@@ -50,13 +50,15 @@ type renderer struct {
 	count  int
 	// cut counts renders the limits left out, by limit.
 	overCount, overTime int
-	// sandbox renders in a bounded child process, as the agent does (sandbox.go).
-	sandbox lazySandbox
+	// sandbox renders in a bounded child process, as the agent does, so that a bomb fails its
+	// own release's plan and never the hub. A plan renders one release at a time: one slot.
+	sandbox render.Lazy
 }
 
 func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
 	rctx, cancel := context.WithTimeout(ctx, lim.RenderTime)
-	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, charts: map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{}}
+	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, charts: map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{},
+		sandbox: render.Lazy{Options: render.SandboxOptions{Concurrent: 1}}}
 }
 
 func (r *renderer) close() { r.cancel() }
