@@ -12,11 +12,15 @@ const KindProject = "Project"
 
 // ProjectOrDefault is the project the release belongs to: Project, or ProjectPlatform when
 // unset.
-func (s ReleaseSpec) ProjectOrDefault() string {
-	if s.Project == "" {
+func (s ReleaseSpec) ProjectOrDefault() string { return ProjectOrPlatform(s.Project) }
+
+// ProjectOrPlatform is the project a name stands for: "" (a release, an assignment or a grant
+// that names none) is the built-in platform project.
+func ProjectOrPlatform(name string) string {
+	if name == "" {
 		return ProjectPlatform
 	}
-	return s.Project
+	return name
 }
 
 // AllowsSource reports whether the project's releases may use the source named name, whose

@@ -123,10 +123,6 @@ func loadProjectKeys(dir string, platform secrets.Key) (*projectKeys, error) {
 	return pk, nil
 }
 
-// isPlatform reports whether project is the platform's: named so, or unnamed (an assignment
-// without project rules).
-func isPlatform(project string) bool { return project == "" || project == v1alpha1.ProjectPlatform }
-
 // checkProjectName refuses a project name that is not a DNS label: it names a file.
 func checkProjectName(name string) error {
 	if len(name) == 0 || len(name) > 63 || !projectNameRE.MatchString(name) {
@@ -139,7 +135,7 @@ var projectNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // get returns project's key, creating and saving it on first use; created says it did.
 func (pk *projectKeys) get(project string) (k secrets.Key, created bool, err error) {
-	if isPlatform(project) {
+	if project = v1alpha1.ProjectOrPlatform(project); project == v1alpha1.ProjectPlatform {
 		return pk.platform, false, nil
 	}
 	if err := checkProjectName(project); err != nil {
@@ -184,7 +180,7 @@ func (pk *projectKeys) recipients() []*agentv1.ProjectAgeRecipient {
 func (pk *projectKeys) ensure(ds *agentv1.DesiredState) (created bool, err error) {
 	var errs []error
 	for _, as := range ds.GetAssignments() {
-		_, c, err := pk.get(as.GetProject().GetName())
+		_, c, err := pk.get(projectName(as))
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -11,10 +11,7 @@ import (
 // projectName is the project an assignment's release belongs to: the platform's when the
 // hub sends no project rules.
 func projectName(as *agentv1.Assignment) string {
-	if n := as.GetProject().GetName(); n != "" {
-		return n
-	}
-	return v1alpha1.ProjectPlatform
+	return v1alpha1.ProjectOrPlatform(as.GetProject().GetName())
 }
 
 // renderBudget is the budget an assignment's renders run under: the hub's, each field it

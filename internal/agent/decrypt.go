@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/secrets"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -19,8 +20,8 @@ func (a *Agent) decryptor(as *agentv1.Assignment) (render.Decryptor, error) {
 	case "":
 		return nil, nil
 	case "sops":
-		project := as.GetProject().GetName()
-		if isPlatform(project) {
+		project := projectName(as)
+		if project == v1alpha1.ProjectPlatform {
 			return secrets.NewDecryptor("cluster "+a.id.Cluster, a.age.Identity)
 		}
 		k, created, err := a.projectKeys.get(project)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/flotilla/flotilla/api/v1alpha1"
 )
 
 // Role is what a grant allows; the roles are ordered, each allowing what the one before does.
@@ -45,7 +47,7 @@ func (g Grant) AllProjects() bool { return g.Role == Admin || len(g.Projects) ==
 
 // Covers reports whether g covers project ("" is the platform project).
 func (g Grant) Covers(project string) bool {
-	return g.AllProjects() || slices.Contains(g.Projects, projectName(project))
+	return g.AllProjects() || slices.Contains(g.Projects, v1alpha1.ProjectOrPlatform(project))
 }
 
 func (g Grant) String() string {

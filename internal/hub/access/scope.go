@@ -36,7 +36,7 @@ func NewScope(p Principal, fleet *v1alpha1.Fleet) Scope {
 	seen := map[string]bool{}
 	for _, g := range p.Grants {
 		for _, name := range g.Projects {
-			name = projectName(name)
+			name = v1alpha1.ProjectOrPlatform(name)
 			if seen[name] {
 				continue
 			}
@@ -59,7 +59,9 @@ func (s Scope) All() bool { return s.all }
 
 // Project reports whether s holds the named project ("" is platform): a problem of the
 // project's own (its tenant fleet repository rejected) is shown to those who see it.
-func (s Scope) Project(name string) bool { return s.all || s.projects[projectName(name)] }
+func (s Scope) Project(name string) bool {
+	return s.all || s.projects[v1alpha1.ProjectOrPlatform(name)]
+}
 
 // Release reports whether s holds the named release.
 func (s Scope) Release(name string) bool { return s.all || s.releases[name] }
@@ -75,12 +77,4 @@ func (s Scope) Cluster(labels map[string]string) bool {
 		}
 	}
 	return false
-}
-
-// projectName is the project "" stands for: platform.
-func projectName(p string) string {
-	if p == "" {
-		return v1alpha1.ProjectPlatform
-	}
-	return p
 }

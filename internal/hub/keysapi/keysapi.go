@@ -59,10 +59,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: %d selectors, at most %d", len(raw), maxSelectors))
 		return
 	}
-	project := r.URL.Query().Get("project")
-	if project == "" {
-		project = v1alpha1.ProjectPlatform
-	}
+	project := v1alpha1.ProjectOrPlatform(r.URL.Query().Get("project"))
 	if len(project) > 63 {
 		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: project is %d bytes, at most 63", len(project)))
 		return

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -108,18 +107,11 @@ func foreignProject(p access.Principal, releases []string, projects map[string]s
 	for _, name := range names {
 		for _, pattern := range releases {
 			if ok, err := path.Match(pattern, name); (ok || err != nil) && !p.Can(access.Deployer, projects[name]) {
-				return fmt.Sprintf("release %q of project %q", name, cmpOrPlatform(projects[name]))
+				return fmt.Sprintf("release %q of project %q", name, v1alpha1.ProjectOrPlatform(projects[name]))
 			}
 		}
 	}
 	return ""
-}
-
-func cmpOrPlatform(project string) string {
-	if strings.TrimSpace(project) == "" {
-		return "platform"
-	}
-	return project
 }
 
 // holdsWithin reports whether gates hold anything of release back at some instant of

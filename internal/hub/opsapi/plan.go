@@ -227,10 +227,7 @@ func callerOf(pr access.Principal) plan.Caller {
 	var c plan.Caller
 	for _, g := range pr.Grants {
 		for _, name := range g.Projects {
-			if name == "" {
-				name = v1alpha1.ProjectPlatform
-			}
-			if !slices.Contains(c.Projects, name) {
+			if name = v1alpha1.ProjectOrPlatform(name); !slices.Contains(c.Projects, name) {
 				c.Projects = append(c.Projects, name)
 			}
 		}

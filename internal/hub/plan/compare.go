@@ -497,10 +497,10 @@ func cut(s string, n int) string {
 // planProject is the project an assignment's release belongs to, for the render's fair
 // share and its errors.
 func planProject(a schedule.Assignment) string {
-	if a.Project != nil && a.Project.Name != "" {
-		return a.Project.Name
+	if a.Project == nil {
+		return v1alpha1.ProjectPlatform
 	}
-	return v1alpha1.ProjectPlatform
+	return v1alpha1.ProjectOrPlatform(a.Project.Name)
 }
 
 // planBudget is the budget a plan renders an assignment under: the one the agent would run

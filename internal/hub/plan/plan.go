@@ -347,11 +347,11 @@ func releaseProjects(inForce, f *v1alpha1.Fleet, current map[string]schedule.Doc
 	}
 	for _, doc := range current {
 		for _, a := range doc.Assignments {
-			p := v1alpha1.ProjectPlatform
+			p := ""
 			if a.Project != nil {
 				p = a.Project.Name
 			}
-			m[a.Release] = p
+			m[a.Release] = v1alpha1.ProjectOrPlatform(p)
 		}
 	}
 	if inForce != nil {

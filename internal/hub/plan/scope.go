@@ -26,17 +26,10 @@ type Caller struct {
 }
 
 func (c Caller) mine(project string) bool {
-	return c.All || slices.Contains(c.Projects, projectOrPlatform(project))
+	return c.All || slices.Contains(c.Projects, v1alpha1.ProjectOrPlatform(project))
 }
 
 func (c Caller) list() string { return "[" + strings.Join(c.Projects, ", ") + "]" }
-
-func projectOrPlatform(p string) string {
-	if p == "" {
-		return v1alpha1.ProjectPlatform
-	}
-	return p
-}
 
 // CheckCandidate returns a *Refusal when cand changes, against the fleet in force, anything
 // outside the caller's projects. What a plan shows follows the fleet in force, so a
@@ -142,7 +135,7 @@ func SourceAllowed(f *v1alpha1.Fleet, c Caller, name string) bool {
 	url := ""
 	for _, s := range f.Sources {
 		if s.Metadata.Name == name {
-			url = sourceURL(s.Spec)
+			url = v1alpha1.SourceURL(s.Spec)
 			break
 		}
 	}
@@ -156,19 +149,6 @@ func SourceAllowed(f *v1alpha1.Fleet, c Caller, name string) bool {
 		}
 	}
 	return false
-}
-
-// sourceURL is what a Project's URL patterns match of a source.
-func sourceURL(s v1alpha1.SourceSpec) string {
-	switch {
-	case s.Git != nil:
-		return s.Git.URL
-	case s.OCI != nil:
-		return s.OCI.URL
-	case s.Helm != nil && s.Helm.Repository != "" && s.Helm.Chart != "":
-		return strings.TrimSuffix(s.Helm.Repository, "/") + "/" + s.Helm.Chart
-	}
-	return ""
 }
 
 type sourceUser struct{ release, project string }
@@ -197,19 +177,8 @@ func sourceUsers(fleets ...*v1alpha1.Fleet) map[string][]sourceUser {
 // and post-render patch files name.
 func ReleaseSources(s v1alpha1.ReleaseSpec) []string {
 	out := []string{s.Source}
-	if h := s.Helm; h != nil {
-		for _, f := range h.ValuesFiles {
-			if f.Source != "" {
-				out = append(out, f.Source)
-			}
-		}
-		if h.PostRender != nil {
-			for _, p := range h.PostRender.Patches {
-				if p.Source != "" {
-					out = append(out, p.Source)
-				}
-			}
-		}
+	for _, ref := range s.FileSourceRefs() {
+		out = append(out, ref.Source)
 	}
 	return out
 }
