@@ -6,10 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/secrets"
@@ -125,13 +126,11 @@ func loadProjectKeys(dir string, platform secrets.Key) (*projectKeys, error) {
 
 // checkProjectName refuses a project name that is not a DNS label: it names a file.
 func checkProjectName(name string) error {
-	if len(name) == 0 || len(name) > 63 || !projectNameRE.MatchString(name) {
-		return fmt.Errorf("project name %q: not a DNS label (lower-case letters, digits and '-', at most 63)", name)
+	if msgs := content.IsDNS1123Label(name); len(msgs) > 0 {
+		return fmt.Errorf("project name %q: not a DNS label: %s", name, strings.Join(msgs, "; "))
 	}
 	return nil
 }
-
-var projectNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // get returns project's key, creating and saving it on first use; created says it did.
 func (pk *projectKeys) get(project string) (k secrets.Key, created bool, err error) {

@@ -12,9 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"regexp"
 	"slices"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -187,7 +188,7 @@ func CheckProjects(projects map[string]string) error {
 		return fmt.Errorf("%d project age recipients, at most %d", len(projects), MaxProjects)
 	}
 	for p, r := range projects {
-		if len(p) == 0 || len(p) > 63 || !dnsLabel.MatchString(p) {
+		if len(content.IsDNS1123Label(p)) > 0 {
 			return fmt.Errorf("project age recipient: project name %q is not a DNS label", textcut.Cut(p, 64))
 		}
 		if err := secrets.CheckRecipient(r); err != nil {
@@ -196,8 +197,6 @@ func CheckProjects(projects map[string]string) error {
 	}
 	return nil
 }
-
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ObserveProjects records the project recipients cluster's agent sent (none from an agent
 // older than keys per project: nothing happens), replacing those it sent before.
