@@ -23,7 +23,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/replica"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/source/helmchart"
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact"
@@ -400,7 +399,7 @@ func (h *Hub) newController() error {
 	h.ctrl, err = controller.New(d, controller.Options{
 		Fleet: h.opts.Fleet, FleetBranch: h.opts.FleetBranch, FleetPath: h.opts.FleetPath,
 		FleetInterval: h.opts.FleetInterval, WorkDir: h.opts.DataDir,
-		Schedule: schedule.Options{RenderBudget: h.opts.RenderBudget},
+		Schedule: h.scheduleOptions(),
 	})
 	return err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/bundleapi"
 	"github.com/flotilla/flotilla/internal/hub/keysapi"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/sqlitedb"
 )
@@ -43,7 +42,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 		PollNow: h.ctrl.PollNow, Clock: h.clock, Logger: h.log,
 		Plan: opsapi.PlanDeps{Store: h.store, Artifacts: h.artifacts, EnsureArtifact: h.repl.EnsureArtifact, Poller: h.poller,
 			Fleet: o.Fleet, FleetBranch: o.FleetBranch, FleetPath: o.FleetPath, WorkDir: o.DataDir,
-			Schedule: schedule.Options{RenderBudget: o.RenderBudget}},
+			Schedule: h.scheduleOptions()},
 	}, opsapi.Options{WebhookSecrets: o.WebhookSecrets})
 	// Offline bundles and reports for air-gapped sites (docs/airgap.md).
 	bundles := bundleapi.New(bundleapi.Deps{

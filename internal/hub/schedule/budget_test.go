@@ -53,4 +53,14 @@ func TestScheduleRenderBudget(t *testing.T) {
 		t.Errorf("problems %q, want one containing %q", problems, wantProblem)
 	}
 
+	// With the hub's budget what agents render under anyway, an assignment in that budget
+	// carries none: every document of a fleet without budgets stays as it was.
+	plan = ScheduleWith(Options{RenderBudget: hub, AgentDefaults: hub}, f, []Cluster{cluster("edge")}, map[string]Artifact{"platform": platformArtifact}, nil, "r1")
+	carried := map[string]bool{}
+	for _, a := range plan.Assignments["edge"] {
+		carried[a.Release] = a.RenderBudget != nil
+	}
+	if want := map[string]bool{"platform-web": false, "team-web": true, "within": true}; !cmp.Equal(want, carried) {
+		t.Errorf("assignments carrying a budget %v, want %v", carried, want)
+	}
 }

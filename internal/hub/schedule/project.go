@@ -41,27 +41,28 @@ func newProjects(fleet *v1alpha1.Fleet) projects {
 	return ps
 }
 
-// bound returns the rules a release's assignments carry, the clusters its project lets it
-// target, and the rule of its project it breaks ("" when none).
 // renderBudget is the budget r's renders run under (see [v1alpha1.ResolveRenderBudget]), nil
-// when neither the hub, its project nor r sets one; refused says why r may not have what it
-// asks.
-func (ps projects) renderBudget(hub v1alpha1.BudgetLimits, r *v1alpha1.Release) (budget *v1alpha1.BudgetLimits, refused string) {
+// when it is the one an agent renders under without one (opts.AgentDefaults, or nothing
+// set at all): every assignment is in every document of its clusters, so a budget is carried
+// only where it says something. refused says why r may not have what it asks.
+func (ps projects) renderBudget(opts Options, r *v1alpha1.Release) (budget *v1alpha1.BudgetLimits, refused string) {
 	name := r.Spec.ProjectOrDefault()
 	var project *v1alpha1.RenderBudget
 	if spec := ps.specs[name]; spec != nil {
 		project = spec.RenderBudget
 	}
-	b, err := v1alpha1.ResolveRenderBudget(hub, name, project, r.Spec.RenderBudget)
+	b, err := v1alpha1.ResolveRenderBudget(opts.RenderBudget, name, project, r.Spec.RenderBudget)
 	if err != nil {
 		return nil, err.Error()
 	}
-	if b == (v1alpha1.BudgetLimits{}) {
+	if b == (v1alpha1.BudgetLimits{}) || b == opts.AgentDefaults {
 		return nil, ""
 	}
 	return &b, ""
 }
 
+// bound returns the rules a release's assignments carry, the clusters its project lets it
+// target, and the rule of its project it breaks ("" when none).
 func (ps projects) bound(r *v1alpha1.Release) (rules *project.Rules, clusters v1alpha1.LabelSelector, refused string) {
 	name := r.Spec.ProjectOrDefault()
 	spec, defined := ps.specs[name]

@@ -73,7 +73,8 @@ type Assignment struct {
 	Decryption string `json:"decryption,omitempty"`
 	// RenderBudget is what the release's renders run under: the hub's defaults
 	// ([Options].RenderBudget), lowered by its project, as the release asks within the
-	// project's maximum. nil or a zero field: the agent's defaults.
+	// project's maximum. nil (that budget is Options.AgentDefaults) or a zero field: the
+	// agent's defaults.
 	RenderBudget *v1alpha1.BudgetLimits `json:"renderBudget,omitempty"`
 }
 
@@ -82,6 +83,9 @@ type Options struct {
 	// RenderBudget is the hub's default render budget (hub flags): a project's maximum is
 	// at most it. A zero field sets no bound of the hub's on that field.
 	RenderBudget v1alpha1.BudgetLimits
+	// AgentDefaults is the budget an agent renders an assignment under when it names none
+	// (render.DefaultBudget): an assignment whose budget is exactly that carries none.
+	AgentDefaults v1alpha1.BudgetLimits
 }
 
 // Problem is a release that could not be scheduled as written, for one cluster or (Cluster
@@ -330,7 +334,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 		}
 		rel.base.Project, rel.clusters, rel.refused = projects.bound(r)
 		if rel.refused == "" {
-			rel.base.RenderBudget, rel.refused = projects.renderBudget(s.opts.RenderBudget, r)
+			rel.base.RenderBudget, rel.refused = projects.renderBudget(s.opts, r)
 		}
 		if rel.refused != "" {
 			s.problem(name, "", "%s; not assigned afresh (clusters that had it keep their assignment)", rel.refused)
