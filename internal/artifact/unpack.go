@@ -47,7 +47,9 @@ func DefaultLimits() Limits {
 	}
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with every zero field at its DefaultLimits value, so that a
+// forgotten field never means "unlimited".
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = d.MaxFiles
@@ -82,7 +84,7 @@ func (e *LimitError) Error() string {
 //
 // Unpack does not verify a digest; check the stream with a Verifier first.
 func Unpack(ctx context.Context, r io.Reader, dst string, lim Limits) (err error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	created, err := PrepareEmptyDir(dst)
 	if err != nil {
 		return fmt.Errorf("unpack into %s: %w", dst, err)

@@ -72,8 +72,11 @@ func (r Rules) IdentityRule(obj *unstructured.Unstructured, ns string) string {
 		paths = [][]string{{"spec", "template", "spec"}, {"spec", "jobTemplate", "spec", "template", "spec"}}
 	}
 	for _, p := range paths {
-		spec, found, err := unstructured.NestedMap(obj.Object, p...)
-		if err != nil || !found {
+		// Every object of every team release passes here: read the pod spec in place, never
+		// a deep copy of it (NestedMap).
+		v, found, err := unstructured.NestedFieldNoCopy(obj.Object, p...)
+		spec, ok := v.(map[string]any)
+		if err != nil || !found || !ok {
 			continue
 		}
 		if field, name := podServiceAccount(spec); name == sa.Name {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/project"
 )
 
@@ -116,7 +117,7 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 func (c Config) withDefaults() Config {
 	if c.InventoryNamespace == "" {
-		c.InventoryNamespace = "flotilla-system"
+		c.InventoryNamespace = v1alpha1.AgentNamespace
 	}
 	if c.AgentNamespace == "" {
 		if b, err := os.ReadFile(inClusterNamespaceFile); err == nil {

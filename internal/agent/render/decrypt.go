@@ -103,11 +103,8 @@ func (d decryption) yamlStream(rel string, docs []*yaml.Node) ([]byte, error) {
 	if d.dec == nil {
 		return nil, &Error{File: rel, Err: fmt.Errorf("%s are %w: set spec.decryption.provider: sops on the release", which, ErrEncrypted)}
 	}
-	plain, err := d.dec.Decrypt(rel, text.Bytes(), "yaml")
+	plain, err := d.open(rel, text.Bytes(), "yaml")
 	if err != nil {
-		return nil, &Error{File: rel, Err: fmt.Errorf("%s: %w", which, err)}
-	}
-	if plain, err = markDecrypted(plain, "yaml"); err != nil {
 		return nil, &Error{File: rel, Err: fmt.Errorf("%s: %w", which, err)}
 	}
 	return plain, nil
@@ -187,14 +184,21 @@ func (d decryption) decrypt(rel string, doc int, text []byte, format string) ([]
 	if d.dec == nil {
 		return nil, fmt.Errorf("document %d is %w: set spec.decryption.provider: sops on the release", doc, ErrEncrypted)
 	}
-	plain, err := d.dec.Decrypt(rel, text, format)
+	plain, err := d.open(rel, text, format)
 	if err != nil {
 		return nil, fmt.Errorf("document %d: %w", doc, err)
 	}
-	if plain, err = markDecrypted(plain, format); err != nil {
-		return nil, fmt.Errorf("document %d: %w", doc, err)
-	}
 	return plain, nil
+}
+
+// open decrypts text (one document, or a stream encrypted as a whole) and marks every object
+// of the plaintext as decrypted.
+func (d decryption) open(rel string, text []byte, format string) ([]byte, error) {
+	plain, err := d.dec.Decrypt(rel, text, format)
+	if err != nil {
+		return nil, err
+	}
+	return markDecrypted(plain, format)
 }
 
 // DecryptedAnnotation marks an object that came from a decrypted SOPS document, whatever its
@@ -251,33 +255,30 @@ func markDecrypted(plain []byte, format string) ([]byte, error) {
 // setAnnotation sets metadata.annotations[key] = value in the mapping n, creating what is
 // missing.
 func setAnnotation(n *yaml.Node, key, value string) {
-	md := mappingChild(n, "metadata")
-	ann := mappingChild(md, "annotations")
-	for i := 0; i+1 < len(ann.Content); i += 2 {
-		if ann.Content[i].Value == key {
-			ann.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle}
+	ann := mappingChild(mappingChild(n, "metadata"), "annotations")
+	setMapValue(ann, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
+}
+
+// mappingChild returns the mapping under key in the mapping n, replacing a missing or null
+// one.
+func mappingChild(n *yaml.Node, key string) *yaml.Node {
+	if v := resolveNode(valueAt(n, key)); v != nil && v.Kind == yaml.MappingNode {
+		return v
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	setMapValue(n, key, m)
+	return m
+}
+
+// setMapValue sets key to v in the mapping n: in place of the value it has, or appended.
+func setMapValue(n *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			n.Content[i+1] = v
 			return
 		}
 	}
-	ann.Content = append(ann.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
-		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
-}
-
-// mappingChild returns the mapping under key in n, replacing a missing or null one.
-func mappingChild(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			if v := resolveNode(n.Content[i+1]); v != nil && v.Kind == yaml.MappingNode {
-				return v
-			}
-			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			n.Content[i+1] = m
-			return m
-		}
-	}
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, m)
-	return m
+	n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
 }
 
 // hasSOPSKey reports whether n is a mapping with a "sops" key.

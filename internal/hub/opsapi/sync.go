@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -168,8 +166,7 @@ func (a *API) admitSync(w http.ResponseWriter, r *http.Request, rec syncreq.Requ
 	}
 	same, err := syncreq.Admit(pending, rec, rec.Created)
 	if capErr := (*syncreq.CapError)(nil); errors.As(err, &capErr) {
-		secs := max(1, int(math.Ceil(capErr.RetryAt.Sub(rec.Created).Seconds())))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		userapi.RetryAfter(w, capErr.RetryAt.Sub(rec.Created))
 		userapi.WriteError(w, http.StatusTooManyRequests, err)
 		return true
 	}

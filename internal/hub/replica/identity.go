@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,10 +54,7 @@ func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte)
 		}
 		local[name] = data
 	}
-	offer := make(map[string][]byte, len(local))
-	for name, data := range local {
-		offer[name] = data
-	}
+	offer := maps.Clone(local)
 	for _, name := range id.Secrets {
 		sealed, err := seal(key, name, local[name])
 		if err != nil {

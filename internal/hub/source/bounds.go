@@ -12,22 +12,6 @@ import (
 // bounded the way an agent's unpacking is (artifact.Limits, with the same
 // defaults): nothing over them could be delivered to an agent anyway.
 
-// checkoutLimits returns lim with every zero field at its artifact.DefaultLimits value, so
-// that a forgotten field never means "unlimited".
-func checkoutLimits(lim artifact.Limits) artifact.Limits {
-	d := artifact.DefaultLimits()
-	if lim.MaxFiles <= 0 {
-		lim.MaxFiles = d.MaxFiles
-	}
-	if lim.MaxBytes <= 0 {
-		lim.MaxBytes = d.MaxBytes
-	}
-	if lim.MaxFileBytes <= 0 {
-		lim.MaxFileBytes = d.MaxFileBytes
-	}
-	return lim
-}
-
 // BoundError reports a checkout refused because the tree at a revision is over one of the
 // Poller's Limits. Nothing of the tree is left on disk.
 type BoundError struct {

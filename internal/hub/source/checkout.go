@@ -84,7 +84,7 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 			}
 		}
 	}()
-	w := &treeWriter{ctx: ctx, repo: repo, budget: budget{lim: checkoutLimits(p.opts.Limits), source: g.Name, revision: shortCommit(commit)}}
+	w := &treeWriter{ctx: ctx, repo: repo, budget: budget{lim: p.opts.Limits.WithDefaults(), source: g.Name, revision: shortCommit(commit)}}
 	if err := w.write(tree, dst, ""); err != nil {
 		var be *BoundError
 		if errors.As(err, &be) {

@@ -165,17 +165,19 @@ func Admit(pending []Request, r Request, now time.Time) (*Request, error) {
 			actor = append(actor, p)
 		}
 	}
-	name := "every release"
-	if r.Release != "" {
-		name = "release \"" + r.Release + "\""
+	capped := func(who string, reqs []Request, max int) error {
+		return &CapError{RetryAt: oldestExpiry(reqs), Msg: fmt.Sprintf(
+			"sync refused: %s has %d pending sync requests, at most %d (a request ends once every cluster reported it, or after %s)", who, len(reqs), max, TTL)}
 	}
 	switch {
 	case len(release) >= MaxPendingPerRelease:
-		return nil, &CapError{RetryAt: oldestExpiry(release),
-			Msg: fmt.Sprintf("sync refused: %s has %d pending sync requests, at most %d (a request ends once every cluster reported it, or after %s)", name, len(release), MaxPendingPerRelease, TTL)}
+		name := "every release"
+		if r.Release != "" {
+			name = fmt.Sprintf("release %q", r.Release)
+		}
+		return nil, capped(name, release, MaxPendingPerRelease)
 	case len(actor) >= MaxPendingPerActor:
-		return nil, &CapError{RetryAt: oldestExpiry(actor),
-			Msg: fmt.Sprintf("sync refused: %s has %d pending sync requests, at most %d (a request ends once every cluster reported it, or after %s)", r.Actor, len(actor), MaxPendingPerActor, TTL)}
+		return nil, capped(r.Actor, actor, MaxPendingPerActor)
 	}
 	return nil, nil
 }

@@ -65,7 +65,7 @@ func (api *API) limitMutations(next http.Handler) http.Handler {
 		}
 		p, _ := access.FromContext(r.Context())
 		if wait, ok := take(api.d.Clock.Now(), api.limits.mutations.Get(p.Actor)); !ok {
-			secs := retryAfter(w, wait)
+			secs := RetryAfter(w, wait)
 			writeError(w, http.StatusTooManyRequests, fmt.Errorf("rate limit: %s made more than %d changing calls at once (%g a second sustained; hub flags --api-burst, --api-qps): retry in %d s",
 				p.Actor, api.limits.burst, api.limits.mutationQPS, secs))
 			return
@@ -80,7 +80,7 @@ func (api *API) limitMutations(next http.Handler) http.Handler {
 func (api *API) limitDevice(w http.ResponseWriter, r *http.Request) bool {
 	addr := clientPrefix(r.RemoteAddr)
 	if wait, ok := take(api.d.Clock.Now(), api.limits.device.Get(addr)); !ok {
-		secs := retryAfter(w, wait)
+		secs := RetryAfter(w, wait)
 		writeError(w, http.StatusTooManyRequests, fmt.Errorf("rate limit: more than %d sign-in calls from %s (%g a second sustained): retry in %d s",
 			deviceAddrBurst, addr, deviceAddrQPS, secs))
 		return false
@@ -101,8 +101,8 @@ func take(now time.Time, lim *rate.Limiter) (time.Duration, bool) {
 	return 0, true
 }
 
-// retryAfter sets Retry-After to wait in whole seconds, at least 1, and returns them.
-func retryAfter(w http.ResponseWriter, wait time.Duration) int {
+// RetryAfter sets Retry-After to wait in whole seconds, at least 1, and returns them.
+func RetryAfter(w http.ResponseWriter, wait time.Duration) int {
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	return secs
