@@ -2,6 +2,8 @@ package hub
 
 import (
 	"errors"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,5 +142,55 @@ func TestRecoveryRecipientMustParse(t *testing.T) {
 		RecoveryRecipients: []string{"age1notakey"}}, st)
 	if err == nil || !strings.Contains(err.Error(), `recovery recipient: age recipient "age1notakey"`) {
 		t.Fatalf("err = %v, want the recovery recipient named", err)
+	}
+}
+
+// TestProjectAgeRecipients: the per-project recipients an agent sends are shown with its
+// cluster and listed for `secret encrypt --project P`; a viewer scoped to one project sees
+// that project's recipient only, never which other teams deliver to the cluster.
+func TestProjectAgeRecipients(t *testing.T) {
+	fleet := t.TempDir()
+	project := func(name string) string {
+		return "apiVersion: flotilla.dev/v1alpha1\nkind: Project\nmetadata: {name: " + name + "}\n" +
+			"spec: {namespaces: [" + name + "], serviceAccount: {namespace: flotilla-tenants, name: " + name + "}}\n"
+	}
+	if err := os.WriteFile(filepath.Join(fleet, "fleet.yaml"), []byte(project("team-a")+"---\n"+project("team-b")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	th := startHub(t, fleet, nil)
+	ctx := t.Context()
+	eu := th.addAgent(t, "eu-1", map[string]string{"env": "prod"})
+	platform, teamA, teamB := newRecipient(t), newRecipient(t), newRecipient(t)
+	if _, err := eu.client.Heartbeat(ctx, connect.NewRequest(&agentv1.HeartbeatRequest{AgeRecipient: platform,
+		ProjectAgeRecipients: []*agentv1.ProjectAgeRecipient{{Project: "team-a", Recipient: teamA}, {Project: "team-b", Recipient: teamB}}})); err != nil {
+		t.Fatal(err)
+	}
+	both := map[string]string{"team-a": teamA, "team-b": teamB}
+	if c, err := th.api.Cluster(ctx, "eu-1"); err != nil || !maps.Equal(c.ProjectAgeRecipients, both) {
+		t.Fatalf("admin: cluster eu-1 shows project recipients %v (%v), want %v", c.ProjectAgeRecipients, err, both)
+	}
+	if v, err := th.api.AgeKeys(ctx, []string{"env=prod"}, "team-a"); err != nil || len(v.Clusters) != 1 || v.Clusters[0].AgeRecipient != teamA || v.Project != "team-a" {
+		t.Fatalf("admin: agekeys of team-a = %+v, %v; want eu-1's team-a recipient", v, err)
+	}
+
+	tok, err := th.api.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "team-a-ci", Role: "viewer", Projects: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer, err := hubapi.NewClient(hubapi.Config{Hub: th.APIURL(), Token: tok.Token, CAFile: th.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c hubapi.ClusterView
+	waitFor(t, "the viewer of team-a sees eu-1 (the fleet with its Project loaded)", func() bool {
+		c, err = viewer.Cluster(ctx, "eu-1")
+		return err == nil
+	})
+	if want := map[string]string{"team-a": teamA}; !maps.Equal(c.ProjectAgeRecipients, want) {
+		t.Errorf("viewer of team-a: cluster eu-1 shows project recipients %v, want %v", c.ProjectAgeRecipients, want)
+	}
+	v, err := viewer.AgeKeys(ctx, []string{"env=prod"}, "team-a")
+	if err != nil || len(v.Clusters) != 1 || v.Clusters[0].AgeRecipient != teamA || !maps.Equal(v.Clusters[0].Projects, map[string]string{"team-a": teamA}) {
+		t.Errorf("viewer of team-a: agekeys of team-a = %+v, %v; want team-a's recipient and no other project", v, err)
 	}
 }

@@ -124,7 +124,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			k, ok = projects[c.Name][project]
 		}
 		if ok && k != "" {
-			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: projects[c.Name]})
+			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: userapi.VisibleProjects(r.Context(), projects[c.Name])})
 		} else {
 			out.Missing = append(out.Missing, c.Name)
 		}

@@ -103,7 +103,8 @@ func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView
 		v.Reachable = api.reachable(t)
 	}
 	v.AgeRecipient, _ = agekeys.Get(r.Context(), api.d.Store, c.Name)
-	v.ProjectAgeRecipients, _ = agekeys.GetProjects(r.Context(), api.d.Store, c.Name)
+	projects, _ := agekeys.GetProjects(r.Context(), api.d.Store, c.Name)
+	v.ProjectAgeRecipients = VisibleProjects(r.Context(), projects)
 	if st, err := api.d.Store.ReportStats(r.Context(), c.Name); err == nil {
 		v.ReportsIngested, v.ReportsCompacted, v.LastReportSeq = st.Ingested, st.Compacted, st.LastSeq
 	}

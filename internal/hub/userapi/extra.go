@@ -107,5 +107,21 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 // VisibleCluster reports whether ctx's principal may see cluster c (its scope).
 func VisibleCluster(ctx context.Context, c store.Cluster) bool { return visibleCluster(ctx, c) }
 
+// VisibleProjects keeps, of byProject, the entries of the projects ctx's principal may see:
+// which other teams deliver to a cluster is theirs to know.
+func VisibleProjects[V any](ctx context.Context, byProject map[string]V) map[string]V {
+	s := scopeOf(ctx)
+	var out map[string]V
+	for p, v := range byProject {
+		if s.Project(p) {
+			if out == nil {
+				out = make(map[string]V, len(byProject))
+			}
+			out[p] = v
+		}
+	}
+	return out
+}
+
 // WriteError writes err as the user API's error document.
 func WriteError(w http.ResponseWriter, status int, err error) { writeError(w, status, err) }
