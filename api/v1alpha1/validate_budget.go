@@ -50,9 +50,9 @@ func checkQuantity(path string, v any) []fieldProblem {
 	return nil
 }
 
-// minRenderMemory is the least memory budget that can render anything at all: a render's
+// MinRenderMemory is the least memory budget that can render anything at all: a render's
 // process needs some MiB before it reads its first file.
-const minRenderMemory = 16 << 20
+const MinRenderMemory = 16 << 20
 
 // validateRenderBudget checks a budget on its own (field is "spec.renderBudget"): no
 // negative or absurd value. What it may be against its project and the hub is checked when
@@ -62,7 +62,7 @@ func validateRenderBudget(field string, b *RenderBudget, add func(field, msg str
 		return
 	}
 	if b.Memory != nil {
-		if n := b.Memory.Value(); n < minRenderMemory {
+		if n := b.Memory.Value(); n < MinRenderMemory {
 			add(field+".memory", fmt.Sprintf("%s is below the least a render can run in (16Mi)", b.Memory.String()))
 		}
 	}
@@ -142,7 +142,7 @@ func ResolveRenderBudget(hub BudgetLimits, projectName string, project, release 
 	}
 	switch {
 	case above(b.MemoryBytes, max.MemoryBytes):
-		return max, over("memory", release.Memory.String(), quantity(max.MemoryBytes))
+		return max, over("memory", release.Memory.String(), Quantity(max.MemoryBytes))
 	case above(b.CPUTime, max.CPUTime):
 		return max, over("cpu", b.CPUTime.String(), max.CPUTime.String())
 	case above(b.WallTime, max.WallTime):
@@ -150,10 +150,10 @@ func ResolveRenderBudget(hub BudgetLimits, projectName string, project, release 
 	case above(b.Objects, max.Objects):
 		return max, over("objects", strconv.Itoa(b.Objects), strconv.Itoa(max.Objects))
 	case above(b.OutputBytes, max.OutputBytes):
-		return max, over("output", release.Output.String(), quantity(max.OutputBytes))
+		return max, over("output", release.Output.String(), Quantity(max.OutputBytes))
 	}
 	return b, nil
 }
 
-// quantity writes n bytes as a binary quantity ("256Mi").
-func quantity(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
+// Quantity writes n bytes as a binary quantity ("256Mi").
+func Quantity(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }

@@ -22,11 +22,11 @@ type renderBudgetFlags struct {
 func addRenderBudgetFlags(f *pflag.FlagSet) *renderBudgetFlags {
 	var b renderBudgetFlags
 	def := render.DefaultBudget
-	f.StringVar(&b.memory, "render-memory", quantityOf(def.MemoryBytes), "memory one render may use, a Kubernetes quantity (e.g. 128Mi); a render over it is stopped and its release fails")
+	f.StringVar(&b.memory, "render-memory", v1alpha1.Quantity(def.MemoryBytes), "memory one render may use, a Kubernetes quantity (e.g. 128Mi); a render over it is stopped and its release fails")
 	f.DurationVar(&b.cpu, "render-cpu", def.CPUTime, "CPU time one render may use")
 	f.DurationVar(&b.timeout, "render-timeout", def.WallTime, "wall-clock time one render may take")
 	f.IntVar(&b.objects, "render-max-objects", def.Objects, "objects one render may produce")
-	f.StringVar(&b.output, "render-max-output", quantityOf(def.OutputBytes), "bytes of rendered objects (as JSON) one render may produce, a Kubernetes quantity")
+	f.StringVar(&b.output, "render-max-output", v1alpha1.Quantity(def.OutputBytes), "bytes of rendered objects (as JSON) one render may produce, a Kubernetes quantity")
 	return &b
 }
 
@@ -44,8 +44,8 @@ func (b *renderBudgetFlags) limits() (v1alpha1.BudgetLimits, error) {
 	if out.MemoryBytes, err = size("render-memory", b.memory); err != nil {
 		return out, err
 	}
-	if out.MemoryBytes < 16<<20 {
-		return out, fmt.Errorf("--render-memory %s: below the least a render can run in (16Mi)", b.memory)
+	if out.MemoryBytes < v1alpha1.MinRenderMemory {
+		return out, fmt.Errorf("--render-memory %s: below the least a render can run in (%s)", b.memory, v1alpha1.Quantity(v1alpha1.MinRenderMemory))
 	}
 	if out.OutputBytes, err = size("render-max-output", b.output); err != nil {
 		return out, err
@@ -64,5 +64,3 @@ func (b *renderBudgetFlags) limits() (v1alpha1.BudgetLimits, error) {
 	out.CPUTime, out.WallTime, out.Objects = b.cpu, b.timeout, b.objects
 	return out, nil
 }
-
-func quantityOf(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
