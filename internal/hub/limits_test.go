@@ -357,7 +357,10 @@ spec:
 // artifact digest.
 func waitDigest(t *testing.T, a *testAgent) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	// Packing a 12 MiB artifact at gzip's best compression takes about a minute under the
+	// race detector on 2 cores (73 s for the whole test on this machine, before and after issue
+	// 24's change): a minute failed whenever the suite ran beside it.
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
 	if err != nil {

@@ -310,6 +310,8 @@ data: {rev: ` + rev + "}\n"
 		for _, a := range last.Assignments {
 			t.Logf("%s: %s: %s", a.Release, a.Phase, a.Error)
 		}
+		bombsPeak, _ := agentMem.read()
+		t.Logf("agent peak resident memory (VmHWM) once every bomb failed: %d MiB (bound %d MiB)", bombsPeak>>20, rssBound>>20)
 
 		// The platform release takes a new commit within its interval while the bombs are
 		// retried on their backoff.
