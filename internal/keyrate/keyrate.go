@@ -4,6 +4,8 @@
 package keyrate
 
 import (
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -77,4 +79,23 @@ func (b *Buckets[K]) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.byKey)
+}
+
+// ClientPrefix is the key of a client address (a request's RemoteAddr, host:port or a bare
+// host): itself for IPv4, its /64 for IPv6, where one client holds the whole block. An
+// address that does not parse is the zero prefix: such clients share one key.
+func ClientPrefix(remote string) netip.Prefix {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	if a = a.Unmap(); a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	p, _ := a.Prefix(64)
+	return p
 }

@@ -3,7 +3,6 @@ package agentapi
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -39,24 +38,6 @@ func newJoinLimiter(o Options, c clock.Clock) *joinLimiter {
 	return &joinLimiter{clock: c, addrs: keyrate.New[netip.Prefix](c, qps, burst, maxJoinAddrs)}
 }
 
-// joinAddr is the key of a request's client address.
-func joinAddr(remote string) netip.Prefix {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	a = a.Unmap()
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.Prefix(64)
-	return p
-}
-
 // joinOutcome is where Join says that the client failed (joinFailed), for limitJoin to charge
 // the address.
 type joinOutcome struct{ failed bool }
@@ -75,7 +56,7 @@ func joinFailed(ctx context.Context) {
 // join that fails.
 func (l *limiter) limitJoin(j *joinLimiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := joinAddr(r.RemoteAddr)
+		addr := keyrate.ClientPrefix(r.RemoteAddr)
 		bucket := j.addrs.Get(addr)
 		now := j.clock.Now()
 		if tokens := bucket.TokensAt(now); tokens < 1 {

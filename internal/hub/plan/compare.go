@@ -286,7 +286,7 @@ func settings(a, b schedule.Assignment) []string {
 	line("wait", fmt.Sprint(a.Wait), fmt.Sprint(b.Wait))
 	line("timeout", a.Timeout.String(), b.Timeout.String())
 	line("interval", a.Interval.String(), b.Interval.String())
-	for _, k := range slices.Sorted(maps.Keys(union2(a.Vars, b.Vars))) {
+	for _, k := range slices.Sorted(maps.Keys(union(a.Vars, b.Vars))) {
 		x, okx := a.Vars[k]
 		y, oky := b.Vars[k]
 		switch {
@@ -310,17 +310,6 @@ func settings(a, b schedule.Assignment) []string {
 		}
 	}
 	return out
-}
-
-func union2(a, b map[string]string) map[string]bool {
-	m := make(map[string]bool, len(a)+len(b))
-	for k := range a {
-		m[k] = true
-	}
-	for k := range b {
-		m[k] = true
-	}
-	return m
 }
 
 // diff is diffObjects, once per pair of renders: the clusters that share renders share it.

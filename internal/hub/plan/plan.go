@@ -325,7 +325,8 @@ func byRelease(as []schedule.Assignment) map[string]schedule.Assignment {
 	return m
 }
 
-func union(a, b map[string]schedule.Assignment) map[string]bool {
+// union is the set of the keys of a and b.
+func union[V any](a, b map[string]V) map[string]bool {
 	m := make(map[string]bool, len(a)+len(b))
 	for k := range a {
 		m[k] = true

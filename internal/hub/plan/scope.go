@@ -76,7 +76,7 @@ func CheckCandidate(inForce, cand *v1alpha1.Fleet, c Caller) error {
 	for _, r := range cand.Releases {
 		newRel[r.Metadata.Name] = normalRelease(r)
 	}
-	for _, name := range slices.Sorted(maps.Keys(union3(oldRel, newRel))) {
+	for _, name := range slices.Sorted(maps.Keys(union(oldRel, newRel))) {
 		a, had := oldRel[name]
 		b, has := newRel[name]
 		switch {
@@ -98,7 +98,7 @@ func CheckCandidate(inForce, cand *v1alpha1.Fleet, c Caller) error {
 	users := sourceUsers(inForce, cand)
 	oldSrc := byName(inForce.Sources, func(s v1alpha1.Source) string { return s.Metadata.Name })
 	newSrc := byName(cand.Sources, func(s v1alpha1.Source) string { return s.Metadata.Name })
-	for _, name := range slices.Sorted(maps.Keys(union3(oldSrc, newSrc))) {
+	for _, name := range slices.Sorted(maps.Keys(union(oldSrc, newSrc))) {
 		a, had := oldSrc[name]
 		b, has := newSrc[name]
 		if had && has && equalJSON(a, b) {
@@ -227,7 +227,7 @@ func byName[T any](items []T, name func(T) string) map[string]any {
 // firstChange returns the first name (sorted) added, removed or changed from old to next,
 // and how.
 func firstChange(old, next map[string]any) (string, string) {
-	for _, name := range slices.Sorted(maps.Keys(union3(old, next))) {
+	for _, name := range slices.Sorted(maps.Keys(union(old, next))) {
 		a, had := old[name]
 		b, has := next[name]
 		switch {
@@ -240,17 +240,6 @@ func firstChange(old, next map[string]any) (string, string) {
 		}
 	}
 	return "", ""
-}
-
-func union3[V any](a, b map[string]V) map[string]bool {
-	m := make(map[string]bool, len(a)+len(b))
-	for k := range a {
-		m[k] = true
-	}
-	for k := range b {
-		m[k] = true
-	}
-	return m
 }
 
 func equalJSON(a, b any) bool {

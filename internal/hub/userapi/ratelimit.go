@@ -3,7 +3,6 @@ package userapi
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -78,7 +77,7 @@ func (api *API) limitMutations(next http.Handler) http.Handler {
 // bucket of device-flow sign-in calls: they need no token, and each makes the hub call the
 // issuer. An IPv6 address counts by its /64.
 func (api *API) limitDevice(w http.ResponseWriter, r *http.Request) bool {
-	addr := clientPrefix(r.RemoteAddr)
+	addr := keyrate.ClientPrefix(r.RemoteAddr)
 	if wait, ok := take(api.d.Clock.Now(), api.limits.device.Get(addr)); !ok {
 		secs := RetryAfter(w, wait)
 		writeError(w, http.StatusTooManyRequests, fmt.Errorf("rate limit: more than %d sign-in calls from %s (%g a second sustained): retry in %d s",
@@ -106,21 +105,4 @@ func RetryAfter(w http.ResponseWriter, wait time.Duration) int {
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	return secs
-}
-
-// clientPrefix is the key of a client address: itself, or its /64 for IPv6.
-func clientPrefix(remote string) netip.Prefix {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	if a = a.Unmap(); a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.Prefix(64)
-	return p
 }
