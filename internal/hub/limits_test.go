@@ -101,6 +101,7 @@ func (th *testHub) joinClient() agentv1connect.JoinServiceClient {
 // testAgent is a joined cluster identity: an mTLS HTTP client and the agent service client.
 type testAgent struct {
 	http   *http.Client
+	url    string
 	client agentv1connect.AgentServiceClient
 }
 
@@ -116,7 +117,7 @@ func (th *testHub) addAgent(t *testing.T, name string, labels map[string]string)
 		t.Fatalf("join %s: %v", name, err)
 	}
 	hc := th.httpClient(cert)
-	return &testAgent{http: hc, client: agentv1connect.NewAgentServiceClient(hc, th.AgentURL())}
+	return &testAgent{http: hc, url: th.AgentURL(), client: agentv1connect.NewAgentServiceClient(hc, th.AgentURL())}
 }
 
 func (th *testHub) join(ctx context.Context, token string) (tls.Certificate, error) {
@@ -360,9 +361,13 @@ func waitDigest(t *testing.T, a *testAgent) string {
 	// Packing a 12 MiB artifact at gzip's best compression takes about a minute under the
 	// race detector on 2 cores (73 s for the whole test on this machine, before and after issue
 	// 24's change): a minute failed whenever the suite ran beside it.
+	// The agent's client times a whole request out at a minute, and a watch is one request:
+	// this wait runs on a copy without that timeout, bounded by its own context instead.
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	stream, err := a.client.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
+	hc := *a.http
+	hc.Timeout = 0
+	stream, err := agentv1connect.NewAgentServiceClient(&hc, a.url).Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func startReplica(t testing.TB, dsn, fleet, id string) *hubReplica {
 
 // agentOn is the agent identity a, talking to replica r instead of the one it joined through.
 func (a *testAgent) on(r *hubReplica) *testAgent {
-	return &testAgent{http: a.http, client: agentv1connect.NewAgentServiceClient(a.http, r.AgentURL())}
+	return &testAgent{http: a.http, url: r.AgentURL(), client: agentv1connect.NewAgentServiceClient(a.http, r.AgentURL())}
 }
 
 // waitFor polls cond every 20ms until it holds or a minute passes.
