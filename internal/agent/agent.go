@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -155,6 +156,9 @@ type Agent struct {
 	// offerMu orders desired states offered from the hub's watch stream and from imported
 	// bundles, so that a bundle's generation check and its acceptance are one step.
 	offerMu sync.Mutex
+
+	// passes counts the lanes' reconcile passes in flight (lanes.go).
+	passes atomic.Int32
 
 	mu      sync.Mutex
 	desired *agentv1.DesiredState // the last accepted desired state

@@ -65,13 +65,30 @@ func (a *Agent) artifactRoot(ctx context.Context, digest string) (string, error)
 		return "", err
 	}
 	defer f.Close()
-	staging := dir + ".unpacking"
-	os.RemoveAll(staging)
-	if err := artifact.Unpack(ctx, f, staging, artifact.DefaultLimits()); err != nil {
+	if err := unpackArtifact(ctx, a.st.artifactDir(), hex, f); err != nil {
 		return "", fmt.Errorf("artifact %s: %w", digest, err)
 	}
-	if err := os.Rename(staging, dir); err != nil {
-		return "", err
-	}
 	return dir, nil
+}
+
+// unpackArtifact unpacks r into cache/hex through a staging directory of its own: two
+// projects' lanes (or a lane and a bundle import) may unpack the same artifact at once, and
+// the one that renames second finds the other's copy in place.
+func unpackArtifact(ctx context.Context, cache, hex string, r io.Reader) error {
+	staging, err := os.MkdirTemp(cache, hex+".*.unpacking")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	if err := artifact.Unpack(ctx, r, staging, artifact.DefaultLimits()); err != nil {
+		return err
+	}
+	dir := filepath.Join(cache, hex)
+	if err := os.Rename(staging, dir); err != nil {
+		if _, statErr := os.Stat(dir); statErr == nil {
+			return nil
+		}
+		return err
+	}
+	return nil
 }

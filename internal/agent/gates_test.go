@@ -34,9 +34,22 @@ type versionTarget struct {
 	mu    sync.Mutex
 	calls []call
 	fail  map[string]bool
+	// hold makes a reconcile of the release wait until its channel is closed (or the
+	// reconcile's context ends), before it is recorded: a render or an API call that hangs.
+	hold map[string]chan struct{}
 }
 
-func (v *versionTarget) Reconcile(_ context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
+func (v *versionTarget) Reconcile(ctx context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
+	v.mu.Lock()
+	wait := v.hold[opts.Name]
+	v.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return &reconcile.Result{Name: opts.Name}, ctx.Err()
+		}
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	c := call{release: opts.Name, prune: opts.Prune && !opts.DeferPrune, selfHeal: opts.SelfHeal}
@@ -55,6 +68,23 @@ func (v *versionTarget) Remove(_ context.Context, name string) (*reconcile.Resul
 }
 
 func (v *versionTarget) Inventories(context.Context) ([]string, error) { return nil, nil }
+
+// holdRelease makes the release's reconciles wait until the returned function is called.
+func (v *versionTarget) holdRelease(release string) (free func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.hold == nil {
+		v.hold = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	v.hold[release] = ch
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		delete(v.hold, release)
+		close(ch)
+	}
+}
 
 func (v *versionTarget) setFail(release string, fail bool) {
 	v.mu.Lock()
@@ -132,7 +162,8 @@ func (r *loopRig) version(release, v string) string {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {version: %q}\n", release, v)})
 }
 
-// idle waits until the target saw want and the loop waits on its timer.
+// idle waits until the target saw want and the loop waits on its timer with no lane's pass in
+// flight.
 func (r *loopRig) idle(what string, want ...string) {
 	r.t.Helper()
 	r.idleWhen(what, func() bool { return true }, want...)
@@ -143,7 +174,7 @@ func (r *loopRig) idle(what string, want ...string) {
 func (r *loopRig) idleWhen(what string, cond func() bool, want ...string) {
 	r.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for strings.Join(r.target.seen(), "\n") != strings.Join(want, "\n") || r.clk.Waiters() != 1 || !cond() {
+	for strings.Join(r.target.seen(), "\n") != strings.Join(want, "\n") || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 || !cond() {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("%s: reconciles\n  %s\nwant\n  %s\n(%d timers)", what, strings.Join(r.target.seen(), "\n  "), strings.Join(want, "\n  "), r.clk.Waiters())
 		}

@@ -151,12 +151,10 @@ func installArtifact(ctx context.Context, cache, digest, packed string) error {
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
 	defer f.Close()
-	staging := dir + ".unpacking"
-	os.RemoveAll(staging)
-	if err := artifact.Unpack(ctx, f, staging, artifact.DefaultLimits()); err != nil {
+	if err := unpackArtifact(ctx, cache, hex, f); err != nil {
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
-	return os.Rename(staging, dir)
+	return nil
 }
 
 // ackThrough drops the outbox's reports up to seq: the hub has them (it said so in a signed

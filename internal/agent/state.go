@@ -66,6 +66,13 @@ func openState(dir string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s (is another agent using this state dir?): %w", path, err)
 	}
+	// The lock is ours: what a killed agent left half downloaded or half unpacked goes.
+	for _, pattern := range []string{"*.download", "*.unpacking"} {
+		left, _ := filepath.Glob(filepath.Join(dir, "artifacts", pattern))
+		for _, p := range left {
+			os.RemoveAll(p)
+		}
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketReleases) == nil {
 			// A state dir from before the releases bucket: what the last accepted desired

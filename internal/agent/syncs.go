@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"slices"
-
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -13,22 +11,26 @@ const (
 	maxSyncsPerState = 100
 )
 
-// syncPass is what one pass of the reconcile loop does about sync requests.
+// syncPass is what one lane's pass (lanes.go) does about sync requests.
 type syncPass struct {
 	// byRelease is the request each release answers in this pass: at most one, so that each
 	// request's id reaches the hub in a status of its own.
 	byRelease map[string]*agentv1.SyncRequest
-	// done are the ids acted on (or ignored) in this pass, remembered once the pass is over.
+	// done are the ids of requests for one release answered in this pass, remembered once
+	// the pass is over.
 	done []string
-	// more says requests remain for another pass right after this one.
-	more bool
+	// every are the ids of requests for every release that this pass answers for its
+	// project; such a request is done once every project's lane has answered it.
+	every []string
 }
 
-// takeSyncs picks the sync requests of ds the agent has not acted on yet: each makes its
-// release (or every release) reconcile in this pass, due or not. A request for a release not
-// assigned here is ignored (and remembered, so it is not looked at again).
-func (a *Agent) takeSyncs(ds *agentv1.DesiredState, assigned map[string]*agentv1.Assignment) syncPass {
-	var p syncPass
+// pendingSyncs are the sync requests of ds the agent has not acted on yet (neither in the
+// state dir nor in handled), in order, each id once: each makes its release (or every
+// release) reconcile in the next pass of its lane, due or not. Requests beyond the bounds
+// are refused here, not acted on.
+func (a *Agent) pendingSyncs(ds *agentv1.DesiredState, handled map[string]bool) []*agentv1.SyncRequest {
+	var out []*agentv1.SyncRequest
+	seen := map[string]bool{}
 	for i, r := range ds.GetSyncs() {
 		if i == maxSyncsPerState {
 			a.log.Warn("desired state carries more sync requests than the agent acts on; the rest are ignored",
@@ -40,49 +42,44 @@ func (a *Agent) takeSyncs(ds *agentv1.DesiredState, assigned map[string]*agentv1
 			a.log.Warn("sync request ignored: its id is empty or longer than the bound", "length", len(id), "max", maxSyncID)
 			continue
 		}
-		if a.st.syncHandled(id) || slices.Contains(p.done, id) {
+		if seen[id] || handled[id] || a.st.syncHandled(id) {
 			continue
 		}
+		seen[id] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// takeSyncs picks, from the pending requests, what one pass of g's lane answers: each
+// release at most one request for itself; a request for every release only in a pass that
+// answers no other, so that every release of the project reports its id, and only once per
+// project (answered). A request for another project's release is that lane's; one for a
+// release not assigned here is settled by the loop (lanes.settleSyncs).
+func takeSyncs(pending []*agentv1.SyncRequest, g laneGroup, answered map[string]map[string]bool) syncPass {
+	var p syncPass
+	in := make(map[string]bool, len(g.releases))
+	for _, as := range g.releases {
+		in[as.Release] = true
+	}
+	for _, r := range pending {
 		if p.byRelease == nil {
 			p.byRelease = map[string]*agentv1.SyncRequest{}
 		}
 		if rel := r.GetRelease(); rel != "" {
-			switch {
-			case assigned[rel] == nil:
-				a.log.Info("sync request for a release not assigned to this cluster; ignored", "id", id, "release", rel, "actor", r.GetActor())
-				p.done = append(p.done, id)
-			case p.byRelease[rel] != nil:
-				p.more = true // the next pass answers it
-			default:
+			if in[rel] && p.byRelease[rel] == nil { // else another lane's, or a later pass's
 				p.byRelease[rel] = r
-				p.done = append(p.done, id)
+				p.done = append(p.done, r.GetId())
 			}
 			continue
 		}
-		// Every release: taken only by a pass that answers no other request, so that every
-		// release reports this id.
-		if len(p.byRelease) > 0 {
-			p.more = true
+		if answered[r.GetId()][g.project] || len(p.byRelease) > 0 {
 			continue
 		}
-		for rel := range assigned {
+		for rel := range in {
 			p.byRelease[rel] = r
 		}
-		p.done = append(p.done, id)
-		if len(assigned) == 0 {
-			a.log.Info("sync request for every release of a cluster that has none; ignored", "id", id, "actor", r.GetActor())
-		}
+		p.every = append(p.every, r.GetId())
 	}
 	return p
-}
-
-// finishSyncs remembers the requests acted on in the pass, and says whether another pass
-// should follow at once for the requests left (not when remembering failed: the next pass
-// would take the same requests again, and so on).
-func (a *Agent) finishSyncs(p syncPass) (again bool) {
-	if err := a.st.markSyncsHandled(p.done); err != nil {
-		a.log.Error("remember sync requests acted on; they may be acted on again", "error", err)
-		return false
-	}
-	return p.more
 }

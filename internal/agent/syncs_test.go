@@ -132,16 +132,15 @@ func TestSyncRequestBounds(t *testing.T) {
 	for i := range long {
 		long[i] = 'x'
 	}
-	assigned := map[string]*agentv1.Assignment{"a": {Release: "a"}}
 	ds := &agentv1.DesiredState{Syncs: []*agentv1.SyncRequest{{Id: string(long), Release: "a"}, {Id: "", Release: "a"}}}
-	if p := r.a.takeSyncs(ds, assigned); len(p.byRelease) != 0 || len(p.done) != 0 {
-		t.Errorf("a long and an empty id were taken: %+v", p)
+	if p := r.a.pendingSyncs(ds, nil); len(p) != 0 {
+		t.Errorf("a long and an empty id were taken: %v", p)
 	}
 	ds.Syncs = nil
 	for i := range maxSyncsPerState + 1 {
 		ds.Syncs = append(ds.Syncs, &agentv1.SyncRequest{Id: fmt.Sprint(i), Release: "gone"})
 	}
-	if p := r.a.takeSyncs(ds, assigned); len(p.done) != maxSyncsPerState {
-		t.Errorf("%d requests looked at, want the first %d", len(p.done), maxSyncsPerState)
+	if p := r.a.pendingSyncs(ds, nil); len(p) != maxSyncsPerState {
+		t.Errorf("%d requests looked at, want the first %d", len(p), maxSyncsPerState)
 	}
 }

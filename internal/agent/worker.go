@@ -22,31 +22,30 @@ import (
 )
 
 // reconcileLoop reconciles every assignment when the desired state changes and again on the
-// assignment's interval (the drift check), one assignment at a time, dependencies first. It
-// runs from the cached desired state when the hub is away. Gates (windows, freezes,
-// suspensions) and dependsOn are checked on every pass against the agent's clock and its own
-// state: when what they hold back changes (a window opens, a dependency becomes Ready), the
-// release is reconciled at once, and the loop wakes at the instant a window opens or closes.
+// assignment's interval (the drift check), dependencies first. It runs from the cached
+// desired state when the hub is away. Gates (windows, freezes, suspensions) and dependsOn are
+// checked on every pass against the agent's clock and its own state: when what they hold back
+// changes (a window opens, a dependency becomes Ready), the release is reconciled at once, and
+// the loop wakes at the instant a window opens or closes.
+//
+// Each project's releases reconcile one at a time, in dependency order, in a lane of their
+// own (lanes.go); lanes of different projects run side by side, up to maxLanes. So a team
+// whose release takes its whole render budget, or whose API calls hang, delays only its own
+// releases: the platform's next commit lands meanwhile.
 func (a *Agent) reconcileLoop(ctx context.Context) {
-	done := map[string]string{}   // release -> what was last reconciled (digest, settings, generation)
-	held := map[string]string{}   // release -> what the gates and dependencies held at that reconcile
-	due := map[string]time.Time{} // release -> next periodic reconcile
-	removedChecked := int64(-1)   // generation whose tombstones were all acted on
-	var pruneFailures int         // consecutive failed passes over the tombstones
-	var pruneDue time.Time        // when to try the tombstones again after a failure
-	failures := map[string]int{}  // release -> consecutive failed reconciles
-	// release -> when a reconcile last read all its objects from the cluster (a drift check);
-	// between two, a new revision skips the objects it renders as they were last applied.
-	checked := map[string]time.Time{}
-	var gates gateSet
-	gatesGen := int64(-1)
+	l := newLanes(a)
+	defer l.wait()
+	removedChecked := int64(-1) // generation whose tombstones were all acted on
+	var pruneFailures int       // consecutive failed passes over the tombstones
+	var pruneDue time.Time      // when to try the tombstones again after a failure
 	for ctx.Err() == nil {
 		ds := a.currentDesired()
 		now := a.clock.Now()
 		var wake time.Time // the next instant a gate may change its verdict on a held release
-		var again bool     // sync requests remain: another pass at once
 		if ds != nil {
-			if ds.Generation != removedChecked && !now.Before(pruneDue) {
+			// A release a tombstone drops may still be in a lane's pass that started before:
+			// it is removed once that pass is over (which wakes this loop), not under it.
+			if ds.Generation != removedChecked && !now.Before(pruneDue) && !l.anyInFlight(ds.Removed) {
 				if err := a.removeTombstoned(ctx, ds); err != nil {
 					pruneFailures++
 					pruneDue = now.Add(retryDelay(pruneFailures))
@@ -55,69 +54,16 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 					removedChecked, pruneFailures, pruneDue = ds.Generation, 0, time.Time{}
 				}
 			}
-			if ds.Generation != gatesGen {
-				gates, gatesGen = a.gatesOf(ds), ds.Generation
-			}
-			assigned := make(map[string]*agentv1.Assignment, len(ds.Assignments))
-			for _, as := range ds.Assignments {
-				assigned[as.Release] = as
-			}
-			syncs := a.takeSyncs(ds, assigned)
-			ordered, cycles := dependencyOrder(ds.Assignments)
-			for _, as := range ordered {
-				// The clock of this pass moves on: a dependency reconciled a moment ago must
-				// not make its dependent miss a window.
-				h := hold{verdict: gates.verdict(as.Release, a.clock.Now()), sync: syncs.byRelease[as.Release]}
-				h.dependency = a.dependencyWait(as, assigned, cycles)
-				if h.verdict.Blocked() && !h.verdict.Next.IsZero() && (wake.IsZero() || h.verdict.Next.Before(wake)) {
-					wake = h.verdict.Next
-				}
-				key := fmt.Sprintf("%d/%s", ds.Generation, as.String())
-				if done[as.Release] == key && held[as.Release] == h.key() && h.sync == nil && now.Before(due[as.Release]) {
-					continue
-				}
-				interval := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
-				changed := done[as.Release] != key
-				skip := skipUnchanged(changed, h.sync != nil, checked[as.Release], a.clock.Now(), interval)
-				started := a.clock.Now()
-				retryIn, phase := a.reconcileOne(ctx, ds.Generation, as, h, changed, skip)
-				if ctx.Err() != nil {
-					return
-				}
-				if !skip && phase != "" {
-					checked[as.Release] = started
-				}
-				done[as.Release], held[as.Release] = key, h.key()
-				next := interval
-				switch {
-				case retryIn > 0:
-					next = retryIn // the hub asked to come back later
-				case phase == hubapi.PhaseReady || phase == hubapi.PhaseWaiting:
-					failures[as.Release] = 0
-				default:
-					// A failure (API server down, bad input fixed by the next commit) is retried
-					// sooner than the drift interval: 2s, 4s, 8s ... up to the interval.
-					failures[as.Release]++
-					next = min(next, retryDelay(failures[as.Release]))
-				}
-				due[as.Release] = a.clock.Now().Add(next)
-			}
-			again = a.finishSyncs(syncs)
+			wake = l.dispatch(ctx, ds)
 		}
 		now = a.clock.Now()
-		next := 24 * time.Hour
-		for _, t := range due {
-			next = min(next, t.Sub(now))
-		}
+		next := min(24*time.Hour, l.nextDue(now))
 		if !pruneDue.IsZero() {
 			next = min(next, pruneDue.Sub(now))
 		}
 		if !wake.IsZero() {
 			// Pending changes apply when the window opens, not at the next interval.
 			next = min(next, wake.Sub(now))
-		}
-		if again {
-			continue // each pass answers at least one request: this ends
 		}
 		t := a.clock.NewTimer(max(next, 50*time.Millisecond))
 		select {
@@ -126,6 +72,11 @@ func (a *Agent) reconcileLoop(ctx context.Context) {
 			return
 		case <-a.changed:
 		case <-t.C():
+		case res := <-l.results:
+			// Stopped before the lane counts as done, so that a test that waits for one
+			// timer and no lane in flight sees the loop idle only after the next pass.
+			t.Stop()
+			l.finish(res)
 		}
 		t.Stop()
 	}

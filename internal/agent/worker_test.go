@@ -100,7 +100,7 @@ func TestReconcileLoopRunsOnTheClock(t *testing.T) {
 	idle := func(what string, n int) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for target.count() != n || clk.Waiters() != 1 {
+		for target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
 			}
@@ -278,7 +278,7 @@ func TestReconcileLoopSkipsUnchangedOnlyForNewRevisions(t *testing.T) {
 	idle := func(what string, n int) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for target.count() != n || clk.Waiters() != 1 {
+		for target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
 			}

@@ -1,0 +1,325 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/hubapi"
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// maxLanes bounds the projects whose releases reconcile at the same time on one cluster. It
+// matches the renderer's slots (render.Lazy), which go round-robin between projects too.
+const maxLanes = 4
+
+// releaseState is what the reconcile loop remembers of one release between its reconciles.
+// While the release is in a lane's pass, only that lane reads or writes it.
+type releaseState struct {
+	done     string    // what was last reconciled: generation and assignment (laneKeys)
+	held     string    // what the gates and dependencies held at that reconcile (hold.key)
+	due      time.Time // the next periodic reconcile
+	failures int       // consecutive failed reconciles
+	// checked is when a reconcile last read all the release's objects from the cluster (a
+	// drift check); between two, a new revision skips the objects it renders as they were
+	// last applied.
+	checked time.Time
+}
+
+// lanes hands each project's releases to a pass of their own: one project's releases
+// reconcile one at a time, in dependency order, as the whole cluster's once did; different
+// projects' passes run side by side, up to maxLanes, the longest-waiting project first. Only
+// the reconcile loop's goroutine calls its methods; a pass reads only what it was given.
+type lanes struct {
+	a      *Agent
+	states map[string]*releaseState
+	// busy is the projects with a pass in flight; inFlight the releases those passes hold.
+	busy     map[string]bool
+	inFlight map[string]bool
+	// turn is the sequence number of each project's last pass: the lowest goes first when
+	// more projects have work than lanes are free.
+	turn map[string]uint64
+	seq  uint64
+	// answered is, for each request to sync every release, the projects whose pass has
+	// answered it; it is handled once every project on the cluster has.
+	answered map[string]map[string]bool
+	// handled remembers the requests acted on in this process too, so that a failure to
+	// write them to the state dir does not make every pass act on them again.
+	handled map[string]bool
+	results chan laneResult
+	wg      sync.WaitGroup
+
+	// What the current generation's desired state says, worked out once per generation.
+	gen      int64
+	gates    gateSet
+	ordered  []*agentv1.Assignment
+	cycles   map[string]string
+	assigned map[string]*agentv1.Assignment
+	keys     map[string]string // release -> generation and assignment, as releaseState.done
+}
+
+// lanePass is one pass of one project's lane: its releases in dependency order, the sync
+// requests they answer, and what the desired state said when the pass began.
+type lanePass struct {
+	project  string
+	gen      int64
+	now      time.Time
+	releases []*agentv1.Assignment
+	states   map[string]*releaseState
+	keys     map[string]string
+	gates    gateSet
+	assigned map[string]*agentv1.Assignment
+	cycles   map[string]string
+	syncs    syncPass
+}
+
+// laneResult is a finished pass.
+type laneResult struct {
+	project  string
+	releases []*agentv1.Assignment
+	syncs    syncPass
+}
+
+func newLanes(a *Agent) *lanes {
+	return &lanes{
+		a: a, states: map[string]*releaseState{}, busy: map[string]bool{}, inFlight: map[string]bool{},
+		turn: map[string]uint64{}, answered: map[string]map[string]bool{}, handled: map[string]bool{},
+		results: make(chan laneResult), gen: -1,
+	}
+}
+
+// wait returns once every pass has ended (their context is the loop's, ended before).
+func (l *lanes) wait() { l.wg.Wait() }
+
+// anyInFlight reports whether a release one of the tombstones names is in a pass.
+func (l *lanes) anyInFlight(removed []*agentv1.Tombstone) bool {
+	return slices.ContainsFunc(removed, func(t *agentv1.Tombstone) bool { return l.inFlight[t.GetRelease()] })
+}
+
+// nextDue is the wait until the earliest periodic reconcile of a release not in a pass (the
+// end of a pass wakes the loop by itself).
+func (l *lanes) nextDue(now time.Time) time.Duration {
+	next := 24 * time.Hour
+	for rel, st := range l.states {
+		if !l.inFlight[rel] {
+			next = min(next, st.due.Sub(now))
+		}
+	}
+	return next
+}
+
+// laneGroup is one project's releases, in dependency order.
+type laneGroup struct {
+	project  string
+	releases []*agentv1.Assignment
+}
+
+// dispatch starts a pass for each project that has something to do and no pass in flight,
+// while lanes are free, and says when a gate may next change its verdict on a release.
+func (l *lanes) dispatch(ctx context.Context, ds *agentv1.DesiredState) (wake time.Time) {
+	a := l.a
+	if ds.Generation != l.gen {
+		l.newGeneration(ds)
+	}
+	pending := l.settleSyncs(ds, a.pendingSyncs(ds, l.handled))
+	now := a.clock.Now()
+	for _, g := range l.groups() {
+		if l.busy[g.project] || slices.ContainsFunc(g.releases, func(as *agentv1.Assignment) bool { return l.inFlight[as.Release] }) {
+			continue // its pass (or, for a release that moved, another project's) ends first
+		}
+		p := takeSyncs(pending, g, l.answered)
+		need := false
+		for _, as := range g.releases {
+			h := hold{verdict: l.gates.verdict(as.Release, a.clock.Now()), sync: p.byRelease[as.Release]}
+			h.dependency = a.dependencyWait(as, l.assigned, l.cycles)
+			if h.verdict.Blocked() && !h.verdict.Next.IsZero() && (wake.IsZero() || h.verdict.Next.Before(wake)) {
+				wake = h.verdict.Next
+			}
+			st := l.state(as.Release)
+			if st.done != l.keys[as.Release] || st.held != h.key() || h.sync != nil || !now.Before(st.due) {
+				need = true
+			}
+		}
+		if need && len(l.busy) < maxLanes {
+			l.start(ctx, lanePass{
+				project: g.project, gen: ds.Generation, now: now, releases: g.releases, keys: l.keys,
+				gates: l.gates, assigned: l.assigned, cycles: l.cycles, syncs: p,
+			})
+		}
+	}
+	return wake
+}
+
+// newGeneration works out what a new desired state says once, and forgets the releases it
+// no longer assigns.
+func (l *lanes) newGeneration(ds *agentv1.DesiredState) {
+	l.gen, l.gates = ds.Generation, l.a.gatesOf(ds)
+	l.ordered, l.cycles = dependencyOrder(ds.Assignments)
+	l.assigned = make(map[string]*agentv1.Assignment, len(ds.Assignments))
+	l.keys = make(map[string]string, len(ds.Assignments))
+	for _, as := range ds.Assignments {
+		l.assigned[as.Release] = as
+		l.keys[as.Release] = fmt.Sprintf("%d/%s", ds.Generation, as.String())
+	}
+	for rel := range l.states {
+		if l.assigned[rel] == nil && !l.inFlight[rel] {
+			delete(l.states, rel)
+		}
+	}
+}
+
+// groups splits the releases by project, each in dependency order, the projects whose last
+// pass is oldest first.
+func (l *lanes) groups() []laneGroup {
+	var out []laneGroup
+	index := map[string]int{}
+	for _, as := range l.ordered {
+		p := as.GetProject().GetName()
+		i, ok := index[p]
+		if !ok {
+			i = len(out)
+			index[p] = i
+			out = append(out, laneGroup{project: p})
+		}
+		out[i].releases = append(out[i].releases, as)
+	}
+	slices.SortStableFunc(out, func(x, y laneGroup) int {
+		switch tx, ty := l.turn[x.project], l.turn[y.project]; {
+		case tx < ty:
+			return -1
+		case tx > ty:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (l *lanes) state(release string) *releaseState {
+	st := l.states[release]
+	if st == nil {
+		st = &releaseState{}
+		l.states[release] = st
+	}
+	return st
+}
+
+// start runs p in a goroutine of its own; its result reaches the loop through l.results.
+func (l *lanes) start(ctx context.Context, p lanePass) {
+	p.states = make(map[string]*releaseState, len(p.releases))
+	for _, as := range p.releases {
+		p.states[as.Release] = l.state(as.Release)
+		l.inFlight[as.Release] = true
+	}
+	l.busy[p.project] = true
+	l.seq++
+	l.turn[p.project] = l.seq
+	l.a.passes.Add(1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		l.a.runPass(ctx, p)
+		select {
+		case l.results <- laneResult{project: p.project, releases: p.releases, syncs: p.syncs}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// finish takes a pass's result: its project's lane is free, and the requests it answered
+// are remembered.
+func (l *lanes) finish(res laneResult) {
+	delete(l.busy, res.project)
+	for _, as := range res.releases {
+		delete(l.inFlight, as.Release)
+	}
+	l.markHandled(res.syncs.done)
+	for _, id := range res.syncs.every {
+		if l.answered[id] == nil {
+			l.answered[id] = map[string]bool{}
+		}
+		l.answered[id][res.project] = true
+	}
+	l.a.passes.Add(-1)
+}
+
+// settleSyncs acts on the requests no lane answers, and returns the rest: one for a release
+// not assigned here is ignored, and one for every release is done once every project's lane
+// has answered it (at once on a cluster without releases).
+func (l *lanes) settleSyncs(ds *agentv1.DesiredState, pending []*agentv1.SyncRequest) (rest []*agentv1.SyncRequest) {
+	var done []string
+	for _, r := range pending {
+		id := r.GetId()
+		switch rel := r.GetRelease(); {
+		case rel != "" && l.assigned[rel] == nil:
+			l.a.log.Info("sync request for a release not assigned to this cluster; ignored", "id", id, "release", rel, "actor", r.GetActor())
+		case rel != "":
+			rest = append(rest, r)
+			continue
+		case len(ds.Assignments) == 0:
+			l.a.log.Info("sync request for every release of a cluster that has none; ignored", "id", id, "actor", r.GetActor())
+		case slices.ContainsFunc(ds.Assignments, func(as *agentv1.Assignment) bool { return !l.answered[id][as.GetProject().GetName()] }):
+			rest = append(rest, r)
+			continue
+		default:
+			delete(l.answered, id)
+		}
+		done = append(done, id)
+	}
+	l.markHandled(done)
+	return rest
+}
+
+func (l *lanes) markHandled(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	for _, id := range ids {
+		l.handled[id] = true
+	}
+	if err := l.a.st.markSyncsHandled(ids); err != nil {
+		l.a.log.Error("remember sync requests acted on; they may be acted on again after a restart", "error", err)
+	}
+}
+
+// runPass reconciles the releases of one lane's pass that need it, one at a time, in order.
+func (a *Agent) runPass(ctx context.Context, p lanePass) {
+	for _, as := range p.releases {
+		st := p.states[as.Release]
+		// The clock of this pass moves on: a dependency reconciled a moment ago must not make
+		// its dependent miss a window.
+		h := hold{verdict: p.gates.verdict(as.Release, a.clock.Now()), sync: p.syncs.byRelease[as.Release]}
+		h.dependency = a.dependencyWait(as, p.assigned, p.cycles)
+		key := p.keys[as.Release]
+		if st.done == key && st.held == h.key() && h.sync == nil && p.now.Before(st.due) {
+			continue
+		}
+		interval := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
+		changed := st.done != key
+		skip := skipUnchanged(changed, h.sync != nil, st.checked, a.clock.Now(), interval)
+		started := a.clock.Now()
+		retryIn, phase := a.reconcileOne(ctx, p.gen, as, h, changed, skip)
+		if ctx.Err() != nil {
+			return
+		}
+		if !skip && phase != "" {
+			st.checked = started
+		}
+		st.done, st.held = key, h.key()
+		next := interval
+		switch {
+		case retryIn > 0:
+			next = retryIn // the hub asked to come back later
+		case phase == hubapi.PhaseReady || phase == hubapi.PhaseWaiting:
+			st.failures = 0
+		default:
+			// A failure (API server down, bad input fixed by the next commit) is retried
+			// sooner than the drift interval: 2s, 4s, 8s ... up to the interval.
+			st.failures++
+			next = min(next, retryDelay(st.failures))
+		}
+		st.due = a.clock.Now().Add(next)
+	}
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+)
+
+// teamApp is app in project team-a.
+func teamApp(release, revision, digest string) *agentv1.Assignment {
+	as := app(release, revision, digest)
+	as.Project = &agentv1.ProjectRules{Name: "team-a", Namespaces: []string{release}}
+	return as
+}
+
+// TestLanesKeepProjectsApart: a team release whose reconcile hangs (a render at its budget,
+// an API call that never answers) holds only its own project's lane. The platform's next
+// revision lands meanwhile; the team's other release waits behind it, in order.
+func TestLanesKeepProjectsApart(t *testing.T) {
+	r := newLoopRig(t, noon)
+	// The team's releases come first in the desired state: a serial loop reaches them first.
+	bomb1, bomb2 := r.version("bomb", "v1"), r.version("bomb", "v2")
+	next1, next2 := r.version("next", "v1"), r.version("next", "v2")
+	web1, web2 := r.version("web", "v1"), r.version("web", "v2")
+	r.a.setDesired(desired(1, nil, teamApp("bomb", "main@1", bomb1), teamApp("next", "main@1", next1), app("web", "main@1", web1)))
+	// The two lanes run side by side: only the order within a project is fixed.
+	r.idleUntil("first revisions applied", func(seen []string) bool {
+		return len(seen) == 3 && strings.Join(without(seen, "web@v1 prune=true selfHeal=true"), ",") == "bomb@v1 prune=true selfHeal=true,next@v1 prune=true selfHeal=true"
+	})
+
+	release := r.target.holdRelease("bomb")
+	r.a.setDesired(desired(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2)))
+	deadline := time.Now().Add(20 * time.Second)
+	for r.a.passes.Load() != 1 || r.last("web").GetRevision() != "main@2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("with the team's release hanging, the platform's main@2 did not land: reconciles %q, web's last status %v", r.target.seen(), r.last("web"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.expect("web", wantStatus{phase: "Ready", revision: "main@2"})
+	if got := r.last("next").GetRevision(); got != "main@1" {
+		t.Errorf("next reported %s while bomb, before it in its project's lane, still hangs; want main@1", got)
+	}
+
+	release()
+	want := append(r.target.seen(), "bomb@v2 prune=true selfHeal=true", "next@v2 prune=true selfHeal=true")
+	r.idle("the team's lane goes on once bomb returns", want...)
+	r.expect("bomb", wantStatus{phase: "Ready", revision: "main@2"})
+	r.expect("next", wantStatus{phase: "Ready", revision: "main@2"})
+
+	// A request to sync every release reaches each release once, in both projects, and is
+	// remembered once both lanes have answered it.
+	d := desired(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
+	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
+	before := len(r.target.seen())
+	r.a.setDesired(d)
+	r.idleUntil("every release synced", func(seen []string) bool { return len(seen) == before+3 })
+	for _, rel := range []string{"bomb", "next", "web"} {
+		r.expect(rel, wantStatus{phase: "Ready", revision: "main@2", syncID: "all"})
+	}
+	if !r.a.st.syncHandled("all") {
+		t.Error("the request to sync every release is not remembered as handled once every lane answered it")
+	}
+	r.a.setDesired(d)
+	r.idle("not answered twice", r.target.seen()[:before+3]...)
+}
+
+// idleUntil waits until the loop is idle (see idleWhen) and done holds for what the target
+// saw, for reconciles whose order across projects is not fixed.
+func (r *loopRig) idleUntil(what string, done func(seen []string) bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !done(r.target.seen()) || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: reconciles\n  %s\n(%d timers, %d passes in flight)", what, strings.Join(r.target.seen(), "\n  "), r.clk.Waiters(), r.a.passes.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
