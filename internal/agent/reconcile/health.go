@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // waitHealthy polls the objects until each is Current or Failed by kstatus, or the timeout.
@@ -98,7 +99,14 @@ func (r *Reconciler) waitEstablished(ctx context.Context, items []*item, opts Op
 			}
 		}
 		if pending == "" {
-			return nil
+			// Established comes a moment before the API server's discovery serves the kind:
+			// until the client's mapper finds it, objects of the kind would be refused as of
+			// no known kind.
+			known, err := r.kindsServed(crds)
+			if err != nil || known {
+				return err
+			}
+			pending = "(its kind not yet in discovery)"
 		}
 		select {
 		case <-ctx.Done():
@@ -108,6 +116,27 @@ func (r *Reconciler) waitEstablished(ctx context.Context, items []*item, opts Op
 		case <-r.newTimer(crdPollInterval(r.cfg.PollInterval)):
 		}
 	}
+}
+
+// kindsServed reports whether the client's mapper knows every served version of the CRDs'
+// kinds.
+func (r *Reconciler) kindsServed(crds []*item) (bool, error) {
+	for _, it := range crds {
+		group, _, _ := unstructured.NestedString(it.desired.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(it.desired.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(it.desired.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); !served || name == "" || kind == "" {
+				continue
+			}
+			if _, known, err := r.scope(schema.GroupVersionKind{Group: group, Version: name, Kind: kind}); err != nil || !known {
+				return false, err
+			}
+		}
+	}
+	return true, nil
 }
 
 // crdPollInterval: a CRD becomes Established within a fraction of a second; polling it at the
