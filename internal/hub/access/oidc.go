@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
+	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -34,6 +36,11 @@ type OIDCOptions struct {
 	// "GROUP=ROLE:PROJECT[,PROJECT...]". A subject gets the grants of each of its groups, and
 	// is refused when it is in none.
 	GroupRoles []string
+	// KeyRefreshInterval is how often, at most, a token signed with a key the hub does not
+	// hold makes it read the issuer's keys again. Default DefaultKeyRefreshInterval.
+	KeyRefreshInterval time.Duration
+	// Clock is for token expiry and the key refresh bound; nil: the real clock.
+	Clock clock.Clock
 }
 
 // groupRule is one parsed GroupRoles entry.
@@ -95,6 +102,12 @@ func NewOIDC(o OIDCOptions) (*OIDC, error) {
 	if o.GroupsClaim == "" {
 		o.GroupsClaim = "groups"
 	}
+	if o.KeyRefreshInterval <= 0 {
+		o.KeyRefreshInterval = DefaultKeyRefreshInterval
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
 	if len(o.GroupRoles) == 0 {
 		return nil, errors.New("--oidc-issuer needs at least one --oidc-group-role: without one, nobody could sign in")
 	}
@@ -148,7 +161,19 @@ func (c *OIDC) getProvider(ctx context.Context) (*oidc.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
 	}
-	c.provider, c.verifier = p, p.Verifier(&oidc.Config{ClientID: c.o.ClientID})
+	var doc struct {
+		JWKSURL string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&doc); err != nil {
+		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
+	}
+	if doc.JWKSURL == "" {
+		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, errNoJWKS)
+	}
+	keys := &boundedKeySet{url: doc.JWKSURL, client: c.client, interval: c.o.KeyRefreshInterval, now: c.o.Clock.Now}
+	c.provider = p
+	c.verifier = oidc.NewVerifier(c.o.Issuer, keys, &oidc.Config{ClientID: c.o.ClientID, SupportedSigningAlgs: providerAlgs(doc.Algs), Now: c.o.Clock.Now})
 	return c.provider, nil
 }
 
