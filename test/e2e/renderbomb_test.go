@@ -1,11 +1,3 @@
-//go:build wip
-
-// Not in the suite yet (build tag wip): run with go test -tags wip -run TestRenderBombs
-// ./test/e2e/. Every bomb fails with its bound named, the agent stays alive and the plan by a
-// viewer answers with the bound; but the platform release's new commit was not applied within
-// 30 s while the bombs were retried (last run 2026-12-02): the agent's releases wait behind a
-// bomb's render, which is issue 24's open finding.
-
 package e2e
 
 import (
