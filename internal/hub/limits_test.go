@@ -26,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -103,6 +104,26 @@ type testAgent struct {
 	http   *http.Client
 	url    string
 	client agentv1connect.AgentServiceClient
+}
+
+// watch opens a watch stream. The agent's client times a whole request out at a minute, and
+// a stream is one request: it runs on a copy without that timeout, bounded by ctx instead.
+func (a *testAgent) watch(ctx context.Context) (*connect.ServerStreamForClient[agentv1.WatchResponse], error) {
+	hc := *a.http
+	hc.Timeout = 0
+	return agentv1connect.NewAgentServiceClient(&hc, a.url).Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
+}
+
+// openWatch is watch once the hub's first message said the stream is open.
+func (a *testAgent) openWatch(ctx context.Context) (*connect.ServerStreamForClient[agentv1.WatchResponse], error) {
+	stream, err := a.watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !stream.Receive() {
+		return nil, stream.Err()
+	}
+	return stream, nil
 }
 
 // addAgent registers a cluster through the user API and joins it with a fresh key.
@@ -361,13 +382,9 @@ func waitDigest(t *testing.T, a *testAgent) string {
 	// Packing a 12 MiB artifact at gzip's best compression takes about a minute under the
 	// race detector on 2 cores (73 s for the whole test on this machine, before and after issue
 	// 24's change): a minute failed whenever the suite ran beside it.
-	// The agent's client times a whole request out at a minute, and a watch is one request:
-	// this wait runs on a copy without that timeout, bounded by its own context instead.
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	hc := *a.http
-	hc.Timeout = 0
-	stream, err := agentv1connect.NewAgentServiceClient(&hc, a.url).Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
+	stream, err := a.watch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,5 +424,44 @@ func commitFiles(t *testing.T, dir string, files map[string][]byte) {
 	}
 	if _, err := wt.Commit("initial", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatchStreamsPerClusterCapped: one cluster's identity holds at most
+// MaxStreamsPerCluster watch streams open; the next is refused with ResourceExhausted and
+// a reason, and a stream can open again once one of them ended.
+func TestWatchStreamsPerClusterCapped(t *testing.T) {
+	th := startHub(t, "", nil)
+	a := th.addAgent(t, "greedy", nil)
+	open := func(ctx context.Context) (*connect.ServerStreamForClient[agentv1.WatchResponse], error) {
+		return a.openWatch(ctx)
+	}
+	var cancels []context.CancelFunc
+	for i := range agentapi.MaxStreamsPerCluster {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		cancels = append(cancels, cancel)
+		if _, err := open(ctx); err != nil {
+			t.Fatalf("stream %d of %d: %v", i+1, agentapi.MaxStreamsPerCluster, err)
+		}
+	}
+	_, err := open(t.Context())
+	want := fmt.Sprintf(`cluster "greedy" already has %d watch streams open on this hub`, agentapi.MaxStreamsPerCluster)
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), want) {
+		t.Fatalf("stream %d: %v; want resource_exhausted: %s", agentapi.MaxStreamsPerCluster+1, err, want)
+	}
+	// Another cluster is not held back by this one.
+	if _, err := th.addAgent(t, "other", nil).openWatch(t.Context()); err != nil {
+		t.Fatalf("another cluster's stream: %v", err)
+	}
+	cancels[0]()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := open(t.Context()); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no stream once one of %d ended: %v", agentapi.MaxStreamsPerCluster, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

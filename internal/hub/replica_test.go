@@ -432,7 +432,10 @@ func BenchmarkReplicaFanout(b *testing.B) {
 		on   *hubReplica
 	}{{"watch=same-replica", r1}, {"watch=other-replica", r2}} {
 		b.Run(bc.name, func(b *testing.B) {
-			woken, cancel := bc.on.watchers.Subscribe("edge-1")
+			woken, cancel, err := bc.on.watchers.Subscribe("edge-1")
+			if err != nil {
+				b.Fatal(err)
+			}
 			defer cancel()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -24,7 +24,10 @@ const watchRetry = time.Second
 // cluster is heard from (LastSeen.Open); the heartbeat the request carries is taken as one.
 func (a *agentServer) Watch(ctx context.Context, req *connect.Request[agentv1.WatchRequest], stream *connect.ServerStream[agentv1.WatchResponse]) error {
 	s, cluster := a.s, clusterFrom(ctx)
-	changes, cancel := s.d.Watchers.Subscribe(cluster)
+	changes, cancel, err := s.d.Watchers.Subscribe(cluster)
+	if err != nil {
+		return connect.NewError(connect.CodeResourceExhausted, err)
+	}
 	defer cancel()
 	closed := s.d.Seen.Open(cluster, req.Msg.GetAgentVersion())
 	defer closed()

@@ -1,6 +1,14 @@
 package agentapi
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
+
+// MaxStreamsPerCluster bounds the watch streams one cluster holds open on one replica. An
+// agent holds one, two for a moment while it reconnects; a stolen or shared identity must
+// not be able to hold the hub's goroutines and memory by the thousand.
+const MaxStreamsPerCluster = 4
 
 // Watchers wakes the watch streams of a cluster when its desired state changes, and ends them
 // when the cluster is removed.
@@ -20,10 +28,15 @@ type Watchers struct {
 func NewWatchers() *Watchers { return &Watchers{subs: map[string]map[chan struct{}]struct{}{}} }
 
 // Subscribe returns a channel that receives a value after each change of cluster's desired
-// state (changes in between coalesce) and is closed when the cluster is removed.
-func (w *Watchers) Subscribe(cluster string) (<-chan struct{}, func()) {
+// state (changes in between coalesce) and is closed when the cluster is removed. It refuses a
+// stream beyond MaxStreamsPerCluster.
+func (w *Watchers) Subscribe(cluster string) (<-chan struct{}, func(), error) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
+	if n := len(w.subs[cluster]); n >= MaxStreamsPerCluster {
+		w.mu.Unlock()
+		return nil, nil, fmt.Errorf("cluster %q already has %d watch streams open on this hub, the most one cluster may hold", cluster, n)
+	}
 	if w.subs[cluster] == nil {
 		w.subs[cluster] = map[chan struct{}]struct{}{}
 	}
@@ -36,7 +49,7 @@ func (w *Watchers) Subscribe(cluster string) (<-chan struct{}, func()) {
 			delete(w.subs[cluster], ch)
 			close(ch)
 		}
-	}
+	}, nil
 }
 
 // Notify wakes the cluster's streams here and on the other replicas.

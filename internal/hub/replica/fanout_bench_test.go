@@ -41,7 +41,10 @@ func BenchmarkFanout(b *testing.B) {
 		var woken sync.WaitGroup
 		var stops []func()
 		for _, c := range names {
-			ch, stop := watchers.Subscribe(c)
+			ch, stop, err := watchers.Subscribe(c)
+			if err != nil {
+				b.Fatal(err)
+			}
 			stops = append(stops, stop)
 			go func() {
 				for range ch {
