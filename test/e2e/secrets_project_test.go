@@ -1,11 +1,3 @@
-//go:build wip
-
-// This test is not in the suite yet (build tag wip): its fixture's Project has no
-// serviceAccount, which every team project needs, and the impersonated ServiceAccount would
-// need rights to Secrets and ConfigMaps in team-a. The attack it covers is tested at the
-// agent (TestDecryptorPerProject in internal/agent). Run: go test -tags wip -run
-// TestSecretsKeysPerProject ./test/e2e/
-
 package e2e
 
 import (
@@ -41,6 +33,7 @@ metadata: {name: team-a}
 spec:
   sources: [apps]
   namespaces: [team-a]
+  serviceAccount: {namespace: flotilla-tenants, name: team-a}
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Release
@@ -63,10 +56,35 @@ spec:
   path: team
   targets: [{selector: {}}]
   namespace: team-a
-  createNamespace: true
   selfHeal: false
   interval: 1s
   decryption: {provider: sops}
+`
+
+// teamTenancy is what the platform gives team-a: its namespace, and the ServiceAccount the
+// agent applies team-a's releases as, with rights to Secrets and ConfigMaps there.
+const teamTenancy = `apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: flotilla-tenants}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: team-a, namespace: flotilla-tenants}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: deployer, namespace: team-a}
+rules: [{apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch, create, update, patch, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}
+subjects: [{kind: ServiceAccount, name: team-a, namespace: flotilla-tenants}]
 `
 
 // TestSecretsKeysPerProject: the agent makes a key for project team-a when it is first
@@ -88,6 +106,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 	rp := newRepo(t, repoDir, map[string]string{
 		"fleet/fleet.yaml":       fmt.Sprintf(projectSecretsFleet, repoDir),
 		"platform/settings.yaml": settingsConfigMap("v1"),
+		"platform/tenancy.yaml":  teamTenancy,
 		"team/settings.yaml":     settingsConfigMap("v1"),
 	})
 	f := newFleet(t, "file://"+repoDir, map[string]map[string]string{"sa-1": {"env": "prod"}})
