@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +38,7 @@ type lanes struct {
 	a      *Agent
 	states map[string]*releaseState
 	// busy is the projects with a pass in flight; inFlight the releases those passes hold.
+	// (Agent.passes counts the same passes, for other goroutines to read.)
 	busy     map[string]bool
 	inFlight map[string]bool
 	// turn is the sequence number of each project's last pass: the lowest goes first when
@@ -46,47 +49,46 @@ type lanes struct {
 	// answered it; it is handled once every project on the cluster has.
 	answered map[string]map[string]bool
 	// handled remembers the requests acted on in this process too, so that a failure to
-	// write them to the state dir does not make every pass act on them again.
+	// write them to the state dir does not make every pass act on them again. Only the ids
+	// the current desired state still carries are kept.
 	handled map[string]bool
-	results chan laneResult
+	results chan lanePass
 	wg      sync.WaitGroup
+	cur     *generation
+}
 
-	// What the current generation's desired state says, worked out once per generation.
+// generation is what one desired state says, worked out once when it arrives.
+type generation struct {
 	gen      int64
 	gates    gateSet
-	ordered  []*agentv1.Assignment
-	cycles   map[string]string
 	assigned map[string]*agentv1.Assignment
+	cycles   map[string]string
 	keys     map[string]string // release -> generation and assignment, as releaseState.done
+	// groups are the releases by project, each in dependency order.
+	groups []laneGroup
 }
 
-// lanePass is one pass of one project's lane: its releases in dependency order, the sync
-// requests they answer, and what the desired state said when the pass began.
+// laneGroup is one project's releases, in dependency order.
+type laneGroup struct {
+	project  string
+	releases []*agentv1.Assignment
+}
+
+// lanePass is one pass of one project's lane: its releases, the sync requests they answer,
+// and the desired state it began on. It comes back through lanes.results when it is over.
 type lanePass struct {
-	project  string
-	gen      int64
-	now      time.Time
-	releases []*agentv1.Assignment
-	states   map[string]*releaseState
-	keys     map[string]string
-	gates    gateSet
-	assigned map[string]*agentv1.Assignment
-	cycles   map[string]string
-	syncs    syncPass
-}
-
-// laneResult is a finished pass.
-type laneResult struct {
-	project  string
-	releases []*agentv1.Assignment
-	syncs    syncPass
+	laneGroup
+	g      *generation
+	now    time.Time
+	states map[string]*releaseState
+	syncs  syncPass
 }
 
 func newLanes(a *Agent) *lanes {
 	return &lanes{
 		a: a, states: map[string]*releaseState{}, busy: map[string]bool{}, inFlight: map[string]bool{},
 		turn: map[string]uint64{}, answered: map[string]map[string]bool{}, handled: map[string]bool{},
-		results: make(chan laneResult), gen: -1,
+		results: make(chan lanePass),
 	}
 }
 
@@ -110,91 +112,71 @@ func (l *lanes) nextDue(now time.Time) time.Duration {
 	return next
 }
 
-// laneGroup is one project's releases, in dependency order.
-type laneGroup struct {
-	project  string
-	releases []*agentv1.Assignment
-}
-
 // dispatch starts a pass for each project that has something to do and no pass in flight,
 // while lanes are free, and says when a gate may next change its verdict on a release.
 func (l *lanes) dispatch(ctx context.Context, ds *agentv1.DesiredState) (wake time.Time) {
 	a := l.a
-	if ds.Generation != l.gen {
+	if l.cur == nil || ds.Generation != l.cur.gen {
 		l.newGeneration(ds)
 	}
+	g := l.cur
 	pending := l.settleSyncs(ds, a.pendingSyncs(ds, l.handled))
 	now := a.clock.Now()
-	for _, g := range l.groups() {
-		if l.busy[g.project] || slices.ContainsFunc(g.releases, func(as *agentv1.Assignment) bool { return l.inFlight[as.Release] }) {
+	groups := slices.Clone(g.groups)
+	slices.SortStableFunc(groups, func(x, y laneGroup) int { return cmp.Compare(l.turn[x.project], l.turn[y.project]) })
+	for _, lg := range groups {
+		if l.busy[lg.project] || slices.ContainsFunc(lg.releases, func(as *agentv1.Assignment) bool { return l.inFlight[as.Release] }) {
 			continue // its pass (or, for a release that moved, another project's) ends first
 		}
-		p := takeSyncs(pending, g, l.answered)
+		p := takeSyncs(pending, lg, l.answered)
 		need := false
-		for _, as := range g.releases {
-			h := hold{verdict: l.gates.verdict(as.Release, a.clock.Now()), sync: p.byRelease[as.Release]}
-			h.dependency = a.dependencyWait(as, l.assigned, l.cycles)
+		for _, as := range lg.releases {
+			h := a.holdOf(g, as, p.byRelease[as.Release])
 			if h.verdict.Blocked() && !h.verdict.Next.IsZero() && (wake.IsZero() || h.verdict.Next.Before(wake)) {
 				wake = h.verdict.Next
 			}
-			st := l.state(as.Release)
-			if st.done != l.keys[as.Release] || st.held != h.key() || h.sync != nil || !now.Before(st.due) {
-				need = true
-			}
+			need = need || !l.state(as.Release).current(g.keys[as.Release], h, now)
 		}
 		if need && len(l.busy) < maxLanes {
-			l.start(ctx, lanePass{
-				project: g.project, gen: ds.Generation, now: now, releases: g.releases, keys: l.keys,
-				gates: l.gates, assigned: l.assigned, cycles: l.cycles, syncs: p,
-			})
+			l.start(ctx, lanePass{laneGroup: lg, g: g, now: now, syncs: p})
 		}
 	}
 	return wake
 }
 
-// newGeneration works out what a new desired state says once, and forgets the releases it
-// no longer assigns.
+// newGeneration works out what a new desired state says once, and forgets what concerns
+// only releases and sync requests it no longer carries.
 func (l *lanes) newGeneration(ds *agentv1.DesiredState) {
-	l.gen, l.gates = ds.Generation, l.a.gatesOf(ds)
-	l.ordered, l.cycles = dependencyOrder(ds.Assignments)
-	l.assigned = make(map[string]*agentv1.Assignment, len(ds.Assignments))
-	l.keys = make(map[string]string, len(ds.Assignments))
-	for _, as := range ds.Assignments {
-		l.assigned[as.Release] = as
-		l.keys[as.Release] = fmt.Sprintf("%d/%s", ds.Generation, as.String())
-	}
-	for rel := range l.states {
-		if l.assigned[rel] == nil && !l.inFlight[rel] {
-			delete(l.states, rel)
-		}
-	}
-}
-
-// groups splits the releases by project, each in dependency order, the projects whose last
-// pass is oldest first.
-func (l *lanes) groups() []laneGroup {
-	var out []laneGroup
+	g := &generation{gen: ds.Generation, gates: l.a.gatesOf(ds), assigned: make(map[string]*agentv1.Assignment, len(ds.Assignments)),
+		keys: make(map[string]string, len(ds.Assignments))}
+	var ordered []*agentv1.Assignment
+	ordered, g.cycles = dependencyOrder(ds.Assignments)
 	index := map[string]int{}
-	for _, as := range l.ordered {
+	for _, as := range ordered {
+		g.assigned[as.Release] = as
+		g.keys[as.Release] = fmt.Sprintf("%d/%s", ds.Generation, as.String())
 		p := as.GetProject().GetName()
 		i, ok := index[p]
 		if !ok {
-			i = len(out)
+			i = len(g.groups)
 			index[p] = i
-			out = append(out, laneGroup{project: p})
+			g.groups = append(g.groups, laneGroup{project: p})
 		}
-		out[i].releases = append(out[i].releases, as)
+		g.groups[i].releases = append(g.groups[i].releases, as)
 	}
-	slices.SortStableFunc(out, func(x, y laneGroup) int {
-		switch tx, ty := l.turn[x.project], l.turn[y.project]; {
-		case tx < ty:
-			return -1
-		case tx > ty:
-			return 1
+	l.cur = g
+	for rel := range l.states {
+		if g.assigned[rel] == nil && !l.inFlight[rel] {
+			delete(l.states, rel)
 		}
-		return 0
-	})
-	return out
+	}
+	carried := map[string]bool{}
+	for _, r := range ds.GetSyncs() {
+		carried[r.GetId()] = true
+	}
+	maps.DeleteFunc(l.handled, func(id string, _ bool) bool { return !carried[id] })
+	maps.DeleteFunc(l.answered, func(id string, _ map[string]bool) bool { return !carried[id] })
+	maps.DeleteFunc(l.turn, func(p string, _ uint64) bool { _, ok := index[p]; return !ok && !l.busy[p] })
 }
 
 func (l *lanes) state(release string) *releaseState {
@@ -206,7 +188,22 @@ func (l *lanes) state(release string) *releaseState {
 	return st
 }
 
-// start runs p in a goroutine of its own; its result reaches the loop through l.results.
+// current says that a pass begun at now has nothing to do for the release: it was
+// reconciled at this assignment (key) under this hold, no sync request asks for it, and its
+// periodic reconcile is not due.
+func (st *releaseState) current(key string, h hold, now time.Time) bool {
+	return st.done == key && st.held == h.key() && h.sync == nil && now.Before(st.due)
+}
+
+// holdOf is what holds as back now in generation g (its gates and dependencies), with the
+// sync request it answers.
+func (a *Agent) holdOf(g *generation, as *agentv1.Assignment, sync *agentv1.SyncRequest) hold {
+	h := hold{verdict: g.gates.verdict(as.Release, a.clock.Now()), sync: sync}
+	h.dependency = a.dependencyWait(as, g.assigned, g.cycles)
+	return h
+}
+
+// start runs p in a goroutine of its own; it comes back through l.results.
 func (l *lanes) start(ctx context.Context, p lanePass) {
 	p.states = make(map[string]*releaseState, len(p.releases))
 	for _, as := range p.releases {
@@ -222,25 +219,25 @@ func (l *lanes) start(ctx context.Context, p lanePass) {
 		defer l.wg.Done()
 		l.a.runPass(ctx, p)
 		select {
-		case l.results <- laneResult{project: p.project, releases: p.releases, syncs: p.syncs}:
+		case l.results <- p:
 		case <-ctx.Done():
 		}
 	}()
 }
 
-// finish takes a pass's result: its project's lane is free, and the requests it answered
-// are remembered.
-func (l *lanes) finish(res laneResult) {
-	delete(l.busy, res.project)
-	for _, as := range res.releases {
+// finish takes a pass that is over: its project's lane is free, and the requests it
+// answered are remembered.
+func (l *lanes) finish(p lanePass) {
+	delete(l.busy, p.project)
+	for _, as := range p.releases {
 		delete(l.inFlight, as.Release)
 	}
-	l.markHandled(res.syncs.done)
-	for _, id := range res.syncs.every {
+	l.markHandled(p.syncs.done)
+	for _, id := range p.syncs.every {
 		if l.answered[id] == nil {
 			l.answered[id] = map[string]bool{}
 		}
-		l.answered[id][res.project] = true
+		l.answered[id][p.project] = true
 	}
 	l.a.passes.Add(-1)
 }
@@ -253,7 +250,7 @@ func (l *lanes) settleSyncs(ds *agentv1.DesiredState, pending []*agentv1.SyncReq
 	for _, r := range pending {
 		id := r.GetId()
 		switch rel := r.GetRelease(); {
-		case rel != "" && l.assigned[rel] == nil:
+		case rel != "" && l.cur.assigned[rel] == nil:
 			l.a.log.Info("sync request for a release not assigned to this cluster; ignored", "id", id, "release", rel, "actor", r.GetActor())
 		case rel != "":
 			rest = append(rest, r)
@@ -290,17 +287,16 @@ func (a *Agent) runPass(ctx context.Context, p lanePass) {
 		st := p.states[as.Release]
 		// The clock of this pass moves on: a dependency reconciled a moment ago must not make
 		// its dependent miss a window.
-		h := hold{verdict: p.gates.verdict(as.Release, a.clock.Now()), sync: p.syncs.byRelease[as.Release]}
-		h.dependency = a.dependencyWait(as, p.assigned, p.cycles)
-		key := p.keys[as.Release]
-		if st.done == key && st.held == h.key() && h.sync == nil && p.now.Before(st.due) {
+		h := a.holdOf(p.g, as, p.syncs.byRelease[as.Release])
+		key := p.g.keys[as.Release]
+		if st.current(key, h, p.now) {
 			continue
 		}
 		interval := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
 		changed := st.done != key
 		skip := skipUnchanged(changed, h.sync != nil, st.checked, a.clock.Now(), interval)
 		started := a.clock.Now()
-		retryIn, phase := a.reconcileOne(ctx, p.gen, as, h, changed, skip)
+		retryIn, phase := a.reconcileOne(ctx, p.g.gen, as, h, changed, skip)
 		if ctx.Err() != nil {
 			return
 		}

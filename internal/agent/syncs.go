@@ -57,15 +57,12 @@ func (a *Agent) pendingSyncs(ds *agentv1.DesiredState, handled map[string]bool) 
 // project (answered). A request for another project's release is that lane's; one for a
 // release not assigned here is settled by the loop (lanes.settleSyncs).
 func takeSyncs(pending []*agentv1.SyncRequest, g laneGroup, answered map[string]map[string]bool) syncPass {
-	var p syncPass
+	p := syncPass{byRelease: map[string]*agentv1.SyncRequest{}}
 	in := make(map[string]bool, len(g.releases))
 	for _, as := range g.releases {
 		in[as.Release] = true
 	}
 	for _, r := range pending {
-		if p.byRelease == nil {
-			p.byRelease = map[string]*agentv1.SyncRequest{}
-		}
 		if rel := r.GetRelease(); rel != "" {
 			if in[rel] && p.byRelease[rel] == nil { // else another lane's, or a later pass's
 				p.byRelease[rel] = r
