@@ -169,7 +169,7 @@ func (c *OIDC) getProvider(ctx context.Context) (*oidc.Provider, error) {
 		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, err)
 	}
 	if doc.JWKSURL == "" {
-		return nil, fmt.Errorf("oidc issuer %s: %w", c.o.Issuer, errNoJWKS)
+		return nil, fmt.Errorf("oidc issuer %s: its discovery document names no jwks_uri", c.o.Issuer)
 	}
 	keys := &boundedKeySet{url: doc.JWKSURL, client: c.client, interval: c.o.KeyRefreshInterval, now: c.o.Clock.Now}
 	c.provider = p

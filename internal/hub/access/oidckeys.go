@@ -3,7 +3,6 @@ package access
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,9 +36,13 @@ type boundedKeySet struct {
 	interval time.Duration
 	now      func() time.Time
 
-	mu      sync.Mutex
-	keys    []jose.JSONWebKey
-	fetched time.Time // zero: never
+	// fetching is held while the keys are read: tokens that arrive meanwhile with an unknown
+	// key wait for that one read, not one each. mu guards keys and fetched only, so that a
+	// token of a known key never waits for a slow issuer.
+	fetching sync.Mutex
+	mu       sync.Mutex
+	keys     []jose.JSONWebKey
+	fetched  time.Time // zero: never
 }
 
 // VerifySignature implements oidc.KeySet.
@@ -52,25 +55,38 @@ func (k *boundedKeySet) VerifySignature(ctx context.Context, raw string) ([]byte
 	if len(jws.Signatures) > 0 {
 		kid = jws.Signatures[0].Header.KeyID
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if payload, ok := verifyWith(jws, kid, k.keys); ok {
+	if keys, _ := k.held(); len(keys) > 0 {
+		if payload, ok := verifyWith(jws, kid, keys); ok {
+			return payload, nil
+		}
+	}
+	k.fetching.Lock()
+	defer k.fetching.Unlock()
+	keys, fetched := k.held() // another token's read may have brought the key meanwhile
+	if payload, ok := verifyWith(jws, kid, keys); ok {
 		return payload, nil
 	}
-	if since := k.now().Sub(k.fetched); !k.fetched.IsZero() && since < k.interval {
+	if since := k.now().Sub(fetched); !fetched.IsZero() && since < k.interval {
 		return nil, fmt.Errorf("token signed with key %q, not one of the issuer's keys read %s ago (read again at most every %s)",
 			kid, since.Round(time.Second), k.interval)
 	}
-	// Held under the lock: tokens that arrive meanwhile wait for this one read, not one each.
-	keys, err := k.fetch(ctx)
-	if err != nil {
+	if keys, err = k.fetch(ctx); err != nil {
 		return nil, err
 	}
+	k.mu.Lock()
 	k.keys, k.fetched = keys, k.now()
-	if payload, ok := verifyWith(jws, kid, k.keys); ok {
+	k.mu.Unlock()
+	if payload, ok := verifyWith(jws, kid, keys); ok {
 		return payload, nil
 	}
 	return nil, fmt.Errorf("token signed with key %q: no key of the issuer verifies it", kid)
+}
+
+// held returns the keys last read, and when.
+func (k *boundedKeySet) held() ([]jose.JSONWebKey, time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys, k.fetched
 }
 
 func verifyWith(jws *jose.JSONWebSignature, kid string, keys []jose.JSONWebKey) ([]byte, bool) {
@@ -128,5 +144,3 @@ func providerAlgs(names []string) []string {
 	}
 	return out
 }
-
-var errNoJWKS = errors.New("its discovery document names no jwks_uri")

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,8 @@ type keyIssuer struct {
 	reads  atomic.Int32
 	mu     sync.Mutex
 	keys   []jose.JSONWebKey
+	// hang, when set, holds each read of the keys until it is closed: a slow issuer.
+	hang chan struct{}
 }
 
 func startKeyIssuer(t *testing.T) *keyIssuer {
@@ -47,8 +50,12 @@ func startKeyIssuer(t *testing.T) *keyIssuer {
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
 		iss.reads.Add(1)
 		iss.mu.Lock()
-		defer iss.mu.Unlock()
-		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: iss.keys})
+		hang, keys := iss.hang, slices.Clone(iss.keys)
+		iss.mu.Unlock()
+		if hang != nil {
+			<-hang
+		}
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys})
 	})
 	iss.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(iss.srv.Close)
@@ -148,5 +155,38 @@ func TestOIDCKeyRefreshIsBounded(t *testing.T) {
 	}
 	if n := iss.reads.Load(); n != 2 {
 		t.Errorf("%d reads after tokens of known keys, want 2", n)
+	}
+
+	// While a read of the keys hangs on a slow issuer, tokens of known keys are still
+	// verified: only tokens of unknown keys wait for the read.
+	hang := make(chan struct{})
+	iss.mu.Lock()
+	iss.hang = hang
+	iss.mu.Unlock()
+	clk.Advance(time.Minute)
+	forged := make(chan error, 1)
+	go func() {
+		_, err := o.Verify(ctx, iss.token(t, iss.signer(t, "forged-slow", false), clk.Now()))
+		forged <- err
+	}()
+	for iss.reads.Load() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	known := make(chan error, 1)
+	go func() {
+		_, err := o.Verify(ctx, iss.token(t, k1, clk.Now()))
+		known <- err
+	}()
+	select {
+	case err := <-known:
+		if err != nil {
+			t.Errorf("a token of a known key during a slow read of the keys: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("a token of a known key waited for the slow read of the issuer's keys")
+	}
+	close(hang)
+	if err := <-forged; err == nil {
+		t.Error("the forged token was taken after the slow read")
 	}
 }
