@@ -95,32 +95,31 @@ func (r *Reconciler) waitEstablished(ctx context.Context, items []*item, opts Op
 		pending := ""
 		for _, it := range crds {
 			if !established(it.live) {
-				pending = it.ref.Name
+				pending = it.ref.Name + " not established"
 			}
 		}
 		if pending == "" {
 			// Established comes a moment before the API server's discovery serves the kind:
 			// until the client's mapper finds it, objects of the kind would be refused as of
 			// no known kind.
-			known, err := r.kindsServed(crds)
-			if err != nil || known {
+			var err error
+			if pending, err = r.kindNotServed(crds); err != nil || pending == "" {
 				return err
 			}
-			pending = "(its kind not yet in discovery)"
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("customresourcedefinition %s not established after %s", pending, opts.Timeout)
+			return fmt.Errorf("customresourcedefinition %s after %s", pending, opts.Timeout)
 		case <-r.newTimer(crdPollInterval(r.cfg.PollInterval)):
 		}
 	}
 }
 
-// kindsServed reports whether the client's mapper knows every served version of the CRDs'
-// kinds.
-func (r *Reconciler) kindsServed(crds []*item) (bool, error) {
+// kindNotServed names a CRD among crds whose kind the client's mapper does not know yet at a
+// served version, and which; "" when it knows them all.
+func (r *Reconciler) kindNotServed(crds []*item) (string, error) {
 	for _, it := range crds {
 		group, _, _ := unstructured.NestedString(it.desired.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(it.desired.Object, "spec", "names", "kind")
@@ -132,11 +131,11 @@ func (r *Reconciler) kindsServed(crds []*item) (bool, error) {
 				continue
 			}
 			if _, known, err := r.scope(schema.GroupVersionKind{Group: group, Version: name, Kind: kind}); err != nil || !known {
-				return false, err
+				return fmt.Sprintf("%s established, but kind %s of version %s not yet served by discovery", it.ref.Name, kind, name), err
 			}
 		}
 	}
-	return true, nil
+	return "", nil
 }
 
 // crdPollInterval: a CRD becomes Established within a fraction of a second; polling it at the
