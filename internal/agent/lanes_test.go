@@ -63,8 +63,17 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 	if !r.a.st.syncHandled("all") {
 		t.Error("the request to sync every release is not remembered as handled once every lane answered it")
 	}
+	// The same request in the next generation: each release reconciles once for the new
+	// generation, and none answers the request again.
+	d = desired(3, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
+	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
 	r.a.setDesired(d)
-	r.idle("not answered twice", r.target.seen()[:before+3]...)
+	r.idleUntil("the next generation reconciled", func(seen []string) bool { return len(seen) == before+6 })
+	for _, rel := range []string{"bomb", "next", "web"} {
+		if st := r.last(rel); st.GetGeneration() != 3 || st.GetSyncId() != "" {
+			t.Errorf("%s: last status of generation %d answers sync %q; want generation 3 answering none", rel, st.GetGeneration(), st.GetSyncId())
+		}
+	}
 }
 
 // idleUntil waits until the loop is idle (see idleWhen) and done holds for what the target

@@ -433,19 +433,16 @@ func commitFiles(t *testing.T, dir string, files map[string][]byte) {
 func TestWatchStreamsPerClusterCapped(t *testing.T) {
 	th := startHub(t, "", nil)
 	a := th.addAgent(t, "greedy", nil)
-	open := func(ctx context.Context) (*connect.ServerStreamForClient[agentv1.WatchResponse], error) {
-		return a.openWatch(ctx)
-	}
 	var cancels []context.CancelFunc
 	for i := range agentapi.MaxStreamsPerCluster {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		cancels = append(cancels, cancel)
-		if _, err := open(ctx); err != nil {
+		if _, err := a.openWatch(ctx); err != nil {
 			t.Fatalf("stream %d of %d: %v", i+1, agentapi.MaxStreamsPerCluster, err)
 		}
 	}
-	_, err := open(t.Context())
+	_, err := a.openWatch(t.Context())
 	want := fmt.Sprintf(`cluster "greedy" already has %d watch streams open on this hub`, agentapi.MaxStreamsPerCluster)
 	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), want) {
 		t.Fatalf("stream %d: %v; want resource_exhausted: %s", agentapi.MaxStreamsPerCluster+1, err, want)
@@ -457,7 +454,7 @@ func TestWatchStreamsPerClusterCapped(t *testing.T) {
 	cancels[0]()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := open(t.Context()); err == nil {
+		if _, err := a.openWatch(t.Context()); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("no stream once one of %d ended: %v", agentapi.MaxStreamsPerCluster, err)
