@@ -161,6 +161,31 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 	return rss, hwm, s.Err()
 }
 
+// renderChildren counts the render child processes (flotilla __render) of a process.
+func renderChildren(pid int) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its closing paren.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil && strings.Contains(string(cmdline), "__render") {
+			n++
+		}
+	}
+	return n
+}
+
 func alive(p *proc) bool {
 	select {
 	case <-p.done:
@@ -305,11 +330,20 @@ data: {rev: ` + rev + "}\n"
 		bombsPeak, _ := agentMem.read()
 		t.Logf("agent peak resident memory (VmHWM) once every bomb failed: %d MiB (bound %d MiB)", bombsPeak>>20, rssBound>>20)
 
-		// The platform release takes a new commit within its interval while the bombs are
-		// retried on their backoff.
+		// The platform release takes a new commit while a bomb renders. By now the bombs
+		// wait out their retry backoff most of the time, so a sync makes the kustomize bomb
+		// render again, for its whole 30 s wall budget, just before the commit: a loop that
+		// reconciles one release at a time for the whole cluster applies the commit only after
+		// that render, past the 20 s allowed here (the poll and the release's interval are 2 s).
+		if _, err := f.client.Sync(t.Context(), "a-kustomize", hubapi.SyncRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the agent renders the kustomize bomb again", 30*time.Second, func() bool {
+			return renderChildren(agentProc.cmd.Process.Pid) > 0
+		})
 		fleetRepo.commit("platform v2", map[string]string{"platform/base.yaml": platformYAML("v2")})
 		committed := time.Now()
-		waitFor(t, "the platform release's new commit applied", 30*time.Second, func() bool {
+		waitFor(t, "the platform release's new commit applied", 20*time.Second, func() bool {
 			checkAlive("while the platform release moves on")
 			v, ok := configMapData(t, f.clusters["edge"], "default", "platform", "rev")
 			return ok && v == "v2"
