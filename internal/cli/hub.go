@@ -139,7 +139,7 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory for the hub's state (required)")
 	f.StringVar(&storeLocation, "store", "", "where the hub keeps its state: a postgres:// URL, shared by several hub replicas; libpq's PG* variables (PGPASSWORD) fill in what it leaves out (default: SQLite, hub.db in --data-dir)")
 	f.StringVar(&opts.Replica.ID, "replica-id", "", "name of this hub replica, unique among those sharing --store (default: host name and a random suffix)")
-	f.StringVar(&opts.Replica.SecretsKeyFile, "secrets-key-file", "", "with a postgres:// --store (required): file holding the key, 64 hex digits, that seals the CA key and admin token the replicas share in the store; every replica reads the same file, e.g. a mounted Secret made with: openssl rand -hex 32 > secrets.key")
+	f.StringVar(&opts.Replica.SecretsKeyFile, "secrets-key-file", "", "with a postgres:// --store (required): file holding the key, 64 hex digits, that seals the CA key the replicas share in the store; every replica reads the same file, e.g. a mounted Secret made with: openssl rand -hex 32 > secrets.key")
 	f.DurationVar(&opts.Replica.LeaseTTL, "lease-ttl", hub.DefaultLeaseTTL, "with a shared --store: how long the replica that polls sources keeps that job without renewing it; another takes over after it dies")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default: off)")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090 (default: off)")
@@ -183,7 +183,8 @@ and several hubs may share it (docs/ha.md).`,
 	budget = addRenderBudgetFlags(f)
 	f.StringArrayVar(&verifyKeys, "verify-key", nil, "trust a cosign public key for OCI sources that name it in verify.cosign.publicKeys: NAME=FILE, FILE a cosign.pub PEM file (ECDSA P-256, RSA or Ed25519); loaded at start (repeatable; default: none, and sources that ask for verification are refused)")
 	cmd.AddCommand(newHubCopyStoreCommand(s))
-	cmd.AddCommand(newHubImportReportsCommand(s)) // hub_reports.go
+	cmd.AddCommand(newHubRotateAdminTokenCommand(s)) // hub_admintoken.go
+	cmd.AddCommand(newHubImportReportsCommand(s))    // hub_reports.go
 	return cmd
 }
 

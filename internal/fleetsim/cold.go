@@ -208,7 +208,7 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 		defer drop()
 		rep.Store = "postgres"
 		rep.Spokes = strings.Replace(rep.Spokes, "its SQLite store", "their PostgreSQL store", 1)
-		// The replicas seal the CA key and admin token they share in the store with one key.
+		// The replicas seal the CA key they share in the store with one key.
 		keyFile := filepath.Join(opts.Dir, "secrets.key")
 		if err := os.WriteFile(keyFile, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
 			return nil, err
@@ -232,7 +232,7 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 			}
 			args = append(args, "--pprof-addr", pprofAddr)
 		}
-		// One after the other: the first replica puts the CA and admin token in the store,
+		// One after the other: the first replica puts the CA and the admin token's hash in the store,
 		// the later ones take them from there.
 		if err := os.MkdirAll(filepath.Join(opts.Dir, r.name), 0o755); err != nil {
 			return nil, err

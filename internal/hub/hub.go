@@ -222,7 +222,8 @@ type Hub struct {
 	ca         *pki.CA
 	artifacts  *artifact.Store
 	poller     *source.Poller
-	adminToken string
+	adminToken string            // admin.token's content: the token, or only its hash on a replica that joined
+	bootstrap  *access.Bootstrap // what the user API accepts as the admin token
 	clock      clock.Clock
 
 	agentLn, apiLn net.Listener
@@ -282,6 +283,9 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	if h.adminToken, err = loadOrCreateToken(filepath.Join(opts.DataDir, AdminTokenFile)); err != nil {
 		return nil, err
 	}
+	if h.bootstrap, err = access.NewBootstrap(h.adminToken); err != nil {
+		return nil, err
+	}
 	if h.audit, err = audit.Open(ctx, filepath.Join(opts.DataDir, "audit.db")); err != nil {
 		return nil, err
 	}
@@ -337,8 +341,15 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 func (h *Hub) AgentURL() string { return "https://" + h.agentLn.Addr().String() }
 func (h *Hub) APIURL() string   { return "https://" + h.apiLn.Addr().String() }
 
-// AdminToken is the user API's bearer token.
-func (h *Hub) AdminToken() string { return h.adminToken }
+// AdminToken is the user API's bootstrap bearer token, or "" on a replica that joined a
+// shared store: it holds only the token's hash, and the token is in the admin.token of the
+// replica that made it.
+func (h *Hub) AdminToken() string {
+	if access.IsBootstrapHash(h.adminToken) {
+		return ""
+	}
+	return h.adminToken
+}
 
 // CAPath is the CA certificate file clients trust.
 func (h *Hub) CAPath() string { return filepath.Join(h.opts.DataDir, CAFile) }

@@ -1,10 +1,15 @@
 package hub
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 
+	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/replica"
+	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -21,7 +26,9 @@ func (h *Hub) setupReplication(ctx context.Context) error {
 		Identity: replica.Identity{
 			DataDir: h.opts.DataDir,
 			Files:   []string{pki.CACertFile, pki.CAKeyFile, AdminTokenFile},
-			Secrets: []string{pki.CAKeyFile, AdminTokenFile},
+			Secrets: []string{pki.CAKeyFile},
+			Hashed:  []string{AdminTokenFile},
+			Hash:    hashAdminToken,
 			Create: func() error {
 				if _, err := pki.LoadOrCreateCA(h.opts.DataDir, h.clock.Now()); err != nil {
 					return err
@@ -51,8 +58,48 @@ func (h *Hub) runReplication(ctx context.Context) {
 		},
 		OnClusters: h.ctrl.Wake,
 		OnView:     h.ctrl.AdoptView,
+		OnIdentity: h.reloadAdminToken,
 		OnResync:   h.resync,
 	})
+}
+
+// hashAdminToken is what a shared store keeps of admin.token: its hash (access.HashBootstrap).
+func hashAdminToken(data []byte) ([]byte, error) {
+	sum, err := access.HashBootstrap(string(data))
+	return []byte(sum), err
+}
+
+// reloadAdminToken takes the admin token's hash the replicas share (another replica, or
+// `flotilla hub rotate-admin-token`, may have replaced it): the old token stops opening this
+// replica, and its data dir's admin.token gets the new hash unless it holds the token itself.
+func (h *Hub) reloadAdminToken(ctx context.Context) {
+	files, err := h.repl.SharedFiles(ctx, []string{AdminTokenFile})
+	if err != nil {
+		h.log.Warn("could not read the shared admin token's hash; keeping the one in use", "error", err)
+		return
+	}
+	sum, ok := files[AdminTokenFile]
+	if !ok || !access.IsBootstrapHash(string(sum)) {
+		return // a single hub, or a row a replica of an older version keeps: it is taken at start
+	}
+	changed, err := h.bootstrap.Set(string(sum))
+	if err != nil {
+		h.log.Warn("ignoring a shared admin token's hash that does not parse", "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	h.log.Info("took the admin token the replicas share now: the one before no longer opens this replica")
+	path := filepath.Join(h.opts.DataDir, AdminTokenFile)
+	if mine, err := os.ReadFile(path); err == nil {
+		if own, err := hashAdminToken(mine); err == nil && bytes.Equal(own, sum) {
+			return // this data dir holds the token of that hash
+		}
+	}
+	if err := os.WriteFile(path, append(sum, '\n'), 0o600); err != nil {
+		h.log.Warn("took the rotated admin token, but could not write its hash to the data dir", "file", path, "error", err)
+	}
 }
 
 // resync makes up for notifications missed while not listening: certificates are checked
@@ -78,6 +125,7 @@ func (h *Hub) resync(ctx context.Context) {
 	}
 	h.ctrl.Wake()
 	h.ctrl.AdoptView(ctx)
+	h.reloadAdminToken(ctx) // a rotation may be among the missed notifications
 }
 
 // IsLeader reports whether this replica holds the controller lease (always, for a single hub).
@@ -85,3 +133,34 @@ func (h *Hub) IsLeader() bool { return h.repl.Lease().Held() }
 
 // ReplicaID names this replica.
 func (h *Hub) ReplicaID() string { return h.repl.ID() }
+
+// RotateAdminToken makes a new bootstrap admin token for the replicas sharing st and returns
+// it: the store keeps its hash, and the running replicas take that at once, so the old token
+// stops opening any of them. With dataDir the token is also written to its admin.token (that
+// replica's data dir then holds the token itself). A store that cannot be shared (SQLite) is
+// refused: its one hub reads admin.token at start.
+func RotateAdminToken(ctx context.Context, st store.Store, dataDir string) (string, error) {
+	shared, ok := st.(replica.SharedStore)
+	if !ok {
+		return "", fmt.Errorf("store %v is a single hub's: stop the hub, delete admin.token in its data dir and start it, and it writes a new one", st)
+	}
+	tok, err := access.NewSecret()
+	if err != nil {
+		return "", err
+	}
+	sum, err := hashAdminToken([]byte(tok))
+	if err != nil {
+		return "", err
+	}
+	if dataDir != "" {
+		// Before the store: a replica on this data dir that takes the new hash finds its token.
+		path := filepath.Join(dataDir, AdminTokenFile)
+		if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("write the new admin token: %w", err)
+		}
+	}
+	if err := replica.ReplaceShared(ctx, shared, "rotate-admin-token", AdminTokenFile, sum); err != nil {
+		return tok, err
+	}
+	return tok, nil
+}

@@ -2,7 +2,12 @@ package hub
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pgtest"
 	"github.com/flotilla/flotilla/internal/pki"
 )
@@ -90,18 +96,34 @@ func newReplicaHub(t *testing.T, dsn string, rep ReplicaOptions) (*Hub, error) {
 		AllowFileSources: []string{os.TempDir()}, Replica: rep}, st)
 }
 
-// The store shared by replicas holds no usable secret without the key file: the CA key and
-// the admin token are sealed. A replica with the key file gets them; one without it, or with
-// another key, is refused with an error that says what to do.
+// checkTokenHashed fails unless the store keeps the admin token as its SHA-256 only.
+func checkTokenHashed(t *testing.T, rows map[string][]byte, token string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(token))
+	if want := "sha256:" + hex.EncodeToString(sum[:]); string(rows[AdminTokenFile]) != want {
+		t.Errorf("the store's %s row is %.40q..., want the token's hash %s", AdminTokenFile, rows[AdminTokenFile], want)
+	}
+}
+
+// The store shared by replicas holds no usable secret without the key file: the CA key is
+// sealed, and of the admin token it keeps only the hash. A replica with the key file gets the
+// CA, and takes the first replica's token knowing only its hash; one without the key file, or
+// with another key, is refused with an error that says what to do.
 func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	r1 := startReplica(t, dsn, t.TempDir(), "replica-1")
 	token := r1.AdminToken()
-	checkNoSecretInRows(t, sharedRows(t, dsn), token)
+	rows := sharedRows(t, dsn)
+	checkNoSecretInRows(t, rows, token)
+	checkTokenHashed(t, rows, token)
 
 	r2 := startReplica(t, dsn, t.TempDir(), "replica-2")
-	if r2.AdminToken() != token {
-		t.Errorf("replica-2 has another admin token than replica-1")
+	if _, err := r2.api.Releases(t.Context()); err != nil {
+		t.Errorf("replica-1's admin token on replica-2: %v", err)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(r2.opts.DataDir, AdminTokenFile))
+	if err != nil || !bytes.Equal(bytes.TrimSpace(onDisk), rows[AdminTokenFile]) {
+		t.Errorf("replica-2's admin.token holds %q (%v), want the hash the store keeps", onDisk, err)
 	}
 
 	for _, tt := range []struct {
@@ -111,11 +133,10 @@ func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
 	}{{
 		name: "no key file",
 		rep:  ReplicaOptions{ID: "replica-3"},
-		want: "needs --secrets-key-file: the CA key and admin token the replicas share are kept sealed in the store",
+		want: "needs --secrets-key-file: the CA key the replicas share is kept sealed in the store",
 	}, {
 		name: "another key",
 		rep:  ReplicaOptions{ID: "replica-4", SecretsKeyFile: testSecretsKeyFile(t, strings.Repeat("ab", 32))},
-		// Whichever shared secret is opened first (the CA key or the admin token) is named.
 		want: "in the store cannot be opened with this --secrets-key-file: it was sealed with another key (every replica needs the same key file)",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +149,8 @@ func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
 }
 
 // A store written by a hub from before sealing holds the CA key and admin token in clear: the
-// first replica started with the key file seals them in place, and keeps that CA.
+// first replica started with the key file seals the CA key in place and keeps only the
+// token's hash, and keeps that CA and token.
 func TestPlaintextSharedSecretsAreSealedOnStart(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	old := t.TempDir()
@@ -154,13 +176,71 @@ func TestPlaintextSharedSecretsAreSealedOnStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	replicaTokens.Store(fmt.Sprint(st), token) // the old hub's token, for startReplica's client
 	r := startReplica(t, dsn, t.TempDir(), "replica-1")
-	checkNoSecretInRows(t, sharedRows(t, dsn), token)
-	if r.AdminToken() != token {
-		t.Errorf("the replica has a new admin token, not the stored one")
+	rows := sharedRows(t, dsn)
+	checkNoSecretInRows(t, rows, token)
+	checkTokenHashed(t, rows, token)
+	if _, err := r.api.Releases(t.Context()); err != nil {
+		t.Errorf("the stored admin token on the replica: %v", err)
 	}
 	got, err := os.ReadFile(filepath.Join(r.opts.DataDir, pki.CAKeyFile))
 	if err != nil || !bytes.Equal(got, files[pki.CAKeyFile]) {
 		t.Errorf("the replica's CA key is not the stored one (%v)", err)
+	}
+}
+
+// A leaked or lost admin token is replaced without stopping the replicas: rotate-admin-token
+// stores the new token's hash, and every running replica takes it at once, refusing the old
+// token from then on. A single hub's store is refused with what to do instead.
+func TestRotateAdminToken(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	r1 := startReplica(t, dsn, t.TempDir(), "replica-1")
+	r2 := startReplica(t, dsn, t.TempDir(), "replica-2")
+	old := r1.AdminToken()
+
+	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dir := t.TempDir()
+	tok, err := RotateAdminToken(t.Context(), st, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, AdminTokenFile)); err != nil || strings.TrimSpace(string(got)) != tok {
+		t.Errorf("--data-dir's admin.token: %q %v, want the new token", got, err)
+	}
+	checkTokenHashed(t, sharedRows(t, dsn), tok)
+	for _, r := range []*hubReplica{r1, r2} {
+		client := func(token string) *hubapi.Client {
+			c, err := hubapi.NewClient(hubapi.Config{Hub: r.APIURL(), Token: token, CAFile: r.CAPath()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		waitFor(t, r.opts.Replica.ID+" refuses the old admin token", func() bool {
+			_, err := client(old).Releases(t.Context())
+			var status *hubapi.StatusError
+			return errors.As(err, &status) && status.Code == http.StatusUnauthorized
+		})
+		if _, err := client(tok).Releases(t.Context()); err != nil {
+			t.Errorf("%s: the new admin token: %v", r.opts.Replica.ID, err)
+		}
+	}
+	// replica-1 made the old token: its admin.token now holds the new hash instead.
+	if got, _ := os.ReadFile(filepath.Join(r1.opts.DataDir, AdminTokenFile)); !bytes.HasPrefix(got, []byte("sha256:")) {
+		t.Errorf("replica-1's admin.token still holds %.12q..., not the new token's hash", got)
+	}
+
+	single, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	if _, err := RotateAdminToken(t.Context(), single, ""); err == nil || !strings.Contains(err.Error(), "delete admin.token in its data dir") {
+		t.Errorf("rotating a single hub's token: %v, want a refusal that says what to do", err)
 	}
 }

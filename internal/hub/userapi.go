@@ -23,7 +23,7 @@ func (h *Hub) newUserAPI(ctx context.Context) (*userapi.API, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth := &access.Authenticator{Bootstrap: h.adminToken, Tokens: tokens}
+	auth := &access.Authenticator{Bootstrap: h.bootstrap, Tokens: tokens}
 	uo := userapi.Options{
 		AgentURL: h.AgentURL(), CAFingerprint: h.ca.Fingerprint(),
 		TokenTTL: o.TokenTTL, UnreachableAfter: o.UnreachableAfter,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,13 +45,24 @@ func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
 		args = append(args, "--store", dsn, "--replica-id", r.id, "--lease-ttl", "3s", "--secrets-key-file", secretsKeyFile(t, root))
 	}
 	r.proc = startProc(t, filepath.Join(root, r.id+".log"), args...)
+	// The first hub on the database keeps the admin token in its admin.token and leaves a copy
+	// in root for the test; a replica that joins holds only its hash ("sha256:...").
+	shared := filepath.Join(root, "admin.token")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		token, err := os.ReadFile(filepath.Join(r.dir, "admin.token"))
+		if err == nil && bytes.HasPrefix(token, []byte("sha256:")) {
+			token, err = os.ReadFile(shared)
+		}
 		if err == nil {
 			r.client, err = hubapi.NewClient(hubapi.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")})
 			if err == nil {
 				if _, err = r.client.Clusters(t.Context()); err == nil {
+					if _, err := os.Stat(shared); os.IsNotExist(err) {
+						if err := os.WriteFile(shared, token, 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
 					return
 				}
 			}

@@ -102,6 +102,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	cluster := clustertest.StartAll(t, "eu-1")["eu-1"]
 
+	var adminToken string
 	startReplica := func(id, dsn string, wrap func(*store.Postgres) store.Store) (*hub.Hub, *hubapi.Client, func()) {
 		t.Helper()
 		pg, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
@@ -124,7 +125,10 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 		var once sync.Once
 		stop := func() { once.Do(func() { cancel(); <-done; pg.Close() }) }
 		t.Cleanup(stop)
-		client, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
+		if adminToken == "" {
+			adminToken = h.AdminToken() // the first replica's: those that join hold its hash only
+		}
+		client, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: adminToken, CAFile: h.CAPath()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,8 @@ import (
 // Authenticator turns a bearer token into a principal: the bootstrap admin token, a named
 // token, or an OIDC ID token.
 type Authenticator struct {
-	// Bootstrap is the admin token of admin.token; required.
-	Bootstrap string
+	// Bootstrap is the admin token of admin.token, known by its hash; nil: none.
+	Bootstrap *Bootstrap
 	// Tokens are the named tokens.
 	Tokens *Tokens
 	// OIDC verifies ID tokens; nil: no OIDC sign-in.
@@ -23,7 +23,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, bearer string) (Princi
 	switch {
 	case bearer == "":
 		return Principal{}, ErrUnauthenticated
-	case matchBootstrap(a.Bootstrap, bearer):
+	case a.Bootstrap.Match(bearer):
 		return Principal{Actor: "token:" + BootstrapName, Grants: []Grant{{Role: Admin}}}, nil
 	case strings.HasPrefix(bearer, TokenPrefix):
 		if a.Tokens == nil {

@@ -190,3 +190,53 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestBootstrapByHash: the hub knows the admin token by its hash, so a replica that holds
+// only "sha256:..." in admin.token takes the token, and a rotated hash replaces the old one.
+func TestBootstrapByHash(t *testing.T) {
+	tok := strings.Repeat("t", access.MinBootstrapLength)
+	sum, err := access.HashBootstrap(tok)
+	if err != nil || !access.IsBootstrapHash(sum) {
+		t.Fatalf("HashBootstrap: %q %v", sum, err)
+	}
+	if again, _ := access.HashBootstrap(sum + "\n"); again != sum {
+		t.Errorf("the hash of a hash form is %q, want it as it is", again)
+	}
+	path := filepath.Join(t.TempDir(), "admin.token")
+	for _, tt := range []struct {
+		file, want string // want: "" the file is taken, else part of the refusal
+	}{
+		{file: tok + "\n"},
+		{file: sum + "\n"},
+		{file: "sha256:abcd\n", want: "not sha256: and 64 hex digits"},
+		{file: "sha256:" + strings.Repeat("zz", 32), want: "not sha256: and 64 hex digits"},
+	} {
+		if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		content, err := access.LoadOrCreateBootstrap(path)
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("admin.token %q: %v, want a refusal with %q", tt.file, err, tt.want)
+			}
+			continue
+		}
+		b, err := access.NewBootstrap(content)
+		if err != nil {
+			t.Fatalf("admin.token %q: %v", tt.file, err)
+		}
+		a := &access.Authenticator{Bootstrap: b}
+		if p, err := a.Authenticate(t.Context(), tok); err != nil || p.Actor != "token:admin" {
+			t.Errorf("admin.token %q: the token: %+v %v", tt.file, p, err)
+		}
+		for _, bearer := range []string{sum, tok + "x", strings.TrimSuffix(tok, "t")} {
+			if _, err := a.Authenticate(t.Context(), bearer); !errors.Is(err, access.ErrUnauthenticated) {
+				t.Errorf("admin.token %q: bearer %q: %v, want unauthenticated", tt.file, bearer, err)
+			}
+		}
+		other := strings.Repeat("o", access.MinBootstrapLength)
+		if changed, err := b.Set(other); err != nil || !changed || b.Match(tok) || !b.Match(other) {
+			t.Errorf("after Set: changed %v %v; old token %v, new %v", changed, err, b.Match(tok), b.Match(other))
+		}
+	}
+}

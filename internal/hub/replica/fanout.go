@@ -20,6 +20,8 @@ type Handlers struct {
 	OnClusters func()
 	// OnView adopts the fleet view the lease holder stored.
 	OnView func(ctx context.Context)
+	// OnIdentity reads the shared identity files again (a rotated admin token's hash).
+	OnIdentity func(ctx context.Context)
 	// OnResync makes up for notifications missed while not listening: it is called each
 	// time listening starts (again).
 	OnResync func(ctx context.Context)
@@ -160,5 +162,7 @@ func (f *fanout) receive(ctx context.Context, on Handlers, payload string) {
 		on.OnClusters()
 	case e.Kind == EventView && on.OnView != nil:
 		on.OnView(ctx)
+	case e.Kind == EventIdentity && on.OnIdentity != nil:
+		on.OnIdentity(ctx)
 	}
 }

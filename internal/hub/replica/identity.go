@@ -3,10 +3,13 @@ package replica
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flotilla/flotilla/internal/pki"
@@ -22,9 +25,15 @@ type Identity struct {
 	Files []string
 	// Create makes sure every file exists in DataDir, loading or creating it.
 	Create func() error
-	// Secrets are the Files that are secret (the CA key, the admin token): they are stored
-	// sealed with the key of Options.SecretsKeyFile, which a shared store then requires.
+	// Secrets are the Files that are secret and needed as they are (the CA key): they are
+	// stored sealed with the key of Options.SecretsKeyFile, which a shared store then requires.
 	Secrets []string
+	// Hashed are the Files that only need to be recognised (the admin token): the store keeps
+	// Hash of them, never the file, and a replica that joins writes that hash in its data dir.
+	// A data dir whose own differs takes the stored one: it no longer opens this hub.
+	Hashed []string
+	// Hash turns a Hashed file's content into what the store keeps; it returns a hash as it is.
+	Hash func(data []byte) ([]byte, error)
 }
 
 // shareIdentity makes this replica's identity files those of the shared store. The first
@@ -32,9 +41,10 @@ type Identity struct {
 // one writes the stored ones into its data dir. A data dir that already holds different ones
 // is refused rather than overwritten: agents that trust its CA would be locked out.
 //
-// The secret ones (the CA key, the admin token) are stored sealed with key (see sealed.go):
-// the database alone holds nothing that signs a certificate or passes for the admin.
-func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte) error {
+// The secret ones (the CA key) are stored sealed with key (see sealed.go), the hashed ones (the
+// admin token) as their hash: the database alone holds nothing that signs a certificate or
+// passes for the admin.
+func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte, log *slog.Logger) error {
 	// Make sure this data dir has the files (its own, or newly created), then offer them:
 	// the store keeps the first offer and returns what it keeps.
 	existed := map[string]bool{}
@@ -62,9 +72,21 @@ func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte)
 		}
 		offer[name] = sealed
 	}
+	for _, name := range id.Hashed {
+		sum, err := id.Hash(local[name])
+		if err != nil {
+			return fmt.Errorf("shared identity: %s: %w", name, err)
+		}
+		offer[name] = sum
+	}
 	stored, err := st.ShareFiles(ctx, offer)
 	if err != nil {
 		return err
+	}
+	for _, name := range id.Hashed {
+		if stored[name], err = storeHashed(ctx, st, id, key, name, stored[name]); err != nil {
+			return err
+		}
 	}
 	for _, name := range id.Secrets {
 		data := stored[name]
@@ -84,10 +106,23 @@ func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte)
 		}
 	}
 	for _, name := range id.Files {
+		path := filepath.Join(id.DataDir, name)
+		if slices.Contains(id.Hashed, name) {
+			if mine, err := id.Hash(local[name]); err == nil && bytes.Equal(mine, stored[name]) {
+				continue // this data dir's own, or the hash it was given before
+			}
+			if existed[name] {
+				log.Warn("replacing this data dir's file with the one the replicas share: what it held no longer opens this hub",
+					"file", path)
+			}
+			if err := os.WriteFile(path, append(slices.Clone(stored[name]), '\n'), 0o600); err != nil {
+				return fmt.Errorf("shared identity: %w", err)
+			}
+			continue
+		}
 		if bytes.Equal(stored[name], local[name]) {
 			continue
 		}
-		path := filepath.Join(id.DataDir, name)
 		if existed[name] {
 			return fmt.Errorf("%s differs from the %s the other hub replicas share through the store: "+
 				"this data dir belonged to another hub; move %s aside (and %s) to use the shared ones",
@@ -100,6 +135,45 @@ func shareIdentity(ctx context.Context, st SharedStore, id Identity, key []byte)
 		if err := os.WriteFile(path, stored[name], mode); err != nil {
 			return fmt.Errorf("shared identity: %w", err)
 		}
+	}
+	return nil
+}
+
+// storeHashed returns the hash the store keeps for a Hashed file, given its row: a row that an
+// older hub stored in clear, or sealed, is replaced by its hash first.
+func storeHashed(ctx context.Context, st SharedStore, id Identity, key []byte, name string, row []byte) ([]byte, error) {
+	data := row
+	if isSealed(data) {
+		var err error
+		if data, err = unseal(key, name, data); err != nil {
+			return nil, err
+		}
+	}
+	sum, err := id.Hash(data)
+	if err != nil {
+		return nil, fmt.Errorf("shared identity: the stored %s: %w", name, err)
+	}
+	if !bytes.Equal(sum, row) {
+		if err := st.PutSharedFile(ctx, name, sum); err != nil {
+			return nil, fmt.Errorf("shared identity: store the hash of %s: %w", name, err)
+		}
+	}
+	return sum, nil
+}
+
+// ReplaceShared stores data as the shared file name, for every replica, and tells the running
+// replicas (EventIdentity) so that they take it at once: how a rotated admin token's hash
+// reaches them.
+func ReplaceShared(ctx context.Context, st SharedStore, sender, name string, data []byte) error {
+	if err := st.PutSharedFile(ctx, name, data); err != nil {
+		return fmt.Errorf("store the shared %s: %w", name, err)
+	}
+	payload, err := json.Marshal(Event{Replica: sender, Kind: EventIdentity})
+	if err != nil {
+		return err
+	}
+	if err := st.Publish(ctx, string(payload)); err != nil {
+		return fmt.Errorf("stored the shared %s, but could not tell the running replicas (they take it at their next start or reconnect): %w", name, err)
 	}
 	return nil
 }

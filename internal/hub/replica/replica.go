@@ -103,8 +103,8 @@ func New(ctx context.Context, c Config) (*Replication, error) {
 	var key []byte
 	if len(c.Identity.Secrets) > 0 {
 		if c.Options.SecretsKeyFile == "" {
-			return nil, fmt.Errorf("a hub sharing its store (%v) needs --secrets-key-file: the CA key and admin token "+
-				"the replicas share are kept sealed in the store with that key, never in clear "+
+			return nil, fmt.Errorf("a hub sharing its store (%v) needs --secrets-key-file: the CA key "+
+				"the replicas share is kept sealed in the store with that key, never in clear "+
 				"(make one with: openssl rand -hex 32 > secrets.key, and give every replica the same file)", c.Store)
 		}
 		var err error
@@ -112,7 +112,7 @@ func New(ctx context.Context, c Config) (*Replication, error) {
 			return nil, err
 		}
 	}
-	if err := shareIdentity(ctx, shared, c.Identity, key); err != nil {
+	if err := shareIdentity(ctx, shared, c.Identity, key, c.Logger); err != nil {
 		return nil, err
 	}
 	r.fanout = newFanout(shared, c.Options.ID, c.Clock, c.Logger)

@@ -49,6 +49,9 @@ const (
 	// EventResync stands for changes a replica could not send (its outbox overflowed while
 	// the store was away): every other replica resynchronises, as after a reconnect.
 	EventResync EventKind = "resync"
+	// EventIdentity: a shared identity file was replaced (a rotated admin token's hash):
+	// every replica reads it again.
+	EventIdentity EventKind = "identity"
 )
 
 // Event is a change notification. Replica names the sender; Publish fills it in.

@@ -94,6 +94,10 @@ func newAccessFleet(t *testing.T) *accessFleet {
 		Releases: []v1alpha1.Release{rel("base", ""), rel("a-web", "team-a"), rel("b-web", "team-b")},
 		Projects: []v1alpha1.Project{proj("team-a", "a"), proj("team-b", "b")},
 	}
+	bootstrap, err := access.NewBootstrap(accessBootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tokens, err := access.OpenTokens(ctx, st.DB(), st.ReadDB(), time.Now)
 	must(t, err)
 	f := &accessFleet{log: log, tokens: tokens, secrets: map[string]string{"admin": accessBootstrap, "bad": "flt_not-a-token"}}
@@ -118,7 +122,7 @@ func newAccessFleet(t *testing.T) *accessFleet {
 		},
 		Record:            func(ctx context.Context, e audit.Event) { _, _ = log.Append(ctx, e) },
 		ClusterRelabelled: func(_, actor string) { f.relabel = append(f.relabel, actor) },
-		Auth:              &access.Authenticator{Bootstrap: accessBootstrap, Tokens: tokens},
+		Auth:              &access.Authenticator{Bootstrap: bootstrap, Tokens: tokens},
 		Tokens:            tokens,
 	}, Options{AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
 	f.srv = httptest.NewTLSServer(api.Handler())

@@ -163,7 +163,9 @@ func New(d Deps, o Options) *API {
 	}
 	api := &API{d: d, o: o, auth: d.Auth, deviceLimit: newDeviceLimit()}
 	if api.auth == nil {
-		api.auth = &access.Authenticator{Bootstrap: o.AdminToken}
+		// No token (NewBootstrap refuses an empty one) opens nothing: Bootstrap stays nil.
+		b, _ := access.NewBootstrap(o.AdminToken)
+		api.auth = &access.Authenticator{Bootstrap: b}
 	}
 	api.limits = api.newLimits()
 	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
