@@ -58,8 +58,8 @@ type PlanDeps struct {
 	// Schedule are the platform's settings the controller schedules with (the render budget).
 	Schedule schedule.Options
 
-	// slots bounds the plans computed at once; made by planRoutes.
-	slots chan struct{}
+	// slots bounds the plans computed at once, one per caller; made by planRoutes.
+	slots *planSlots
 }
 
 // Bounds on a plan request: an uploaded candidate, the sources read at other refs, and the
@@ -81,9 +81,10 @@ const (
 // projects in force may target, so that a CI token of one team sees its releases' changes,
 // and a viewer of every project sees the whole fleet's. A scoped caller may plan only a
 // candidate that changes nothing outside its projects (plan.CheckCandidate): 403 otherwise.
+// Plans are computed maxPlansAtOnce at a time, one per team (planSlots).
 func (a *API) planRoutes() []userapi.Route {
 	if a.d.Plan.slots == nil {
-		a.d.Plan.slots = make(chan struct{}, maxPlansAtOnce)
+		a.d.Plan.slots = newPlanSlots(maxPlansAtOnce)
 	}
 	return []userapi.Route{{Pattern: "POST /api/v1/plan", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.plan)}}
 }
@@ -106,13 +107,14 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 		userapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
-	select {
-	case pd.slots <- struct{}{}:
-		defer func() { <-pd.slots }()
-	default:
-		userapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("plan: %d plans are being computed; try again shortly", maxPlansAtOnce))
+	pr, _ := access.FromContext(r.Context())
+	release, err := pd.slots.take(planCaller(pr))
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		userapi.WriteError(w, http.StatusTooManyRequests, err)
 		return
 	}
+	defer release()
 	view := a.d.View()
 	if view.Fleet == nil {
 		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("plan: the hub has not loaded a fleet configuration yet"))

@@ -106,12 +106,15 @@ func TestPlanRefusals(t *testing.T) {
 	}
 	fleet := &v1alpha1.Fleet{}
 	view := func() controller.View { return controller.View{Fleet: fleet, Revision: "r1"} }
-	post := func(a *API, body string) *httptest.ResponseRecorder {
+	postAs := func(a *API, pr access.Principal, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(body))
-		r = r.WithContext(access.WithPrincipal(r.Context(), access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}}))
+		r = r.WithContext(access.WithPrincipal(r.Context(), pr))
 		a.plan(rec, r)
 		return rec
+	}
+	post := func(a *API, body string) *httptest.ResponseRecorder {
+		return postAs(a, access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}}, body)
 	}
 
 	bare := New(Deps{Store: st, View: view}, Options{})
@@ -126,15 +129,38 @@ func TestPlanRefusals(t *testing.T) {
 	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "the hub reads its fleet from a directory, which has no refs") {
 		t.Errorf("a ref of a directory fleet: %d %s", rec.Code, rec.Body.String())
 	}
-	for range maxPlansAtOnce {
-		a.d.Plan.slots <- struct{}{}
+	var held []func()
+	for _, caller := range []string{"token:one", "token:two"} {
+		release, err := a.d.Plan.slots.take(caller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
 	}
-	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "2 plans are being computed; try again shortly") {
-		t.Errorf("while 2 plans run: %d %s", rec.Code, rec.Body.String())
+	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "2 plans are being computed; try again shortly") ||
+		rec.Header().Get("Retry-After") == "" {
+		t.Errorf("while 2 plans run: %d %s (Retry-After %q)", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
-	for range maxPlansAtOnce {
-		<-a.d.Plan.slots
+	for _, release := range held {
+		release()
 	}
+
+	// One plan per team at a time: while team-a's CI computes one, another token of team-a
+	// waits, and the second slot stays free for the others.
+	release, err := a.d.Plan.slots.take(planCaller(access.Principal{Actor: "token:team-a-ci",
+		Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	teamA := access.Principal{Actor: "oidc:alice", Grants: []access.Grant{{Role: access.Viewer, Projects: []string{"team-a"}}}}
+	if rec := postAs(a, teamA, `{"ref": "main"}`); rec.Code != http.StatusTooManyRequests ||
+		!strings.Contains(rec.Body.String(), "a plan for project team-a is being computed; one at a time") {
+		t.Errorf("team-a's second plan: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := post(a, `{"ref": "main"}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("another caller's plan while team-a's runs: %d %s, want it computed (and refused for its ref)", rec.Code, rec.Body.String())
+	}
+	release()
 	if rec := post(a, `{"files": {"fleet.yaml": "apiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata: {name: web}\nspec: {source: apps}\n"}}`); rec.Code != http.StatusOK {
 		t.Errorf("a plan once the others are done: %d %s", rec.Code, rec.Body.String())
 	}
