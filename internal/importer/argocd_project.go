@@ -184,7 +184,7 @@ func (a *argo) projectServiceAccount(o *Object, f func(Level, string, string, st
 		}
 		if why != "" {
 			f(Action, field, fmt.Sprintf("Argo CD applied as %s/%s; a Flotilla project may not (%s): the project names %s/%s instead",
-				ns, sa, why, TenantsNamespace, sa), "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md)")
+				ns, sa, why, TenantsNamespace, sa), saHint)
 			ns = TenantsNamespace
 		}
 		p.Spec.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: ns, Name: sa}
@@ -192,9 +192,14 @@ func (a *argo) projectServiceAccount(o *Object, f func(Level, string, string, st
 	if p.Spec.ServiceAccount == nil {
 		p.Spec.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: TenantsNamespace, Name: "flotilla-" + p.Metadata.Name}
 		f(LeftOut, "spec.destinationServiceAccounts", fmt.Sprintf("Argo CD applied this project's objects as its own controller; a Flotilla project applies them as a ServiceAccount: the project names %s/%s, in a namespace no project writes, which does not exist yet",
-			TenantsNamespace, p.Spec.ServiceAccount.Name), "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md), or change spec.serviceAccount")
+			TenantsNamespace, p.Spec.ServiceAccount.Name), saHint+", or change spec.serviceAccount")
 	}
 }
+
+// saHint is what to do about a project's ServiceAccount: the agent's shipped RBAC impersonates
+// ServiceAccounts named "deployer" only (deploy/agent/rbac.yaml), so another name needs a line there.
+const saHint = "create that ServiceAccount in each cluster with RBAC for the project's namespaces and kinds (docs/projects.md), " +
+	"and add its name to the resourceNames of the flotilla-agent ClusterRole (deploy/agent/rbac.yaml) so that the agent may impersonate it"
 
 // TenantsNamespace holds the ServiceAccounts imported projects apply as (docs/projects.md):
 // a namespace no project may write, so that no release can run a pod as its project's
