@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/bytesize"
 )
 
 // Budget bounds one render while it runs: what it may use (memory, CPU time, wall-clock
@@ -60,20 +62,7 @@ func (b Budget) WithDefaults(def Budget) Budget {
 // 10000 objects, output 64 MiB".
 func (b Budget) String() string {
 	return fmt.Sprintf("memory %s, cpu %s, wall %s, %d objects, output %s",
-		FormatBytes(b.MemoryBytes), b.CPUTime, b.WallTime, b.Objects, FormatBytes(b.OutputBytes))
-}
-
-// FormatBytes writes n in the largest binary unit that divides it ("256 MiB", "1500 B").
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
+		bytesize.Format(b.MemoryBytes), b.CPUTime, b.WallTime, b.Objects, bytesize.Format(b.OutputBytes))
 }
 
 // exceeded is the error of a render of release stopped at bound ("memory", "cpu", "wall",
@@ -82,7 +71,7 @@ func (b Budget) exceeded(bound, release, file string) *BudgetError {
 	var limit string
 	switch bound {
 	case "memory":
-		limit = FormatBytes(b.MemoryBytes)
+		limit = bytesize.Format(b.MemoryBytes)
 	case "cpu":
 		limit = b.CPUTime.String()
 	case "wall":
@@ -90,7 +79,7 @@ func (b Budget) exceeded(bound, release, file string) *BudgetError {
 	case "objects":
 		limit = strconv.Itoa(b.Objects)
 	default:
-		bound, limit = "output", FormatBytes(b.OutputBytes)
+		bound, limit = "output", bytesize.Format(b.OutputBytes)
 	}
 	return &BudgetError{Release: release, Bound: bound, Limit: limit, File: file}
 }

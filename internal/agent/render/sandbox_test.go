@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/bytesize"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
 
@@ -126,7 +127,7 @@ func TestSandboxBombs(t *testing.T) {
 			// In process, the doubling chart alone takes over a GiB and the fan-out several;
 			// 256 MiB leaves room for the race detector's own memory while a child runs.
 			if grown := peak(t) - before; grown > 256<<20 {
-				t.Errorf("the test process's peak resident size grew by %s", render.FormatBytes(grown))
+				t.Errorf("the test process's peak resident size grew by %s", bytesize.Format(grown))
 			}
 		})
 	}
@@ -151,7 +152,7 @@ func TestSandboxBudgets(t *testing.T) {
 		want   string
 	}{
 		{"objects", many, render.Budget{Objects: 10}, "render of release a-web stopped: objects budget 10 exceeded (cms.yaml)"},
-		{"output", many, render.Budget{OutputBytes: 1000}, "render of release a-web stopped: output budget 1000 B exceeded (cms.yaml)"},
+		{"output", many, render.Budget{OutputBytes: 1000}, "render of release a-web stopped: output budget 1000 bytes exceeded (cms.yaml)"},
 		{"wall", spin, render.Budget{WallTime: 3 * time.Second}, "render of release a-web stopped: wall budget 3s exceeded (.)"},
 		{"cpu", spin, render.Budget{CPUTime: 300 * time.Millisecond}, "render of release a-web stopped: cpu budget 300ms exceeded (.)"},
 	} {
@@ -267,6 +268,6 @@ func TestSandboxSubstitutionBomb(t *testing.T) {
 	}
 	// Unbounded, the value alone is a GiB; 256 MiB leaves room for the race detector.
 	if grown := peak(t) - before; grown > 256<<20 {
-		t.Errorf("the test process's peak resident size grew by %s", render.FormatBytes(grown))
+		t.Errorf("the test process's peak resident size grew by %s", bytesize.Format(grown))
 	}
 }

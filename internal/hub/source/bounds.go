@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/bytesize"
 )
 
 // Why a checkout is bounded: a tenant's commit is hostile input. A 20 GiB
@@ -27,28 +28,12 @@ func (e *BoundError) Error() string {
 	at := fmt.Sprintf("source '%s' at %s", e.Source, e.Revision)
 	switch e.Bound {
 	case "file":
-		return fmt.Sprintf("%s: file '%s' is %s, over the %s file bound", at, e.File, FormatBytes(e.Size), FormatBytes(e.Max))
+		return fmt.Sprintf("%s: file '%s' is %s, over the %s file bound", at, e.File, bytesize.Format(e.Size), bytesize.Format(e.Max))
 	case "total":
-		return fmt.Sprintf("%s: files add up to %s with '%s', over the %s total bound", at, FormatBytes(e.Size), e.File, FormatBytes(e.Max))
+		return fmt.Sprintf("%s: files add up to %s with '%s', over the %s total bound", at, bytesize.Format(e.Size), e.File, bytesize.Format(e.Max))
 	default:
 		return fmt.Sprintf("%s: more than %d entries (files, directories, symlinks) at '%s', over the %d entries bound", at, e.Max, e.File, e.Max)
 	}
-}
-
-// FormatBytes writes n as a person reads it: "20 GiB", "1.5 MiB", "512 bytes".
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return fmt.Sprintf("%d %s", n/u.size, u.name)
-			}
-			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // budget counts what a checkout has written against its limits.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/bytesize"
 )
 
 // zeroBlobCommit commits, on top of HEAD, a file name holding size zero bytes without
@@ -125,7 +126,7 @@ func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
 			}
 			// The mirror holds the compressed objects only: a few MiB at most.
 			if n := duBytes(t, cache); n > 8<<20 {
-				t.Errorf("the mirror takes %s on disk", FormatBytes(n))
+				t.Errorf("the mirror takes %s on disk", bytesize.Format(n))
 			}
 		})
 	}
@@ -144,16 +145,5 @@ func TestCheckoutWithinItsBoundsWritesTheTree(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, "dir", "b.yaml")); err != nil || string(b) != "kind: B\n" {
 		t.Errorf("dir/b.yaml: %q, %v", b, err)
-	}
-}
-
-func TestFormatBytes(t *testing.T) {
-	for _, tt := range []struct {
-		n    int64
-		want string
-	}{{0, "0 bytes"}, {512, "512 bytes"}, {1 << 10, "1 KiB"}, {3 << 19, "1.5 MiB"}, {64 << 20, "64 MiB"}, {20 << 30, "20 GiB"}} {
-		if got := FormatBytes(tt.n); got != tt.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
 	}
 }
