@@ -30,7 +30,7 @@ import (
 type Store interface {
 	GetCluster(ctx context.Context, name string) (store.Cluster, error)
 	ListClusters(ctx context.Context) ([]store.Cluster, error)
-	ListStatuses(ctx context.Context) ([]store.AssignmentStatus, error)
+	ClustersReporting(ctx context.Context, release string) ([]string, error)
 	GetRecord(ctx context.Context, kind, key string) (store.Record, error)
 	ListRecords(ctx context.Context, kind string) ([]store.Record, error)
 	PutRecord(ctx context.Context, r store.Record, expect int64) (int64, error)

@@ -40,11 +40,9 @@ func (a *API) checkOverride(ctx context.Context, p access.Principal, fleet *v1al
 	// The clusters the release is on, when their agents reported it; otherwise every cluster
 	// it may be on (a refusal too many beats a gate passed).
 	on := map[string]bool{}
-	if statuses, err := a.d.Store.ListStatuses(ctx); err == nil {
-		for _, s := range statuses {
-			if s.Release == release {
-				on[s.Cluster] = true
-			}
+	if reporting, err := a.d.Store.ClustersReporting(ctx, release); err == nil {
+		for _, c := range reporting {
+			on[c] = true
 		}
 	}
 	freezes, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)

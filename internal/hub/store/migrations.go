@@ -129,7 +129,13 @@ CREATE TABLE compactions (
 	{name: "replicated hubs", postgres: postgresReplication, sql: `SELECT 1;`},
 	{name: "audit checkpoints", postgres: postgresAuditCheckpoints, sql: sqliteAuditCheckpoints},
 	{name: "records", postgres: postgresRecords, sql: sqliteRecords},
+	{name: "statuses by release", postgres: statusesByRelease, sql: statusesByRelease},
 }
+
+// The index is the same text in both.
+//
+//go:embed schema/6_statuses_by_release.sqlite.sql
+var statusesByRelease string
 
 // The SQLite texts of the steps after the third are files under schema/, as the PostgreSQL
 // texts of every step are.

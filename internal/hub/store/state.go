@@ -170,6 +170,27 @@ SELECT (SELECT count(*) FROM reports WHERE cluster = $1),
 	return st, nil
 }
 
+// ClustersReporting returns the clusters that reported a status of release, in byte order.
+func (s *sqlStore) ClustersReporting(ctx context.Context, release string) ([]string, error) {
+	rows, err := s.ro.QueryContext(ctx, `SELECT cluster FROM statuses WHERE release = $1 ORDER BY cluster`+s.d.byteOrder, release)
+	if err != nil {
+		return nil, fmt.Errorf("clusters reporting release %q: %w", release, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, fmt.Errorf("clusters reporting release %q: %w", release, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clusters reporting release %q: %w", release, err)
+	}
+	return out, nil
+}
+
 // ListStatuses returns every stored assignment status, ordered by release then cluster (byte
 // order).
 func (s *sqlStore) ListStatuses(ctx context.Context) ([]AssignmentStatus, error) {

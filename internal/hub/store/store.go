@@ -185,6 +185,8 @@ type Store interface {
 	ReportStats(ctx context.Context, cluster string) (ReportStats, error)
 	// ListStatuses returns every stored assignment status, ordered by release then cluster.
 	ListStatuses(ctx context.Context) ([]AssignmentStatus, error)
+	// ClustersReporting returns the clusters that reported a status of release, in byte order.
+	ClustersReporting(ctx context.Context, release string) ([]string, error)
 
 	// UpdateAuditCheckpoint reads the audit checkpoint of release on cluster, calls fn once
 	// with it (ok false: there is none) and stores what fn returns, or deletes it if keep is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,23 @@ func (o opener) testReports(t *testing.T) {
 		for _, st := range got {
 			wantRecent(t, st.Release+": UpdatedAt", st.UpdatedAt)
 			wantUTC(t, st.Release+": ReportedAt", st.ReportedAt)
+		}
+	})
+
+	t.Run("the clusters reporting a release", func(t *testing.T) {
+		ctx, s := t.Context(), o.new(t)
+		for _, c := range []string{"edge-2", "edge-1", "Edge-3"} {
+			addCluster(t, ctx, s, c)
+			_, err := s.IngestReport(ctx, c, 1, []store.AssignmentStatus{status(c, "web", at(0)), status(c, c+"-only", at(0))})
+			must(t, err)
+		}
+		got, err := s.ClustersReporting(ctx, "web")
+		must(t, err)
+		if want := []string{"Edge-3", "edge-1", "edge-2"}; !slices.Equal(got, want) {
+			t.Errorf("ClustersReporting(web) = %v, want %v", got, want)
+		}
+		if got, err := s.ClustersReporting(ctx, "nope"); err != nil || len(got) != 0 {
+			t.Errorf("ClustersReporting(nope) = %v, %v; want none", got, err)
 		}
 	})
 
