@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"filippo.io/age"
 	"filippo.io/age/armor"
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
+
+	"github.com/flotilla/flotilla/internal/secrets/sopsfile"
 )
 
 // ErrNotForThisKey: the document has no age stanza for the decryptor's recipient.
@@ -47,46 +45,26 @@ func (d *Decryptor) Decrypt(file string, doc []byte, format string) ([]byte, err
 	if len(doc) > MaxEncryptedBytes {
 		return nil, fmt.Errorf("%d bytes, at most %d", len(doc), MaxEncryptedBytes)
 	}
-	store, tree, err := loadEncrypted(doc, format)
+	parsed, err := sopsfile.Parse(doc, format)
 	if err != nil {
 		return nil, err
 	}
-	dataKey, err := d.dataKey(tree.Metadata)
+	dataKey, err := d.dataKey(parsed.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Decrypt(dataKey, cipher)
-	if err != nil {
-		return nil, errors.New("decrypt values: a value under an encrypted key is not SOPS ciphertext, or not for this place in the document (edited by hand, or moved?)")
-	}
-	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, errors.New("MAC: cannot decrypt the stored MAC (was lastmodified or mac edited?)")
-	}
-	if stored != mac {
-		// The MACs are hashes of the plaintext: they stay out of the message.
-		return nil, errors.New("MAC mismatch: the document changed after it was encrypted (a value, a key, their order, or a plaintext field such as metadata)")
-	}
-	return store.EmitPlainFile(tree.Branches)
+	return parsed.Decrypt(dataKey)
 }
 
 // dataKey decrypts the data key from the age stanza of the decryptor's recipient.
-func (d *Decryptor) dataKey(md sops.Metadata) ([]byte, error) {
-	if len(md.KeyGroups) != 1 {
-		return nil, fmt.Errorf("%d key groups (Shamir secret sharing): only one group of age keys is supported", len(md.KeyGroups))
-	}
+func (d *Decryptor) dataKey(md sopsfile.Metadata) ([]byte, error) {
 	var recipients []string
-	for _, k := range md.KeyGroups[0] {
-		ak, ok := k.(*sopsage.MasterKey)
-		if !ok {
+	for _, s := range md.Age {
+		recipients = append(recipients, s.Recipient)
+		if s.Recipient != d.recipient {
 			continue
 		}
-		recipients = append(recipients, ak.Recipient)
-		if strings.TrimSpace(ak.Recipient) != d.recipient {
-			continue
-		}
-		r, err := age.Decrypt(armor.NewReader(strings.NewReader(ak.EncryptedKey)), d.identity)
+		r, err := age.Decrypt(armor.NewReader(strings.NewReader(s.Enc)), d.identity)
 		if err != nil {
 			return nil, fmt.Errorf("%s: the data key in its age stanza does not decrypt: %w", d.who, err)
 		}
@@ -117,30 +95,13 @@ func listRecipients(rs []string) string {
 // Recipients are the age recipients of an encrypted document, for messages and `flotilla
 // secret` output.
 func Recipients(doc []byte, format string) ([]string, error) {
-	_, tree, err := loadEncrypted(doc, format)
+	parsed, err := sopsfile.Parse(doc, format)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, g := range tree.Metadata.KeyGroups {
-		for _, k := range g {
-			if ak, ok := k.(*sopsage.MasterKey); ok {
-				out = append(out, ak.Recipient)
-			}
-		}
+	out := make([]string, 0, len(parsed.Metadata.Age))
+	for _, s := range parsed.Metadata.Age {
+		out = append(out, s.Recipient)
 	}
 	return out, nil
-}
-
-// loadEncrypted parses an encrypted document of format "yaml" or "json" with its store.
-func loadEncrypted(doc []byte, format string) (sops.Store, sops.Tree, error) {
-	store, err := storeFor(format)
-	if err != nil {
-		return nil, sops.Tree{}, err
-	}
-	tree, err := store.LoadEncryptedFile(doc)
-	if err != nil {
-		return nil, sops.Tree{}, fmt.Errorf("SOPS metadata: %w", err)
-	}
-	return store, tree, nil
 }

@@ -9,14 +9,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/getsops/sops/v3/version"
+	"filippo.io/age"
+	"filippo.io/age/armor"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/flotilla/flotilla/internal/secrets/sopsfile"
 )
 
 // EncryptedRegex is what Encrypt encrypts: the values under data and stringData, so that
@@ -53,48 +50,51 @@ func Encrypt(doc []byte, format string, recipients []string, now time.Time) ([]b
 	if len(recipients) > MaxRecipients {
 		return nil, fmt.Errorf("%d recipients, at most %d", len(recipients), MaxRecipients)
 	}
-	store, err := storeFor(format)
-	if err != nil {
-		return nil, err
-	}
-	branches, err := store.LoadPlainFile(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", format, err)
-	}
-	group := make(sops.KeyGroup, 0, len(recipients))
 	dataKey := make([]byte, 32)
 	if _, err := rand.Read(dataKey); err != nil {
 		return nil, fmt.Errorf("data key: %w", err)
 	}
+	md := sopsfile.Metadata{Rules: sopsfile.Rules{EncryptedRegex: EncryptedRegex}}
 	for _, r := range recipients {
 		if err := CheckRecipient(r); err != nil {
 			return nil, err
 		}
-		k, err := sopsage.MasterKeyFromRecipient(r)
+		s, err := wrapDataKey(dataKey, r)
 		if err != nil {
 			return nil, fmt.Errorf("age recipient %q: %w", r, err)
 		}
-		if err := k.Encrypt(dataKey); err != nil {
-			return nil, fmt.Errorf("age recipient %q: %w", r, err)
-		}
-		group = append(group, k)
+		md.Age = append(md.Age, s)
 	}
-	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{
-		KeyGroups:      []sops.KeyGroup{group},
-		EncryptedRegex: EncryptedRegex,
-		Version:        version.Version,
-	}}
-	cipher := aes.NewCipher()
-	mac, err := tree.Encrypt(dataKey, cipher)
+	out, err := sopsfile.Encrypt(doc, format, dataKey, md, now)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	tree.Metadata.LastModified = now.UTC().Truncate(time.Second)
-	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	return out, nil
+}
+
+// wrapDataKey encrypts the data key to an age recipient, ASCII-armored, as a SOPS age stanza
+// holds it.
+func wrapDataKey(dataKey []byte, recipient string) (sopsfile.AgeStanza, error) {
+	rcpt, err := age.ParseX25519Recipient(recipient)
 	if err != nil {
-		return nil, fmt.Errorf("encrypt MAC: %w", err)
+		return sopsfile.AgeStanza{}, err
 	}
-	return store.EmitEncryptedFile(tree)
+	var b bytes.Buffer
+	aw := armor.NewWriter(&b)
+	w, err := age.Encrypt(aw, rcpt)
+	if err != nil {
+		return sopsfile.AgeStanza{}, err
+	}
+	if _, err := w.Write(dataKey); err != nil {
+		return sopsfile.AgeStanza{}, err
+	}
+	if err := w.Close(); err != nil {
+		return sopsfile.AgeStanza{}, err
+	}
+	if err := aw.Close(); err != nil {
+		return sopsfile.AgeStanza{}, err
+	}
+	return sopsfile.AgeStanza{Recipient: recipient, Enc: b.String()}, nil
 }
 
 // checkSecret requires one document, a Secret with data or stringData, not already
@@ -146,16 +146,6 @@ func checkSecret(doc []byte) error {
 		return fmt.Errorf("%w: the Secret has neither data nor stringData, so there is nothing to encrypt", ErrNotSecret)
 	}
 	return nil
-}
-
-func storeFor(format string) (sops.Store, error) {
-	switch format {
-	case "yaml":
-		return sopsyaml.NewStore(&config.YAMLStoreConfig{}), nil
-	case "json":
-		return json.NewStore(&config.JSONStoreConfig{}), nil
-	}
-	return nil, fmt.Errorf("format %q: want yaml or json", format)
 }
 
 func dedupe(in []string) []string {

@@ -1,0 +1,4 @@
+package secrets
+
+// WrapDataKeyForTest wraps a data key for an age recipient as Encrypt does.
+var WrapDataKeyForTest = wrapDataKey
