@@ -83,3 +83,21 @@ func TestHubRotateAdminToken(t *testing.T) {
 		t.Errorf("the printed token: %v", err)
 	}
 }
+
+// TestHubRefusesTheExamplePassword: the hub does not start on a PostgreSQL password that
+// everyone knows (deploy/hub-ha's old one), in the URL or in PGPASSWORD.
+func TestHubRefusesTheExamplePassword(t *testing.T) {
+	for _, tt := range []struct {
+		store string
+		env   string
+	}{
+		{store: "postgres://flotilla:change-me@127.0.0.1:1/flotilla"},
+		{store: "postgres://flotilla@127.0.0.1:1/flotilla", env: "change-me"},
+	} {
+		t.Setenv("PGPASSWORD", tt.env)
+		code, _, errOut := runCLI(t, "hub", "--data-dir", t.TempDir(), "--store", tt.store, "--fleet", t.TempDir())
+		if code == 0 || !strings.Contains(errOut, `the PostgreSQL password is "change-me", the example one everyone knows`) {
+			t.Errorf("hub --store %s (PGPASSWORD %q): exit %d, %q; want a refusal naming the password", tt.store, tt.env, code, errOut)
+		}
+	}
+}

@@ -108,6 +108,13 @@ func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
 			commit := tt.commit(r)
 			cache := t.TempDir()
 			p := NewPollerWithOptions(cache, Options{Limits: tt.limits})
+			// What the checkout begins to write: never the file over a bound, whose size
+			// comes from its Git header (a 20 GiB zero file is a few MiB in a pack).
+			var created []string
+			p.createFile = func(path string, mode fs.FileMode) (io.WriteCloser, error) {
+				created = append(created, filepath.Base(path))
+				return createFile(path, mode)
+			}
 			g := Git{Name: "team-a-apps", URL: r.dir}
 			resolve(t, p, g)
 
@@ -123,6 +130,11 @@ func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
 			}
 			if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Checkout left %s behind (stat: %v)", dst, err)
+			}
+			for _, name := range created {
+				if name == "big.bin" || name == "b.bin" || name == "file10.yaml" {
+					t.Errorf("the checkout began to write %s, the file over the bound (written: %v)", name, created)
+				}
 			}
 			// The mirror holds the compressed objects only: a few MiB at most.
 			if n := duBytes(t, cache); n > 8<<20 {

@@ -84,7 +84,11 @@ func (p *Poller) Checkout(ctx context.Context, g Git, commit string, dst string)
 			}
 		}
 	}()
-	w := &treeWriter{ctx: ctx, repo: repo, budget: budget{lim: p.opts.Limits.WithDefaults(), source: g.Name, revision: shortCommit(commit)}}
+	create := p.createFile
+	if create == nil {
+		create = createFile
+	}
+	w := &treeWriter{ctx: ctx, repo: repo, create: create, budget: budget{lim: p.opts.Limits.WithDefaults(), source: g.Name, revision: shortCommit(commit)}}
 	if err := w.write(tree, dst, ""); err != nil {
 		var be *BoundError
 		if errors.As(err, &be) {
@@ -108,6 +112,7 @@ type treeWriter struct {
 	repo *gogit.Repository
 	// budget bounds entries, each file and the total, checked before anything is written.
 	budget budget
+	create func(path string, mode fs.FileMode) (io.WriteCloser, error)
 }
 
 // write writes tree into dir, whose path in the tree is rel ("" at the
@@ -189,7 +194,7 @@ func (w *treeWriter) file(h plumbing.Hash, name, full string, mode fs.FileMode) 
 		return err
 	}
 	defer r.Close()
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := w.create(full, mode)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,6 +60,14 @@ type Poller struct {
 
 	mu      sync.Mutex
 	mirrors map[string]*mirror // by mirrorKey
+
+	// createFile creates a checkout's files (os.OpenFile, exclusive); a test sees through it
+	// which files a refused checkout began to write.
+	createFile func(path string, mode fs.FileMode) (io.WriteCloser, error)
+}
+
+func createFile(path string, mode fs.FileMode) (io.WriteCloser, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 }
 
 // NewPoller returns a Poller with DefaultOptions keeping its mirrors under
