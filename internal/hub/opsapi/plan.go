@@ -201,13 +201,11 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	in := plan.Input{
 		Candidate: cand, CandidateRevision: "plan", Clusters: clusters.list, Current: clusters.docs,
 		CurrentProblems: problems, Artifacts: arts, Dir: p.dir, Now: now, Limits: p.d.Limits,
-		InForce: inForce, Visible: visibleTo(ctx),
+		Schedule: p.d.Schedule,
 	}
-	if scope := access.NewScope(pr, inForce); !scope.All() {
-		in.SeesCluster = func(c schedule.Cluster) bool { return scope.Cluster(c.Labels) }
+	if scopePlan(&in, pr, inForce) {
 		srcProblems = ownSourceProblems(srcProblems, cand, caller)
 	}
-	in.Schedule = p.d.Schedule
 	out, err := plan.Compute(ctx, in)
 	if err != nil {
 		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)
@@ -218,6 +216,21 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 		out.Errors = true
 	}
 	return out, 0, nil
+}
+
+// scopePlan makes the plan show pr what it may see by the rules in force, never by the
+// candidate's: the releases of the projects pr views, their project read from inForce, and
+// the clusters pr's projects in force may target. It reports whether pr is scoped.
+func scopePlan(in *plan.Input, pr access.Principal, inForce *v1alpha1.Fleet) bool {
+	in.InForce = inForce
+	if pr.CanEverywhere(access.Viewer) {
+		in.Visible, in.SeesCluster = nil, nil
+		return false
+	}
+	in.Visible = func(_, project string) bool { return pr.Can(access.Viewer, project) }
+	scope := access.NewScope(pr, inForce)
+	in.SeesCluster = func(c schedule.Cluster) bool { return scope.Cluster(c.Labels) }
+	return true
 }
 
 // callerOf is the principal as the plan's scope checks read it: every project, or the
@@ -258,15 +271,6 @@ func ownSourceProblems(problems []hubapi.PlanProblem, cand *v1alpha1.Fleet, c pl
 		}
 	}
 	return out
-}
-
-// visibleTo: a release is shown to a caller who may view its project.
-func visibleTo(ctx context.Context) func(release, project string) bool {
-	pr, _ := access.FromContext(ctx)
-	if pr.CanEverywhere(access.Viewer) {
-		return nil
-	}
-	return func(_, project string) bool { return pr.Can(access.Viewer, project) }
 }
 
 type clusterState struct {

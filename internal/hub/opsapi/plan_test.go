@@ -1,7 +1,6 @@
 package opsapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/plan"
+	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
@@ -76,17 +77,31 @@ func TestReadPlanRequest(t *testing.T) {
 	}
 }
 
-// TestPlanVisibleTo: a viewer of every project sees everything; a viewer of team-a only
-// team-a's releases.
-func TestPlanVisibleTo(t *testing.T) {
-	ctx := access.WithPrincipal(context.Background(), access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}})
-	if visibleTo(ctx) != nil {
-		t.Errorf("a viewer of every project is scoped")
+// TestScopePlan: what the route hands the plan: a viewer of every project sees everything; a
+// deployer of team-a sees team-a's releases only, by their project in the fleet in force
+// (which the plan reads), and only the clusters team-a's Project in force may target.
+func TestScopePlan(t *testing.T) {
+	inForce, err := v1alpha1.Parse(map[string][]byte{"fleet.yaml": []byte(scopedFleetYAML)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctx = access.WithPrincipal(context.Background(), access.Principal{Actor: "token:team-a", Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}})
-	see := visibleTo(ctx)
-	if see == nil || !see("web", "team-a") || see("db", "team-b") || see("baseline", "platform") {
-		t.Errorf("a deployer of team-a: scope wrong")
+	var in plan.Input
+	if scopePlan(&in, access.Principal{Actor: "token:ci", Grants: []access.Grant{{Role: access.Viewer}}}, inForce) ||
+		in.Visible != nil || in.SeesCluster != nil || in.InForce != inForce {
+		t.Errorf("a viewer of every project is scoped, or the plan does not read the fleet in force")
+	}
+	in = plan.Input{}
+	teamA := access.Principal{Actor: "token:team-a", Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}}
+	if !scopePlan(&in, teamA, inForce) || in.InForce != inForce || in.Visible == nil || in.SeesCluster == nil {
+		t.Fatalf("a deployer of team-a is not scoped, or the plan does not read the fleet in force: %+v", in)
+	}
+	if !in.Visible("web", "team-a") || in.Visible("db", "team-b") || in.Visible("ingress", "platform") {
+		t.Errorf("a deployer of team-a: releases seen wrong")
+	}
+	dev := schedule.Cluster{Name: "d1", Labels: map[string]string{"env": "dev"}}
+	prod := schedule.Cluster{Name: "p1", Labels: map[string]string{"env": "prod"}}
+	if !in.SeesCluster(dev) || in.SeesCluster(prod) {
+		t.Errorf("a deployer of team-a (bound to env=dev): sees dev %v, prod %v; want true, false", in.SeesCluster(dev), in.SeesCluster(prod))
 	}
 }
 
