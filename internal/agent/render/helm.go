@@ -10,11 +10,12 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
 )
 
 // isChartDir reports whether dir is a Helm chart: it holds Chart.yaml.
@@ -168,9 +169,7 @@ func checkDependencies(ch *chart.Chart) error {
 	return nil
 }
 
-// runInstall runs Helm's install action as `helm template` configures it: a dry run, client
-// only (no cluster: lookup returns nothing, .Capabilities are Helm's defaults plus what h
-// gives), Replace (no check for an existing release), .Release.IsInstall true.
+// runInstall renders the chart as `helm template` does (templateRelease), bounded by ctx.
 //
 // Helm's template engine takes no context, so the render runs in its own goroutine and
 // renderChart returns when ctx ends; the goroutine finishes its template on its own (Go
@@ -199,20 +198,7 @@ func runInstall(ctx context.Context, ch *chart.Chart, vals map[string]any, h Hel
 		if h.started != nil {
 			h.started()
 		}
-		cfg := &action.Configuration{Log: func(string, ...any) {}}
-		inst := action.NewInstall(cfg)
-		inst.DryRun = true
-		inst.DryRunOption = "true"
-		inst.ClientOnly = true
-		inst.Replace = true
-		inst.ReleaseName = h.ReleaseName
-		inst.Namespace = h.Namespace
-		inst.IncludeCRDs = h.IncludeCRDs
-		inst.KubeVersion = kubeVersion
-		inst.APIVersions = chartutil.VersionSet(h.APIVersions)
-		// The action watches its context only after a dry run has returned; ctx is watched
-		// below instead.
-		rls, err := inst.RunWithContext(context.Background(), ch, vals)
+		rls, err := templateRelease(ch, vals, h, kubeVersion)
 		done <- result{rls, err}
 	}()
 	select {
@@ -227,6 +213,61 @@ func runInstall(ctx context.Context, ch *chart.Chart, vals map[string]any, h Hel
 	case <-ctx.Done():
 		return nil, fmt.Errorf("rendering stopped: %w", ctx.Err())
 	}
+}
+
+// templateRelease renders a chart as Helm's install action does in `helm template`'s mode (a
+// client-only dry run), with Helm's chart, engine and release packages alone: the action
+// package would link Helm's registry, storage and SQL drivers into the agent for nothing.
+// The steps are the action's: the release name checked, dependencies' conditions, tags and
+// imported values applied, the values checked against the chart's schema, .Capabilities
+// Helm's defaults plus what h gives (no cluster: lookup returns nothing), .Release.IsInstall
+// true, the chart's kubeVersion constraint checked, NOTES dropped, the manifests sorted in
+// install order after the CRDs (when IncludeCRDs), each headed by its source, and the hooks
+// split off. The parity tests hold it to the helm CLI's output.
+func templateRelease(ch *chart.Chart, vals map[string]any, h Helm, kubeVersion *chartutil.KubeVersion) (*release.Release, error) {
+	if err := chartutil.ValidateReleaseName(h.ReleaseName); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", h.ReleaseName, err)
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	if kubeVersion != nil {
+		caps.KubeVersion = *kubeVersion
+	}
+	caps.APIVersions = append(caps.APIVersions, h.APIVersions...)
+	options := chartutil.ReleaseOptions{Name: h.ReleaseName, Namespace: h.Namespace, Revision: 1, IsInstall: true}
+	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	var e engine.Engine
+	files, err := e.Render(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	if h.IncludeCRDs {
+		for _, crd := range ch.CRDObjects() {
+			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+		}
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return &release.Release{Name: h.ReleaseName, Namespace: h.Namespace, Chart: ch, Manifest: b.String(), Hooks: hooks}, nil
 }
 
 // helmSlots is the number of chart renders that may run at once in the process (see
