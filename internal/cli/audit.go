@@ -65,14 +65,14 @@ matching record as JSON Lines, for export (a --limit caps it too).`,
 			if err != nil {
 				return err
 			}
-			if format.value == "jsonl" {
+			if format.Value == "jsonl" {
 				return c.ExportAudit(cmd.Context(), f, s.out)
 			}
 			recs, err := c.Audit(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, recs, func(w io.Writer) {
+			return printOut(s.out, format.Value, recs, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tTIME\tACTOR\tACTION\tCLUSTER\tRELEASE\tDETAIL")
 				for _, r := range recs {
@@ -122,7 +122,7 @@ exposes a later rewrite of all the history before it, which the hub alone cannot
 			if err != nil {
 				return err
 			}
-			if format.value == "json" {
+			if format.Value == "json" {
 				return writeJSON(s.out, v)
 			}
 			fmt.Fprintf(s.out, "Audit trail intact: %d records checked.\nHead: record %d, hash %s\n", v.Checked, v.HeadSeq, v.HeadHash)

@@ -104,8 +104,8 @@ artifacts each cluster downloads only its own directories and the base.`,
 			}
 			defer cleanup()
 			opts.Dir = dir
-			opts.Payload = payload.value
-			opts.Layout = layout.value
+			opts.Payload = payload.Value
+			opts.Layout = layout.Value
 			if opts.Helm && opts.Layout != fleetsim.LayoutShared {
 				return usageError{fmt.Errorf("--helm renders charts: leave out --layout %s", opts.Layout)}
 			}
@@ -140,7 +140,7 @@ artifacts each cluster downloads only its own directories and the base.`,
 			if err != nil {
 				return err
 			}
-			if output.value == "json" {
+			if output.Value == "json" {
 				return rep.WriteJSON(s.out)
 			}
 			return rep.WriteTable(s.out)
@@ -197,7 +197,7 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
   flotilla bench idle --agents 500 --window 20s -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBench(cmd, s, &dir, keep, output.value, func(ctx context.Context, bin, dir string) (benchReport, error) {
+			return runBench(cmd, s, &dir, keep, output.Value, func(ctx context.Context, bin, dir string) (benchReport, error) {
 				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
 				return fleetsim.RunIdle(ctx, opts)
 			})
@@ -264,7 +264,7 @@ it served, the requests it answered, its CPU and its peak memory. The spokes are
 			if opts.Replicas > 1 && opts.Postgres == "" {
 				return usageError{fmt.Errorf("--replicas %d: replicas share a PostgreSQL database: give --postgres postgres://USER@HOST:PORT/DATABASE", opts.Replicas)}
 			}
-			return runBench(cmd, s, &dir, keep, output.value, func(ctx context.Context, bin, dir string) (benchReport, error) {
+			return runBench(cmd, s, &dir, keep, output.Value, func(ctx context.Context, bin, dir string) (benchReport, error) {
 				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
 				return fleetsim.RunCold(ctx, opts)
 			})

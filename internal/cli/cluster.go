@@ -79,7 +79,7 @@ joining another hub.`,
 			if err != nil {
 				return err
 			}
-			return printJoin(s, format.value, j)
+			return printJoin(s, format.Value, j)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "label key=value (repeatable)")
@@ -104,7 +104,7 @@ func newClusterTokenCommand(s streams, hf *hubFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJoin(s, format.value, j)
+			return printJoin(s, format.Value, j)
 		},
 	}
 	cmd.Flags().VarP(format, "output", "o", "output format")
@@ -192,7 +192,7 @@ Conflicted, each with a reason and message) and every assignment with its phase 
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) { printCluster(w, v) })
+			return printOut(s.out, format.Value, v, func(w io.Writer) { printCluster(w, v) })
 		},
 	}
 	cmd.Flags().VarP(format, "output", "o", "output format")

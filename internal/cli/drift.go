@@ -71,9 +71,9 @@ object of the release). Paste one into the release's spec. Nothing is changed.`,
 			}
 			if suggest {
 				sugg := suggestions(v)
-				return printOut(s.out, format.value, sugg, func(w io.Writer) { printsuggestions(w, sugg) })
+				return printOut(s.out, format.Value, sugg, func(w io.Writer) { printsuggestions(w, sugg) })
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				if len(v.Objects) == 0 {
 					fmt.Fprintln(w, "No drift reported.")
 					return

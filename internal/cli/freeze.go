@@ -62,7 +62,7 @@ func newFreezeCommand(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, f, func(w io.Writer) {
+			return printOut(s.out, format.Value, f, func(w io.Writer) {
 				fmt.Fprintf(w, "Frozen: %s on %s (%s).\nLift it with: flotilla unfreeze %s\n", freezeReleases(f), freezeClusters(f), f.ID, f.ID)
 			})
 		},
@@ -93,7 +93,7 @@ func newFreezeListCommand(s streams, hf *hubFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, fs, func(w io.Writer) {
+			return printOut(s.out, format.Value, fs, func(w io.Writer) {
 				if len(fs) == 0 {
 					fmt.Fprintln(w, "Nothing is frozen.")
 					return

@@ -41,7 +41,7 @@ them) or sources (URL, last resolved revision, last poll error).`,
 				if err != nil {
 					return err
 				}
-				return printOut(s.out, format.value, v, func(w io.Writer) {
+				return printOut(s.out, format.Value, v, func(w io.Writer) {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tLABELS\tREACHABLE\tLAST SEEN\tGENERATION\tASSIGNMENTS")
 					for _, cl := range v {
@@ -54,7 +54,7 @@ them) or sources (URL, last resolved revision, last poll error).`,
 				if err != nil {
 					return err
 				}
-				return printOut(s.out, format.value, v, func(w io.Writer) {
+				return printOut(s.out, format.Value, v, func(w io.Writer) {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					// A count, not the names: a release on 1,000 clusters must stay one line
 					// (-o json lists them).
@@ -69,7 +69,7 @@ them) or sources (URL, last resolved revision, last poll error).`,
 				if err != nil {
 					return err
 				}
-				return printOut(s.out, format.value, v, func(w io.Writer) {
+				return printOut(s.out, format.Value, v, func(w io.Writer) {
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tURL\tREVISION\tERROR")
 					for _, src := range v {

@@ -60,7 +60,7 @@ database that already holds hub state.`,
 			if stats["user_tokens"], err = access.CopyTokens(ctx, src.DB(), dst.DB()); err != nil {
 				return fmt.Errorf("copy to postgres store %s: %w", dst, err)
 			}
-			if format.value == "json" {
+			if format.Value == "json" {
 				return writeJSON(s.out, stats)
 			}
 			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)

@@ -40,7 +40,7 @@ Needs a deployer of every project (or an admin); audited as reports.imported.`,
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, res, func(w io.Writer) {
+			return printOut(s.out, format.Value, res, func(w io.Writer) {
 				fmt.Fprintf(w, "Cluster %s: %d report(s) in the file (seq %d to %d): %d ingested now, %d already ingested",
 					res.Cluster, res.Reports, res.FirstSeq, res.LastSeq, res.Ingested, res.Duplicates)
 				if len(res.Refused) > 0 {

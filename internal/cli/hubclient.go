@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -84,28 +82,6 @@ func (f *hubFlags) client() (*hubapi.Client, error) {
 
 // redactURL hides a password in u, for messages.
 func redactURL(u *url.URL) string { return u.Redacted() }
-
-// printOut writes v as a table (via table), JSON or YAML.
-func printOut(w io.Writer, format string, v any, table func(io.Writer)) error {
-	switch format {
-	case "json":
-		return writeJSON(w, v)
-	case "yaml":
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		y, err := yaml.JSONToYAML(data)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(y)
-		return err
-	default:
-		table(w)
-		return nil
-	}
-}
 
 func labelString(labels map[string]string) string {
 	keys := make([]string, 0, len(labels))

@@ -76,7 +76,7 @@ two builds of one commit give the same digest. ` + "`make image`" + ` builds bin
 			if err != nil {
 				return err
 			}
-			if err := image.Write(out, format.value, ref, img); err != nil {
+			if err := image.Write(out, format.Value, ref, img); err != nil {
 				return err
 			}
 			d, err := img.Digest()
@@ -84,7 +84,7 @@ two builds of one commit give the same digest. ` + "`make image`" + ` builds bin
 				return fmt.Errorf("image digest: %w", err)
 			}
 			res := imageResult{Reference: ref.Name(), Digest: d.String(), Revision: bin.Revision, Path: out}
-			if output.value == "json" {
+			if output.Value == "json" {
 				return writeJSON(s.out, res)
 			}
 			_, err = fmt.Fprintf(s.out, "built %s (%s) from commit %s into %s\n", res.Reference, res.Digest, res.Revision, out)
@@ -129,7 +129,7 @@ A registry with a private CA: point SSL_CERT_FILE at it.`,
 			if cf, err := img.ConfigFile(); err == nil {
 				res.Revision = cf.Config.Labels["org.opencontainers.image.revision"]
 			}
-			if output.value == "json" {
+			if output.Value == "json" {
 				return writeJSON(s.out, res)
 			}
 			_, err = fmt.Fprintln(s.out, dig.Name())

@@ -179,7 +179,7 @@ func runImport(s streams, flags importFlags, input string, convert func([]*impor
 			return err
 		}
 	}
-	if flags.report.value == "json" {
+	if flags.report.Value == "json" {
 		if err := res.Report.WriteJSON(s.errOut); err != nil {
 			return err
 		}

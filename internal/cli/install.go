@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,46 +13,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 	"github.com/flotilla/flotilla/internal/install"
-	"github.com/flotilla/flotilla/internal/pki"
 	"github.com/flotilla/flotilla/internal/version"
 )
 
-// maxJoinTokenFile bounds what --join-token-file reads: a join token is about 150 bytes.
-const maxJoinTokenFile = 4096
-
-// readJoinTokenFile reads a join token from path ("-": from stdin), so that the token need
-// not be on a command line, where process listings show it. The token is checked for shape
-// here, so that a wrong file (a kubeconfig, an empty Secret) fails at once with its name.
-func readJoinTokenFile(path string, stdin io.Reader) (string, error) {
-	name := path
-	var r io.Reader
-	if path == "-" {
-		name, r = "standard input", stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", fmt.Errorf("--join-token-file: %w", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxJoinTokenFile+1))
-	if err != nil {
-		return "", fmt.Errorf("--join-token-file: read %s: %w", name, err)
-	}
-	if len(data) > maxJoinTokenFile {
-		return "", fmt.Errorf("--join-token-file %s: larger than %d bytes, not a join token", name, maxJoinTokenFile)
-	}
-	tok := strings.TrimSpace(string(data))
-	if tok == "" {
-		return "", fmt.Errorf("--join-token-file %s is empty: it should hold the token from \"flotilla cluster add\"", name)
-	}
-	if _, err := pki.ParseJoinToken(tok); err != nil {
-		return "", fmt.Errorf("--join-token-file %s: %w", name, err)
-	}
-	return tok, nil
-}
+// readJoinTokenFile reads --join-token-file's token (clikit.ReadJoinTokenFile).
+var readJoinTokenFile = clikit.ReadJoinTokenFile
 
 func newAgentInstallCommand(s streams) *cobra.Command {
 	var (

@@ -91,7 +91,7 @@ in calling the hub).`,
 				fmt.Fprintln(s.errOut, "Error: plan:", err)
 				return exitCode(2)
 			}
-			switch format.value {
+			switch format.Value {
 			case "json":
 				err = writeJSON(s.out, p)
 			case "markdown":

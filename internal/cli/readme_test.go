@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
 // TestDocumentedCommandLines checks every flotilla command line the README and the user docs
@@ -112,7 +114,7 @@ func checkCommandLine(root *cobra.Command, words []string) string {
 	if cmd == root && len(words) > 0 {
 		return "no such command"
 	}
-	if cmd.Annotations[groupAnnotation] != "" {
+	if cmd.Annotations[clikit.GroupAnnotation] != "" {
 		return "command " + strings.Join(path, " ") + " needs a subcommand"
 	}
 	for _, w := range words[len(path):] {

@@ -88,7 +88,7 @@ pruned), then drift, conflicts and health. The exit code is 1 on any failure or 
 				fmt.Fprintf(s.errOut, "Applying %d object(s), then waiting up to %s for them to become ready...\n", len(objects), opts.Timeout)
 			}
 			res, err := r.Reconcile(ctx, objects, opts)
-			if format.value == "json" {
+			if format.Value == "json" {
 				if werr := writeJSON(s.out, res); werr != nil {
 					return werr
 				}

@@ -101,7 +101,7 @@ an agent decrypts them with its own (docs/secrets.md).`,
 			if err != nil {
 				return err
 			}
-			if format.value == "json" {
+			if format.Value == "json" {
 				return writeList(s.out, objs)
 			}
 			return writeYAMLDocuments(s.out, objs)

@@ -117,7 +117,7 @@ func newRolloutActionCommand(s streams, hf *hubFlags, a rolloutAction) *cobra.Co
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				what := "rollout/" + args[0] + " " + a.done
 				if wave != "" {
 					what += " (wave " + wave + ")"
@@ -172,13 +172,13 @@ scripts.`,
 				if vs == nil {
 					vs = []hubapi.RolloutView{}
 				}
-				return printOut(s.out, format.value, vs, func(w io.Writer) { printRollouts(w, vs) })
+				return printOut(s.out, format.Value, vs, func(w io.Writer) { printRollouts(w, vs) })
 			}
 			v, err := c.Rollout(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) { printRollout(w, v, time.Now()) })
+			return printOut(s.out, format.Value, v, func(w io.Writer) { printRollout(w, v, time.Now()) })
 		},
 	}
 	cmd.Flags().VarP(format, "output", "o", "output format")

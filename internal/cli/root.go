@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
 // streams are where a command writes: results to out, progress, logs and errors to errOut, so
@@ -23,22 +25,12 @@ type streams struct {
 func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := NewRootCommand(out, errOut)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		var code exitCode
-		if errors.As(err, &code) {
-			return int(code) // the command said what it had to (plan.go)
-		}
-		fmt.Fprintln(errOut, "Error:", err)
-		if h := hint(err); h != "" {
-			fmt.Fprintln(errOut, "Hint:", h)
-		}
-		var ue usageError
-		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
-			return 2
-		}
-		return 1
+	err := root.ExecuteContext(ctx)
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code) // the command said what it had to (plan.go)
 	}
-	return 0
+	return clikit.Exit(err, errOut, hint)
 }
 
 // usageError marks errors in how a command was called (exit code 2, like flag parsing errors).
@@ -46,10 +38,12 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
+// Usage marks it for clikit.IsUsage.
+func (usageError) Usage() {}
+
 // NewRootCommand builds the `flotilla` command tree.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	s := streams{out: out, errOut: errOut}
-	var logLevel, logFormat string
 	root := &cobra.Command{
 		Use:   "flotilla",
 		Short: "Pull-based GitOps for fleets of Kubernetes clusters",
@@ -65,25 +59,16 @@ the hub or the network is gone, and reports back.`,
   flotilla version -o json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := newLogger(errOut, logLevel, logFormat)
-			if err != nil {
-				return usageError{err}
-			}
-			cmd.SetContext(withLogger(cmd.Context(), logger))
-			return nil
-		},
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
 	})
-	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	clikit.AddLogFlags(root, errOut)
 
 	root.AddCommand(
-		newVersionCommand(s),
+		clikit.NewVersionCommand(clikit.Streams{Out: out, ErrOut: errOut}, "flotilla"),
 		newDemoCommand(s),
 		newRenderCommand(s),
 		newReconcileCommand(s),
@@ -107,38 +92,15 @@ the hub or the network is gone, and reports back.`,
 		newImportCommand(s),
 		newBundleCommand(s),
 		newSecretCommand(s),
-		newRenderChildCommand(),
+		agentcmd.NewRenderChildCommand(),
 	)
 	withUsageErrors(root)
 	return root
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	default:
-		return nil, fmt.Errorf("--log-format %q: want text or json", format)
-	}
-}
-
-type loggerKey struct{}
-
 func withLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, loggerKey{}, l)
+	return clikit.WithLogger(ctx, l)
 }
 
 // loggerFrom returns the logger set up by the root command's flags.
-func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
-	}
-	return slog.New(slog.DiscardHandler)
-}
+func loggerFrom(ctx context.Context) *slog.Logger { return clikit.LoggerFrom(ctx) }

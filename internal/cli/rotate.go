@@ -32,7 +32,7 @@ dir does not join again); its releases' objects stay in the cluster meanwhile.`,
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				fmt.Fprintf(w, "Cluster %s: revoked %d certificate(s) and %d unused join token(s); its history is kept.\n"+
 					"Its agent is refused until it joins again.\n\n"+
 					"New join token (one use, expires %s):\n  %s\n\n"+

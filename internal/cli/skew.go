@@ -43,7 +43,7 @@ failed applying one ("failed on"), or not reported yet ("none").
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				if len(v.Releases) == 0 {
 					fmt.Fprintln(w, "No release is assigned to any cluster.")
 				}

@@ -61,8 +61,8 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 		Args:        cobra.MaximumNArgs(1),
 		Annotations: argsNamed("at most one release name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if watch && format.value != "table" {
-				return usageError{fmt.Errorf("--watch prints tables only; -o %s is for one snapshot", format.value)}
+			if watch && format.Value != "table" {
+				return usageError{fmt.Errorf("--watch prints tables only; -o %s is for one snapshot", format.Value)}
 			}
 			if interval <= 0 {
 				return usageError{fmt.Errorf("--interval must be positive, got %s", interval)}
@@ -78,7 +78,7 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 			matrix := f != (hubapi.StatusFilter{})
 			// The counts table needs no assignments: at 1,000 clusters x 20 releases that
 			// is 14 MB of JSON the hub need not send (-o json keeps the whole contract).
-			f.SummaryOnly = !matrix && format.value == "table"
+			f.SummaryOnly = !matrix && format.Value == "table"
 			if watch {
 				return watchStatus(cmd.Context(), s, c, f, interval)
 			}
@@ -86,7 +86,7 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) { printStatus(w, v, f, false) })
+			return printOut(s.out, format.Value, v, func(w io.Writer) { printStatus(w, v, f, false) })
 		},
 	}
 	hf.bind(cmd)

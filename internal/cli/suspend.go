@@ -37,7 +37,7 @@ stays as it was (the first reason and actor are kept).`,
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				what := "suspended"
 				if !v.Changed {
 					what = "already suspended"
@@ -70,7 +70,7 @@ the change, unless a window or freeze still holds it. Recorded in the audit trai
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				if v.Changed {
 					fmt.Fprintf(w, "Cluster %s resumed.\n", v.Cluster)
 				} else {

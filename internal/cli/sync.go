@@ -61,7 +61,7 @@ expires.`,
 			if err != nil {
 				return fmt.Errorf("sync %s: %w", syncTarget(release, req.Cluster), err)
 			}
-			return printOut(s.out, format.value, v, func(w io.Writer) {
+			return printOut(s.out, format.Value, v, func(w io.Writer) {
 				what := "Sync"
 				if v.Override {
 					what = "Sync with override"

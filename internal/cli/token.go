@@ -96,7 +96,7 @@ works until it is revoked.`,
 			if err != nil {
 				return err
 			}
-			return printNewToken(s, format.value, t, "created")
+			return printNewToken(s, format.Value, t, "created")
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "viewer, deployer or admin (required)")
@@ -122,7 +122,7 @@ func newTokenListCommand(s streams, hf *hubFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printOut(s.out, format.value, ts, func(w io.Writer) {
+			return printOut(s.out, format.Value, ts, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tROLE\tPROJECTS\tCREATED\tEXPIRES")
 				for _, t := range ts {
@@ -181,7 +181,7 @@ func newTokenRotateCommand(s streams, hf *hubFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printNewToken(s, format.value, t, "rotated")
+			return printNewToken(s, format.Value, t, "rotated")
 		},
 	}
 	cmd.Flags().VarP(format, "output", "o", "output format")

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
 // TestUsageErrorsExit2 walks the whole command tree: an unknown flag, arguments a command
@@ -36,7 +38,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		if c.HasParent() {
 			t.Run(strings.Join(path, " "), func(t *testing.T) {
 				run(t, append(path, "--no-such-flag")...)
-				if c.Annotations[groupAnnotation] != "" {
+				if c.Annotations[clikit.GroupAnnotation] != "" {
 					run(t, path...)
 					return
 				}

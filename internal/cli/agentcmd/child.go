@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"os"
@@ -8,9 +8,9 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/render"
 )
 
-// newRenderChildCommand is the hidden verb a render.Sandbox runs this binary with: one
+// NewRenderChildCommand is the hidden verb a render.Sandbox runs this binary with: one
 // render, its request on stdin, its objects on stdout (see docs/rendering.md).
-func newRenderChildCommand() *cobra.Command {
+func NewRenderChildCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    render.ChildVerb,
 		Short:  "Render one release for the agent or hub (internal)",

@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"errors"
@@ -6,21 +6,23 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
 // errRefused is a refused bundle: exit code 1 after the result is printed.
 var errRefused = errors.New("bundle refused")
 
-func newAgentImportCommand(s streams) *cobra.Command {
+func newImportCommand(s clikit.Streams, name string) *cobra.Command {
 	var (
 		stateDir string
 		wait     time.Duration
-		format   = newChoice("text", "json", "yaml")
+		format   = clikit.NewChoice("text", "json", "yaml")
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE --state-dir S",
@@ -33,29 +35,29 @@ bundle is for this agent's cluster; every artifact against its sha256 digest; th
 artifacts are exactly those the desired state needs; the bundle's bounds. A bundle older than the
 desired state the agent has is refused (no rollback by replay); one of the same generation says
 "already imported" and exits 0 (it still drops from the outbox the reports the hub has, see
-"flotilla agent export-reports"). A refused bundle exits 1 with the reason.
+"export-reports"). A refused bundle exits 1 with the reason.
 
 Works with the agent running (it takes the bundle within seconds; this waits for its answer up
 to --wait) or stopped (the import is done here and the agent reconciles it at its next start).`,
-		Example: `  flotilla agent import /media/usb/edge-7-42.bundle --state-dir /var/lib/flotilla-agent
+		Example: strings.ReplaceAll(`  NAME import /media/usb/edge-7-42.bundle --state-dir /var/lib/flotilla-agent
 
   # In a cluster: copy the bundle into the agent's pod and import it there
   kubectl -n flotilla-system cp edge-7-42.bundle flotilla-agent-0:/tmp/
-  kubectl -n flotilla-system exec flotilla-agent-0 -- flotilla agent import /tmp/edge-7-42.bundle --state-dir /data`,
+  kubectl -n flotilla-system exec flotilla-agent-0 -- flotilla-agent import /tmp/edge-7-42.bundle --state-dir /data`, "NAME", name),
 		Args:        cobra.ExactArgs(1),
-		Annotations: argsNamed("a bundle file"),
+		Annotations: clikit.ArgsNamed("a bundle file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if stateDir == "" {
-				return usageError{fmt.Errorf("--state-dir is required")}
+				return clikit.UsageError{Err: fmt.Errorf("--state-dir is required")}
 			}
 			if _, err := os.Stat(args[0]); err != nil {
-				return usageError{fmt.Errorf("bundle: %w", err)}
+				return clikit.UsageError{Err: fmt.Errorf("bundle: %w", err)}
 			}
 			res, err := agent.ImportBundle(cmd.Context(), stateDir, args[0], wait)
 			if err != nil {
 				return err
 			}
-			if err := printOut(s.out, format.value, res, func(w io.Writer) {
+			if err := clikit.PrintOut(s.Out, format.Value, res, func(w io.Writer) {
 				switch res.Status {
 				case agent.ImportRefused:
 					fmt.Fprintf(w, "Refused %s: %s\n", filepath.Base(args[0]), res.Message)
@@ -80,7 +82,7 @@ to --wait) or stopped (the import is done here and the agent reconciles it at it
 	return cmd
 }
 
-func newAgentExportReportsCommand(s streams) *cobra.Command {
+func newExportReportsCommand(s clikit.Streams, name string) *cobra.Command {
 	var (
 		stateDir string
 		output   string
@@ -95,18 +97,18 @@ tell which cluster wrote them (docs/airgap.md). Carry the file to the hub and ru
 "flotilla hub import-reports FILE": each report is ingested once, however often it is imported.
 
 The reports stay in the outbox until a bundle exported after the import says the hub has them:
-then "flotilla agent import" drops them. Nothing is lost if a file is lost; export again.
+then "import" drops them. Nothing is lost if a file is lost; export again.
 
 Works with the agent running or stopped. The default file is CLUSTER-reports-TIME.tar;
 "-o -" writes to standard output.`,
-		Example: `  flotilla agent export-reports --state-dir /var/lib/flotilla-agent -o /media/usb/edge-7-reports.tar`,
+		Example: "  " + name + " export-reports --state-dir /var/lib/flotilla-agent -o /media/usb/edge-7-reports.tar",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stateDir == "" {
-				return usageError{fmt.Errorf("--state-dir is required")}
+				return clikit.UsageError{Err: fmt.Errorf("--state-dir is required")}
 			}
 			var (
-				w    io.Writer = s.out
+				w    io.Writer = s.Out
 				file *os.File
 				err  error
 			)
@@ -149,12 +151,12 @@ Works with the agent running or stopped. The default file is CLUSTER-reports-TIM
 			if output == "-" {
 				dest = "standard output"
 			}
-			fmt.Fprintf(s.errOut, "Wrote %s to %s (cluster %s).\n", what, dest, res.Cluster)
+			fmt.Fprintf(s.ErrOut, "Wrote %s to %s (cluster %s).\n", what, dest, res.Cluster)
 			if res.Left > 0 {
-				fmt.Fprintf(s.errOut, "%d more report(s) did not fit in one file: export again once the hub has these.\n", res.Left)
+				fmt.Fprintf(s.ErrOut, "%d more report(s) did not fit in one file: export again once the hub has these.\n", res.Left)
 			}
 			if output != "-" {
-				fmt.Fprintf(s.errOut, "At the hub: flotilla hub import-reports %s\n", filepath.Base(path))
+				fmt.Fprintf(s.ErrOut, "At the hub: flotilla hub import-reports %s\n", filepath.Base(path))
 			}
 			return nil
 		},
