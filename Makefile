@@ -27,8 +27,9 @@ all: build
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
 
-build: ## build bin/flotilla
+build: ## build bin/flotilla (the CLI and the hub) and bin/flotilla-agent (the agent alone)
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla ./cmd/flotilla
+	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 
 # The image (docs/install.md): a static binary stamped with its commit (-buildvcs=true: some
 # machines' go env turns stamping off) and the release as VERSION, then the image as an OCI
