@@ -31,17 +31,21 @@ build: ## build bin/flotilla (the CLI and the hub) and bin/flotilla-agent (the a
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla ./cmd/flotilla
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 
-# The image (docs/install.md): a static binary stamped with its commit (-buildvcs=true: some
-# machines' go env turns stamping off) and the release as VERSION, then the image as an OCI
-# layout in out/image, named ghcr.io/flotilla/flotilla:VERSION as deploy/ expects.
+# The images (docs/install.md): static binaries stamped with their commit (-buildvcs=true: some
+# machines' go env turns stamping off) and the release as VERSION, then each image as an OCI
+# layout, named ghcr.io/flotilla/flotilla:VERSION and ghcr.io/flotilla/flotilla-agent:VERSION
+# as deploy/ expects.
 VERSION ?= $(shell git describe --tags --match 'v*' 2>/dev/null || echo dev)
 
-image: ## build bin/flotilla statically and the container image into out/image (VERSION=v0.1.0 for a release)
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -buildvcs=true \
-		-ldflags "-s -w -X github.com/flotilla/flotilla/internal/version.Version=$(VERSION)" \
-		-o $(BIN)/flotilla ./cmd/flotilla
-	rm -rf $(CURDIR)/out/image
+image: ## build both binaries statically and their images: out/image (hub and CLI), out/image-agent (VERSION=v0.1.0 for a release)
+	for cmd in flotilla flotilla-agent; do \
+		CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -buildvcs=true \
+			-ldflags "-s -w -X github.com/flotilla/flotilla/internal/version.Version=$(VERSION)" \
+			-o $(BIN)/$$cmd ./cmd/$$cmd || exit 1; \
+	done
+	rm -rf $(CURDIR)/out/image $(CURDIR)/out/image-agent
 	$(BIN)/flotilla image build --dest $(CURDIR)/out/image
+	$(BIN)/flotilla image build --binary $(BIN)/flotilla-agent --dest $(CURDIR)/out/image-agent
 
 kube-binaries: ## build bin/kube-apiserver and bin/etcd (only when missing or their pins changed)
 	@tools/kubeenv/build.sh

@@ -39,9 +39,14 @@ func newImageBuildCommand(s streams) *cobra.Command {
 		Short: "Build the image from a static flotilla binary into an OCI layout directory or a tarball",
 		Long: `Build the image from a statically linked flotilla binary (CGO_ENABLED=0, built inside the Git
 checkout so that it carries its commit). The image's creation time is the commit's time, so
-two builds of one commit give the same digest. ` + "`make image`" + ` builds bin/flotilla and runs this.`,
+two builds of one commit give the same digest. The binary is /PROGRAM in the image and its
+entrypoint, PROGRAM being its main package: flotilla (the CLI and hub) or flotilla-agent.
+` + "`make image`" + ` builds both binaries statically and runs this for each.`,
 		Example: `  # What make image runs: this binary, into an OCI layout directory
   flotilla image build --dest out/image
+
+  # The agent's image (make image builds both): /flotilla-agent, ghcr.io/flotilla/flotilla-agent
+  flotilla image build --binary bin/flotilla-agent --dest out/image-agent
 
   # Another binary, as a tarball for docker load or podman load
   flotilla image build --binary bin/flotilla --format tarball --dest out/flotilla.tar
@@ -61,13 +66,19 @@ two builds of one commit give the same digest. ` + "`make image`" + ` builds bin
 				}
 				binary = exe
 			}
-			ref, err := parseImageTag(tag, ver)
-			if err != nil {
+			// A --tag given is checked before the binary is read; the default needs its program.
+			ref, err := parseImageTag(tag, "", ver)
+			if tag != "" && err != nil {
 				return err
 			}
 			bin, err := image.Inspect(binary)
 			if err != nil {
 				return err
+			}
+			if tag == "" {
+				if ref, err = parseImageTag("", image.RepositoryFor(bin.Program), ver); err != nil {
+					return err
+				}
 			}
 			if bin.Modified {
 				loggerFrom(c.Context()).Warn("the binary was built from a checkout with uncommitted changes: the image is not reproducible from its commit alone", "revision", bin.Revision)
@@ -94,7 +105,7 @@ two builds of one commit give the same digest. ` + "`make image`" + ` builds bin
 	cmd.Flags().StringVar(&out, "dest", "", "where to write the image: a directory for oci-layout, a file for tarball")
 	cmd.Flags().Var(format, "format", "oci-layout (a directory) or tarball (docker-archive)")
 	cmd.Flags().StringVar(&binary, "binary", "", "the static flotilla binary to put in (default: this one)")
-	cmd.Flags().StringVar(&tag, "tag", "", "the image's name (default "+image.Repository+":VERSION, VERSION being this binary's); its tag is also the image's version label")
+	cmd.Flags().StringVar(&tag, "tag", "", "the image's name (default ghcr.io/flotilla/PROGRAM:VERSION, PROGRAM being the binary's, flotilla or flotilla-agent, and VERSION this binary's); its tag is also the image's version label")
 	cmd.Flags().StringVar(&caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", `PEM CA bundle copied to /etc/ssl/certs/ca-certificates.crt ("" for none)`)
 	cmd.Flags().VarP(output, "output", "o", "output format: text or json")
 	return cmd
@@ -140,10 +151,11 @@ A registry with a private CA: point SSL_CERT_FILE at it.`,
 	return cmd
 }
 
-// parseImageTag reads --tag, defaulting to the deploy manifests' repository at version.
-func parseImageTag(tag, version string) (name.Tag, error) {
+// parseImageTag reads --tag, defaulting to the deploy manifests' repository of the binary's
+// program (ghcr.io/flotilla/flotilla, ghcr.io/flotilla/flotilla-agent) at version.
+func parseImageTag(tag, repository, version string) (name.Tag, error) {
 	if tag == "" {
-		tag = image.Repository + ":" + version
+		tag = repository + ":" + version
 	}
 	ref, err := name.NewTag(tag, name.StrictValidation)
 	if err != nil {

@@ -163,7 +163,7 @@ input) to --join-token, which shows the token in this machine's process listing.
 	f.StringVar(&kubeconfig, "kubeconfig", "", noKubeconfigs)
 	f.StringVar(&kubecontext, "context", "", "the kubeconfig context to use (default: its current context)")
 	f.StringVarP(&opts.Namespace, "namespace", "n", install.DefaultNamespace, "namespace the agent runs in (its inventories are always in "+install.InventoryNamespace+")")
-	f.StringVar(&opts.Image, "image", "", "the agent's image (default "+defaultImage+")")
+	f.StringVar(&opts.Image, "image", "", "the agent's image (default "+defaultImage+"); the CLI's image, .../flotilla, runs as flotilla agent")
 	f.BoolVar(&opts.PlatformAdmin, "platform-admin", false, "bind the agent to cluster-admin, so that releases of the platform project (which apply as the agent) may manage anything")
 	f.StringVar(&opts.StateVolume, "state-volume", install.StatePVC, "the agent's state dir: pvc (a PersistentVolumeClaim) or emptydir (lost with the pod: the agent then needs a new join token)")
 	f.StringVar(&opts.StateSize, "state-size", "2Gi", "size of the state dir's PersistentVolumeClaim")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	pathpkg "path"
 	"time"
 )
 
@@ -17,6 +18,9 @@ const MaxBinarySize = 512 << 20
 // says about it.
 type Binary struct {
 	Path string
+	// Program is the name of its main package ("flotilla", "flotilla-agent"): the image holds
+	// it as /Program, its entrypoint. Empty: "flotilla".
+	Program string
 	// Arch is the GOARCH it was built for (the image's platform is linux/Arch).
 	Arch string
 	// Revision and Time are the commit it was built from and that commit's time (the VCS
@@ -50,7 +54,7 @@ func Inspect(path string) (Binary, error) {
 	if err != nil {
 		return Binary{}, fmt.Errorf("binary %s: no Go build information: %w", path, err)
 	}
-	b := Binary{Path: path}
+	b := Binary{Path: path, Program: pathpkg.Base(bi.Path)}
 	var goos, vcsTime string
 	for _, s := range bi.Settings {
 		switch s.Key {

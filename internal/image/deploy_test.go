@@ -9,9 +9,12 @@ import (
 )
 
 // TestDeployNamesTheImage checks that the kustomizations under deploy/ pull the repository
-// this package builds for, so that `make image` and the manifests agree on a name.
+// this package builds for, so that `make image` and the manifests agree on a name: the hub's
+// image for hubs, the agent's own for agents.
 func TestDeployNamesTheImage(t *testing.T) {
-	for _, dir := range []string{"hub", "hub-ha", "agent"} {
+	for dir, want := range map[string]struct{ name, repo string }{
+		"hub": {"flotilla", Repository}, "hub-ha": {"flotilla", Repository}, "agent": {"flotilla-agent", AgentRepository},
+	} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "deploy", dir, "kustomization.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -28,15 +31,18 @@ func TestDeployNamesTheImage(t *testing.T) {
 		}
 		found := false
 		for _, im := range k.Images {
-			if im.Name == "flotilla" {
+			if im.Name == want.name {
 				found = true
-				if im.NewName != Repository || im.NewTag == "" {
-					t.Errorf("deploy/%s pulls %s:%s, want %s:VERSION", dir, im.NewName, im.NewTag, Repository)
+				if im.NewName != want.repo || im.NewTag == "" {
+					t.Errorf("deploy/%s pulls %s:%s, want %s:VERSION", dir, im.NewName, im.NewTag, want.repo)
 				}
 			}
 		}
 		if !found {
-			t.Errorf("deploy/%s/kustomization.yaml does not set the flotilla image", dir)
+			t.Errorf("deploy/%s/kustomization.yaml does not set the %s image", dir, want.name)
+		}
+		if RepositoryFor(want.name) != want.repo {
+			t.Errorf("RepositoryFor(%s) = %s, want %s", want.name, RepositoryFor(want.name), want.repo)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -26,8 +27,10 @@ const (
 	// number distroless images use for "nonroot".
 	UID = 65532
 	GID = 65532
-	// Repository is the name the deploy manifests pull; the tag is the release.
-	Repository = "ghcr.io/flotilla/flotilla"
+	// Repository is the name the deploy manifests pull for the hub; AgentRepository for
+	// agents. The tag is the release.
+	Repository      = "ghcr.io/flotilla/flotilla"
+	AgentRepository = "ghcr.io/flotilla/flotilla-agent"
 	// Source is the org.opencontainers.image.source label.
 	Source = "https://github.com/flotilla/flotilla"
 	// MaxCABundleSize bounds the CA bundle copied in (Debian's is about 220 KiB).
@@ -45,10 +48,27 @@ type Options struct {
 	CABundle string
 }
 
+// RepositoryFor is the repository of program's image: ghcr.io/flotilla/PROGRAM.
+func RepositoryFor(program string) string { return "ghcr.io/flotilla/" + programOf(program) }
+
+func programOf(program string) string {
+	if program == "" {
+		return "flotilla"
+	}
+	return program
+}
+
+// programName is what a program's name may be: the image's only file at its root.
+var programName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
 // Build assembles the image for bin.
 func Build(bin Binary, opts Options) (v1.Image, error) {
 	if opts.Version == "" {
 		return nil, fmt.Errorf("image for %s: no version", bin.Path)
+	}
+	program := programOf(bin.Program)
+	if !programName.MatchString(program) {
+		return nil, fmt.Errorf("image for %s: its main package is %q, not a program name", bin.Path, program)
 	}
 	layerTar, err := buildLayer(bin, opts)
 	if err != nil {
@@ -68,7 +88,7 @@ func Build(bin Binary, opts Options) (v1.Image, error) {
 		History: v1.History{
 			Created:   created,
 			CreatedBy: "flotilla image build",
-			Comment:   "flotilla " + opts.Version + " (" + bin.Revision + ")",
+			Comment:   programOf(bin.Program) + " " + opts.Version + " (" + bin.Revision + ")",
 		},
 	})
 	if err != nil {
@@ -84,14 +104,14 @@ func Build(bin Binary, opts Options) (v1.Image, error) {
 	cf.Created = created
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", UID, GID),
-		Entrypoint: []string{"/flotilla"},
+		Entrypoint: []string{"/" + program},
 		WorkingDir: "/",
 		Labels: map[string]string{
 			"org.opencontainers.image.source":   Source,
 			"org.opencontainers.image.revision": bin.Revision,
 			"org.opencontainers.image.version":  opts.Version,
 			"org.opencontainers.image.created":  bin.Time.Format(time.RFC3339),
-			"org.opencontainers.image.title":    "flotilla",
+			"org.opencontainers.image.title":    program,
 		},
 	}
 	img, err = mutate.ConfigFile(img, cf)
@@ -139,7 +159,7 @@ func buildLayer(bin Binary, opts Options) ([]byte, error) {
 			file{name: CABundlePath, mode: 0o644, data: ca})
 	}
 	files = append(files,
-		file{name: "flotilla", mode: 0o755, data: exe},
+		file{name: programOf(bin.Program), mode: 0o755, data: exe},
 		file{name: "home/", mode: 0o755, dir: true},
 		file{name: "home/flotilla/", mode: 0o700, uid: UID, gid: GID, dir: true},
 		file{name: "tmp/", mode: 0o1777, dir: true},

@@ -376,3 +376,29 @@ func writeCA(t *testing.T, n int) string {
 	}
 	return p
 }
+
+// TestAgentImage: the agent's binary is /flotilla-agent and the entrypoint, with nothing of
+// the CLI's; a main package whose name is no program name is refused.
+func TestAgentImage(t *testing.T) {
+	bin := fakeBinary(t, "#!fake agent")
+	bin.Program = "flotilla-agent"
+	img, err := Build(bin, Options{Version: "v0.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := layerEntries(t, img)
+	if files["flotilla-agent"].data != "#!fake agent" || files["flotilla"].typ != 0 {
+		t.Errorf("layer: flotilla-agent %+v, flotilla %+v; want the agent's binary alone", files["flotilla-agent"], files["flotilla"])
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/flotilla-agent"}) || cf.Config.Labels["org.opencontainers.image.title"] != "flotilla-agent" {
+		t.Errorf("entrypoint %q, title %q; want /flotilla-agent", cf.Config.Entrypoint, cf.Config.Labels["org.opencontainers.image.title"])
+	}
+	bin.Program = "../etc/passwd"
+	if _, err := Build(bin, Options{Version: "v0.1.0"}); err == nil || !strings.Contains(err.Error(), "not a program name") {
+		t.Errorf("a main package named %q: %v, want a refusal", bin.Program, err)
+	}
+}

@@ -314,15 +314,32 @@ func TestManifestsOtherNamespace(t *testing.T) {
 
 func TestDefaultImage(t *testing.T) {
 	for v, want := range map[string]string{
-		"v1.2.3":          "ghcr.io/flotilla/flotilla:v1.2.3",
-		"dev":             "ghcr.io/flotilla/flotilla:" + DefaultImageTag,
-		"v1.2.3-rc.1":     "ghcr.io/flotilla/flotilla:" + DefaultImageTag,
-		"v1.2":            "ghcr.io/flotilla/flotilla:" + DefaultImageTag,
-		"":                "ghcr.io/flotilla/flotilla:" + DefaultImageTag,
-		"v1.2.3/../evil:": "ghcr.io/flotilla/flotilla:" + DefaultImageTag,
+		"v1.2.3":          "ghcr.io/flotilla/flotilla-agent:v1.2.3",
+		"dev":             "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
+		"v1.2.3-rc.1":     "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
+		"v1.2":            "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
+		"":                "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
+		"v1.2.3/../evil:": "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
 	} {
 		if got := DefaultImage(v); got != want {
 			t.Errorf("DefaultImage(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+// TestAgentVerb: the agent's own image runs the agent from its entrypoint; the CLI's image
+// (what agents ran before flotilla-agent), or a mirror of it, needs the agent verb.
+func TestAgentVerb(t *testing.T) {
+	for image, want := range map[string][]string{
+		"ghcr.io/flotilla/flotilla-agent:v1.2.3":                                     nil,
+		"registry.corp:5000/mirror/flotilla-agent@sha256:" + strings.Repeat("a", 64): nil,
+		"ghcr.io/flotilla/flotilla:v0.1.0":                                           {"agent"},
+		"registry.corp:5000/flotilla":                                                {"agent"},
+		"flotilla:dev":                                                               {"agent"},
+		"registry.corp:5000/flotilla-agent":                                          nil,
+	} {
+		if got := AgentVerb(image); !slices.Equal(got, want) {
+			t.Errorf("AgentVerb(%s) = %q, want %q", image, got, want)
 		}
 	}
 }

@@ -30,8 +30,9 @@ const (
 	// InventoryNamespace is where the agent keeps its inventories, whatever namespace it runs in.
 	InventoryNamespace = "flotilla-system"
 	DefaultNamespace   = InventoryNamespace
-	// DefaultImageRepository is the image `make image` builds and releases publish.
-	DefaultImageRepository = "ghcr.io/flotilla/flotilla"
+	// DefaultImageRepository is the agent's image `make image` builds and releases publish:
+	// flotilla-agent, whose entrypoint runs the agent.
+	DefaultImageRepository = "ghcr.io/flotilla/flotilla-agent"
 	// DefaultImageTag is the release the manifests run when the binary is not a release build
 	// itself; the same as deploy/agent's and the chart's appVersion.
 	DefaultImageTag = "v0.1.0"
@@ -76,6 +77,23 @@ type Options struct {
 	StateSize string
 	// StorageClass of the PVC; default the cluster's.
 	StorageClass string
+}
+
+// AgentVerb is what the arguments start with for image: nothing for the agent's own image,
+// whose entrypoint runs the agent; "agent" for the CLI's image (ghcr.io/flotilla/flotilla,
+// or a mirror of it named .../flotilla), which agents installed before flotilla-agent run.
+func AgentVerb(image string) []string {
+	repo := image
+	if i := strings.IndexAny(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	if repo == "flotilla" || strings.HasSuffix(repo, "/flotilla") {
+		return []string{"agent"}
+	}
+	return nil
 }
 
 // DefaultImage is the image for a binary of version v: the same release when v is one
@@ -251,13 +269,12 @@ func deployment(o Options, meta metav1.ObjectMeta, state corev1.VolumeSource) *a
 						Image: o.Image,
 						// The token is read from the Secret's file, so that it is in no process
 						// listing and no pod spec.
-						Args: []string{
-							"agent",
-							"--hub=" + strings.Join(o.HubURLs, ","),
-							"--state-dir=" + stateDir,
-							"--join-token-file=" + joinTokenDir + "/" + JoinSecretKey,
+						Args: append(AgentVerb(o.Image),
+							"--hub="+strings.Join(o.HubURLs, ","),
+							"--state-dir="+stateDir,
+							"--join-token-file="+joinTokenDir+"/"+JoinSecretKey,
 							"--log-format=json",
-						},
+						),
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},

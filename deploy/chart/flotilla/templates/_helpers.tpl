@@ -14,6 +14,15 @@
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The agent's image: agent.image.repository, by default the hub's repository with
+"-agent" (ghcr.io/flotilla/flotilla-agent, or a mirror's REGISTRY/flotilla-agent). */}}
+{{- define "flotilla.agentRepository" -}}
+{{ .Values.agent.image.repository | default (printf "%s-agent" .Values.image.repository) }}
+{{- end -}}
+{{- define "flotilla.agentImage" -}}
+{{ include "flotilla.agentRepository" . }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
 {{/* Labels of every object; component is "hub" or "agent". */}}
 {{- define "flotilla.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
