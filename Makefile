@@ -117,7 +117,8 @@ fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds fir
 	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub
 	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub
 
-bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes)
+bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes), and bin/flotilla-bench
+	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla-bench ./cmd/flotilla-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/agent/render
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench

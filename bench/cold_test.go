@@ -11,13 +11,13 @@ import (
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
 
-// TestBenchCold runs `flotilla bench cold` at a tiny shape, against one hub on SQLite and
+// TestBenchCold runs `flotilla-bench cold` at a tiny shape, against one hub on SQLite and
 // against two replicas on PostgreSQL, and checks what a reader of its report relies on: every
 // assignment converged, no agent gave up, the agents' requests were counted, and the
 // replicas' shares add up to the fleet (each replica served some of it). Time is not asserted:
 // the 10,000-agent figures come from the command itself.
 func TestBenchCold(t *testing.T) {
-	bin := buildFlotillaT(t)
+	bin := buildBenchT(t)
 	const agents = 20
 	tests := []struct {
 		name     string
@@ -29,13 +29,13 @@ func TestBenchCold(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"bench", "cold", "--agents", strconv.Itoa(agents), "--poll-interval", "200ms",
+			args := append([]string{"cold", "--agents", strconv.Itoa(agents), "--poll-interval", "200ms",
 				"--timeout", "3m", "--dir", t.TempDir(), "-o", "json"}, tt.args...)
 			var out, errOut bytes.Buffer
 			cmd := exec.CommandContext(t.Context(), bin, args...)
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			if err := cmd.Run(); err != nil {
-				t.Fatalf("flotilla %v: %v\n%s", args, err, errOut.String())
+				t.Fatalf("flotilla-bench %v: %v\n%s", args, err, errOut.String())
 			}
 			var rep fleetsim.ColdReport
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {

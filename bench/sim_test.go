@@ -24,11 +24,11 @@ import (
 // left every cluster with the same objects. As invariants of per-path artifacts, recorded at
 // the agents' end: every artifact a cluster downloaded holds only files under its own
 // directory and the base (no other cluster's), and only clusters whose desired state names
-// an artifact download it. Bigger shapes run with `flotilla bench fleet` only.
+// an artifact download it. Bigger shapes run with `flotilla-bench fleet` only.
 func TestFleetSimulator(t *testing.T) {
 	const clusters, releases, objects = 20, 3, 10
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
-		Binary: buildFlotillaT(t), Dir: t.TempDir(),
+		Binary: buildBenchT(t), Dir: t.TempDir(),
 		Clusters: clusters, Releases: releases, Objects: objects, Push: true,
 		Layout: fleetsim.LayoutPerCluster, RecordDownloads: true,
 		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
@@ -137,12 +137,14 @@ func artifactFiles(t *testing.T, dir, digest string) []string {
 	return out
 }
 
-func buildFlotillaT(t *testing.T) string {
+// buildBenchT builds flotilla-bench, the binary the simulator runs its hub and agent hosts
+// from.
+func buildBenchT(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "flotilla")
-	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/flotilla")
+	out := filepath.Join(t.TempDir(), "flotilla-bench")
+	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/flotilla-bench")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build flotilla: %v\n%s", err, msg)
+		t.Fatalf("build flotilla-bench: %v\n%s", err, msg)
 	}
 	return out
 }

@@ -15,11 +15,11 @@ import (
 // converged on every commit of both modes (one sample per cluster and commit), and the table
 // gives both modes and their ratio. 25 clusters are more than the hub's default join burst
 // from one address (20), which every simulated agent shares. The figures themselves come from
-// `flotilla bench fleet --clusters 100 --webhook` (docs/webhooks.md).
+// `flotilla-bench fleet --clusters 100 --webhook` (docs/webhooks.md).
 func TestFleetSimulatorWebhook(t *testing.T) {
 	const clusters, rounds = 25, 2
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
-		Binary: buildFlotillaT(t), Dir: t.TempDir(),
+		Binary: buildBenchT(t), Dir: t.TempDir(),
 		Clusters: clusters, Releases: 2, Objects: 3, Webhook: true, WebhookRounds: rounds,
 		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
 	})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,11 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/webhook"
 	"github.com/flotilla/flotilla/internal/version"
 )
+
+// HubCommand is `flotilla hub`, for the benchmark binary, which runs hubs as its own processes.
+func HubCommand(out, errOut io.Writer) *cobra.Command {
+	return newHubCommand(streams{out: out, errOut: errOut})
+}
 
 func newHubCommand(s streams) *cobra.Command {
 	var (

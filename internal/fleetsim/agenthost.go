@@ -16,8 +16,8 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 )
 
-// An agent host runs a share of a big simulated fleet's agents in its own process (`flotilla
-// bench agent-host`, started by the idle-fleet runner): every simulated agent holds two file
+// An agent host runs a share of a big simulated fleet's agents in its own process (`flotilla-bench
+// agent-host`, started by the idle-fleet runner): every simulated agent holds two file
 // descriptors (its connection and its state file), and one process may not have enough.
 
 // AgentHostSpec says which agents a host runs.

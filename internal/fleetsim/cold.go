@@ -30,7 +30,7 @@ import (
 // ColdOptions shape a cold start: every agent of a fleet starting at once against a hub
 // that has their desired state ready.
 type ColdOptions struct {
-	// Binary is the flotilla binary that runs the hubs and the agent hosts. Required.
+	// Binary is the flotilla-bench binary that runs the hubs and the agent hosts. Required.
 	Binary string
 	// Dir holds the run's files. Required.
 	Dir string
@@ -120,7 +120,7 @@ type ReplicaShare struct {
 
 func (o *ColdOptions) setDefaults() error {
 	if o.Binary == "" || o.Dir == "" {
-		return errors.New("cold start: a flotilla binary and a work directory are required")
+		return errors.New("cold start: a flotilla-bench binary and a work directory are required")
 	}
 	if o.Agents <= 0 {
 		o.Agents = 10000

@@ -4,5 +4,5 @@
 // simulated cluster over HTTPS, measured side by side in one run. The spokes are simulated;
 // everything between the hub and the spokes is real.
 //
-// It backs `flotilla bench fleet` and the benchmarks in bench/.
+// It backs `flotilla-bench fleet` and the benchmarks in bench/.
 package fleetsim

@@ -62,7 +62,7 @@ func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hub
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "bench", "agent-host", "--spec", file)
+		cmd := exec.Command(bin, "agent-host", "--spec", file)
 		stdin, err := cmd.StdinPipe() // closed to stop the host
 		if err != nil {
 			return nil, err

@@ -14,7 +14,7 @@ import (
 
 // IdleOptions shape an idle-fleet run.
 type IdleOptions struct {
-	// Binary is the flotilla binary that runs the hub. Required.
+	// Binary is the flotilla-bench binary that runs the hub and the agent hosts. Required.
 	Binary string
 	// Dir holds the run's files. Required.
 	Dir string
@@ -87,7 +87,7 @@ type RestartReport struct {
 
 func (o *IdleOptions) setDefaults() error {
 	if o.Binary == "" || o.Dir == "" {
-		return fmt.Errorf("idle fleet: a flotilla binary and a work directory are required")
+		return fmt.Errorf("idle fleet: a flotilla-bench binary and a work directory are required")
 	}
 	if o.Agents <= 0 {
 		o.Agents = 10000

@@ -9,7 +9,7 @@ import (
 
 // Options shape a simulated fleet. The zero value of each field is its default.
 type Options struct {
-	// Binary is the flotilla binary that runs the hub (and the push controller). Required.
+	// Binary is the flotilla-bench binary that runs the hub (and the push controller). Required.
 	Binary string
 	// Dir holds everything the run writes: the source repository, the fleet configuration, the
 	// hub's data dir and the agents' state dirs. Required.
@@ -82,7 +82,7 @@ const (
 
 func (o *Options) setDefaults() error {
 	if o.Binary == "" || o.Dir == "" {
-		return errors.New("fleet simulator: a flotilla binary and a work directory are required")
+		return errors.New("fleet simulator: a flotilla-bench binary and a work directory are required")
 	}
 	def := func(v *int, d int) {
 		if *v <= 0 {

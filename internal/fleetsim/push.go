@@ -45,7 +45,7 @@ func runPush(ctx context.Context, opts Options, src *fleetSource, commits []stri
 	if err := os.WriteFile(specFile, data, 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(opts.Binary, "bench", "push-controller", "--spec", specFile)
+	cmd := exec.Command(opts.Binary, "push-controller", "--spec", specFile)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -54,8 +54,8 @@ type PushResult struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// RunPushController is the push-mode baseline's hub side, run as its own process (`flotilla
-// bench push-controller`) so that its CPU and memory are measured like the hub's. For each
+// RunPushController is the push-mode baseline's hub side, run as its own process (`flotilla-bench
+// push-controller`) so that its CPU and memory are measured like the hub's. For each
 // line "sync COMMIT" on in it checks the commit out of the source repository, schedules the
 // fleet configuration with the hub's scheduler, renders every assignment per cluster and
 // sends every object that differs from what it last sent to that cluster (it remembers

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"context"
@@ -11,30 +11,56 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 	"github.com/flotilla/flotilla/internal/fleetsim"
 )
 
-func newBenchCommand(s streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "bench",
+// NewRootCommand builds the flotilla-bench command: the fleet-scale benchmarks, their hidden
+// helper verbs, and the hub (from the flotilla CLI), which the benchmarks run as processes of
+// this binary. It is a developer's tool: no image ships it.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	s := clikit.Streams{Out: out, ErrOut: errOut}
+	root := &cobra.Command{
+		Use:   Name,
 		Short: "Measure Flotilla at fleet scale with simulated clusters",
 		Long: `Measure Flotilla at fleet scale. The spokes are simulated: each cluster is an in-memory
 store, while the agents, the hub process, Git and mTLS on loopback are real.`,
-		Args: cobra.NoArgs,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
-	cmd.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchColdCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s))
-	return cmd
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return clikit.UsageError{Err: fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
+	})
+	clikit.AddLogFlags(root, errOut)
+	root.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchColdCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s),
+		cli.HubCommand(out, errOut), clikit.NewVersionCommand(s, Name))
+	clikit.WithUsageErrors(root)
+	return root
 }
 
-func newBenchFleetCommand(s streams) *cobra.Command {
+// Name is the benchmark binary's name.
+const Name = "flotilla-bench"
+
+// Run executes flotilla-bench with args (without the program name) and returns the exit code.
+func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	root := NewRootCommand(out, errOut)
+	root.SetArgs(args)
+	return clikit.Exit(root.ExecuteContext(ctx), errOut, nil)
+}
+
+func newBenchFleetCommand(s clikit.Streams) *cobra.Command {
 	var (
 		opts    fleetsim.Options
 		dir     string
 		keep    bool
 		profile string
-		output  = newChoice("table", "json")
-		payload = newChoice("text", "random")
-		layout  = newChoice(fleetsim.LayoutShared, fleetsim.LayoutPerCluster)
+		output  = clikit.NewChoice("table", "json")
+		payload = clikit.NewChoice("text", "random")
+		layout  = clikit.NewChoice(fleetsim.LayoutShared, fleetsim.LayoutPerCluster)
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -74,22 +100,22 @@ clusters/<cluster>/<release>, whose kustomization reaches the shared base/<relea
 ConfigMaps; each release's path is clusters/{{ .Cluster.Name }}/<release>. With per-path
 artifacts each cluster downloads only its own directories and the base.`,
 		Example: `  # A small fleet, with the push baseline, as a table
-  flotilla bench fleet --clusters 20 --releases 3 --objects 10
+  flotilla-bench fleet --clusters 20 --releases 3 --objects 10
 
   # The argocd-agent scale test's shape, JSON for scripts
-  flotilla bench fleet --clusters 480 --releases 65 --objects 100 -o json > fleet.json
+  flotilla-bench fleet --clusters 480 --releases 65 --objects 100 -o json > fleet.json
 
   # Sync on push: commit -> every cluster converged with a webhook, against polling
-  flotilla bench fleet --clusters 100 --webhook
+  flotilla-bench fleet --clusters 100 --webhook
 
   # A Helm chart shared by 100 clusters, each rendering it with its own values
-  flotilla bench fleet --helm --clusters 100
+  flotilla-bench fleet --helm --clusters 100
 
   # Per-cluster release paths (clusters/{{ .Cluster.Name }}/<release> reaching a shared base/)
-  flotilla bench fleet --clusters 100 --layout per-cluster
+  flotilla-bench fleet --clusters 100 --layout per-cluster
 
   # Incompressible payloads, agents reporting every second, no push baseline
-  flotilla bench fleet --payload random --report-interval 1s --push=false`,
+  flotilla-bench fleet --payload random --report-interval 1s --push=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -107,24 +133,24 @@ artifacts each cluster downloads only its own directories and the base.`,
 			opts.Payload = payload.Value
 			opts.Layout = layout.Value
 			if opts.Helm && opts.Layout != fleetsim.LayoutShared {
-				return usageError{fmt.Errorf("--helm renders charts: leave out --layout %s", opts.Layout)}
+				return clikit.UsageError{Err: fmt.Errorf("--helm renders charts: leave out --layout %s", opts.Layout)}
 			}
 			if opts.Webhook {
 				if opts.Push && cmd.Flags().Changed("push") {
-					return usageError{fmt.Errorf("--webhook compares with polling, not push: leave out --push")}
+					return clikit.UsageError{Err: fmt.Errorf("--webhook compares with polling, not push: leave out --push")}
 				}
 				opts.Push = false
 			}
 			if opts.Helm {
 				if opts.Webhook || (opts.Push && cmd.Flags().Changed("push")) {
-					return usageError{fmt.Errorf("--helm has no push baseline or webhook mode: leave out --push and --webhook")}
+					return clikit.UsageError{Err: fmt.Errorf("--helm has no push baseline or webhook mode: leave out --push and --webhook")}
 				}
 				opts.Push = false
 				if !cmd.Flags().Changed("objects") {
 					opts.Objects = 20 // templates in the chart
 				}
 			}
-			opts.Logger = loggerFrom(ctx)
+			opts.Logger = clikit.LoggerFrom(ctx)
 			if profile != "" {
 				f, err := os.Create(profile)
 				if err != nil {
@@ -141,9 +167,9 @@ artifacts each cluster downloads only its own directories and the base.`,
 				return err
 			}
 			if output.Value == "json" {
-				return rep.WriteJSON(s.out)
+				return rep.WriteJSON(s.Out)
 			}
-			return rep.WriteTable(s.out)
+			return rep.WriteTable(s.Out)
 		},
 	}
 	f := cmd.Flags()
@@ -173,12 +199,12 @@ artifacts each cluster downloads only its own directories and the base.`,
 	return cmd
 }
 
-func newBenchIdleCommand(s streams) *cobra.Command {
+func newBenchIdleCommand(s clikit.Streams) *cobra.Command {
 	var (
 		opts   fleetsim.IdleOptions
 		dir    string
 		keep   bool
-		output = newChoice("table", "json")
+		output = clikit.NewChoice("table", "json")
 	)
 	cmd := &cobra.Command{
 		Use:   "idle",
@@ -191,14 +217,14 @@ and started again: the report gives the time until every agent is connected agai
 connections opened in one second, and the restarted hub's peak memory. The spokes are simulated
 (in-memory clusters); see docs/simulator.md.`,
 		Example: `  # 10,000 idle agents for a minute, then a hub restart
-  flotilla bench idle --agents 10000 --window 1m --restart
+  flotilla-bench idle --agents 10000 --window 1m --restart
 
   # A quick look
-  flotilla bench idle --agents 500 --window 20s -o json`,
+  flotilla-bench idle --agents 500 --window 20s -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, s, &dir, keep, output.Value, func(ctx context.Context, bin, dir string) (benchReport, error) {
-				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
+				opts.Binary, opts.Dir, opts.Logger = bin, dir, clikit.LoggerFrom(ctx)
 				return fleetsim.RunIdle(ctx, opts)
 			})
 		},
@@ -220,12 +246,12 @@ connections opened in one second, and the restarted hub's peak memory. The spoke
 	return cmd
 }
 
-func newBenchColdCommand(s streams) *cobra.Command {
+func newBenchColdCommand(s clikit.Streams) *cobra.Command {
 	var (
 		opts   fleetsim.ColdOptions
 		dir    string
 		keep   bool
-		output = newChoice("table", "json")
+		output = clikit.NewChoice("table", "json")
 	)
 	cmd := &cobra.Command{
 		Use:   "cold",
@@ -248,24 +274,24 @@ agents connected to it at the end (its flotilla_hub_agents_connected), the artif
 it served, the requests it answered, its CPU and its peak memory. The spokes are simulated
 (in-memory clusters); see docs/simulator.md.`,
 		Example: `  # 10,000 agents starting at once against one hub
-  flotilla bench cold --agents 10000
+  flotilla-bench cold --agents 10000
 
   # The same against two hub replicas on the PostgreSQL server of ` + "`make postgres`" + `
-  flotilla bench cold --agents 10000 --replicas 2 \
+  flotilla-bench cold --agents 10000 --replicas 2 \
     --postgres 'postgres://flotilla@127.0.0.1:55432/postgres?sslmode=disable'
 
   # A quick look, as JSON, with the hub's CPU profile over the first 30 seconds
-  flotilla bench cold --agents 500 --hub-profile cold.pprof -o json`,
+  flotilla-bench cold --agents 500 --hub-profile cold.pprof -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Replicas < 1 {
-				return usageError{fmt.Errorf("--replicas %d: want 1 or more", opts.Replicas)}
+				return clikit.UsageError{Err: fmt.Errorf("--replicas %d: want 1 or more", opts.Replicas)}
 			}
 			if opts.Replicas > 1 && opts.Postgres == "" {
-				return usageError{fmt.Errorf("--replicas %d: replicas share a PostgreSQL database: give --postgres postgres://USER@HOST:PORT/DATABASE", opts.Replicas)}
+				return clikit.UsageError{Err: fmt.Errorf("--replicas %d: replicas share a PostgreSQL database: give --postgres postgres://USER@HOST:PORT/DATABASE", opts.Replicas)}
 			}
 			return runBench(cmd, s, &dir, keep, output.Value, func(ctx context.Context, bin, dir string) (benchReport, error) {
-				opts.Binary, opts.Dir, opts.Logger = bin, dir, loggerFrom(ctx)
+				opts.Binary, opts.Dir, opts.Logger = bin, dir, clikit.LoggerFrom(ctx)
 				return fleetsim.RunCold(ctx, opts)
 			})
 		},
@@ -298,7 +324,7 @@ type benchReport interface {
 
 // runBench runs a bench in its work directory (dir, or a temporary one that keep keeps) with
 // the running binary as the hub's, and prints its report in format.
-func runBench(cmd *cobra.Command, s streams, dir *string, keep bool, format string,
+func runBench(cmd *cobra.Command, s clikit.Streams, dir *string, keep bool, format string,
 	run func(ctx context.Context, bin, dir string) (benchReport, error)) error {
 	bin, err := os.Executable()
 	if err != nil {
@@ -314,12 +340,12 @@ func runBench(cmd *cobra.Command, s streams, dir *string, keep bool, format stri
 		return err
 	}
 	if format == "json" {
-		return rep.WriteJSON(s.out)
+		return rep.WriteJSON(s.Out)
 	}
-	return rep.WriteTable(s.out)
+	return rep.WriteTable(s.Out)
 }
 
-func workDir(dir *string, keep bool, s streams) (func(), error) {
+func workDir(dir *string, keep bool, s clikit.Streams) (func(), error) {
 	if *dir != "" {
 		return func() {}, os.MkdirAll(*dir, 0o755)
 	}
@@ -329,18 +355,18 @@ func workDir(dir *string, keep bool, s streams) (func(), error) {
 	}
 	*dir = d
 	if keep {
-		fmt.Fprintf(s.errOut, "Work directory: %s\n", d)
+		fmt.Fprintf(s.ErrOut, "Work directory: %s\n", d)
 		return func() {}, nil
 	}
 	return func() { os.RemoveAll(d) }, nil
 }
 
 // newBenchPushControllerCommand is the push baseline's hub side, started by "bench fleet".
-func newBenchPushControllerCommand(s streams) *cobra.Command {
+func newBenchPushControllerCommand(s clikit.Streams) *cobra.Command {
 	var specFile string
 	cmd := &cobra.Command{
 		Use:    "push-controller --spec FILE",
-		Short:  "The push baseline's controller (started by flotilla bench fleet)",
+		Short:  "The push baseline's controller (started by flotilla-bench fleet)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -348,19 +374,19 @@ func newBenchPushControllerCommand(s streams) *cobra.Command {
 			if err := readSpec(specFile, &spec); err != nil {
 				return err
 			}
-			return fleetsim.RunPushController(cmd.Context(), spec, cmd.InOrStdin(), s.out)
+			return fleetsim.RunPushController(cmd.Context(), spec, cmd.InOrStdin(), s.Out)
 		},
 	}
-	cmd.Flags().StringVar(&specFile, "spec", "", "push spec (JSON) written by flotilla bench fleet")
+	cmd.Flags().StringVar(&specFile, "spec", "", "push spec (JSON) written by flotilla-bench fleet")
 	return cmd
 }
 
 // newBenchAgentHostCommand runs a share of "bench idle"'s agents, until its stdin closes.
-func newBenchAgentHostCommand(s streams) *cobra.Command {
+func newBenchAgentHostCommand(s clikit.Streams) *cobra.Command {
 	var specFile string
 	cmd := &cobra.Command{
 		Use:    "agent-host --spec FILE",
-		Short:  "Run a share of a simulated fleet's agents (started by flotilla bench idle and bench cold)",
+		Short:  "Run a share of a simulated fleet's agents (started by flotilla-bench idle and bench cold)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -369,10 +395,10 @@ func newBenchAgentHostCommand(s streams) *cobra.Command {
 				return err
 			}
 			// The runner says "start" on stdin (bench cold) and closes it to stop this host.
-			return fleetsim.RunAgentHost(cmd.Context(), spec, cmd.InOrStdin(), s.out)
+			return fleetsim.RunAgentHost(cmd.Context(), spec, cmd.InOrStdin(), s.Out)
 		},
 	}
-	cmd.Flags().StringVar(&specFile, "spec", "", "agent host spec (JSON) written by flotilla bench idle")
+	cmd.Flags().StringVar(&specFile, "spec", "", "agent host spec (JSON) written by flotilla-bench idle")
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ func TestBenchFleetHelm(t *testing.T) {
 		wantOut  string
 		wantErr  string
 	}{
-		{name: "help shows the mode and an example", args: []string{"bench", "fleet", "--help"},
-			wantOut: "flotilla bench fleet --helm --clusters 100"},
-		{name: "with --push", args: []string{"bench", "fleet", "--helm", "--push"},
+		{name: "help shows the mode and an example", args: []string{"fleet", "--help"},
+			wantOut: "flotilla-bench fleet --helm --clusters 100"},
+		{name: "with --push", args: []string{"fleet", "--helm", "--push"},
 			wantCode: 2, wantErr: "--helm has no push baseline or webhook mode: leave out --push and --webhook"},
-		{name: "with --webhook", args: []string{"bench", "fleet", "--helm", "--webhook"},
+		{name: "with --webhook", args: []string{"fleet", "--helm", "--webhook"},
 			wantCode: 2, wantErr: "--helm has no push baseline or webhook mode: leave out --push and --webhook"},
 	}
 	for _, tt := range tests {
