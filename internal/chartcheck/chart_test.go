@@ -222,8 +222,16 @@ func checkPodSecurity(t *testing.T, o *unstructured.Unstructured) {
 		if drop, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
 			t.Errorf("%s %s: container %s drops capabilities %v, want [ALL]", o.GetKind(), o.GetName(), c["name"], drop)
 		}
-		if img := c["image"]; img != "ghcr.io/flotilla/flotilla:v0.1.0" {
-			t.Errorf("%s %s: image %v, want the chart's appVersion", o.GetKind(), o.GetName(), img)
+		// The hub runs the CLI's image, the agent its own, whose entrypoint runs the agent.
+		want := "ghcr.io/flotilla/flotilla:v0.1.0"
+		if c["name"] == "agent" {
+			want = "ghcr.io/flotilla/flotilla-agent:v0.1.0"
+			if args, _, _ := unstructured.NestedStringSlice(c, "args"); len(args) == 0 || args[0] == "agent" {
+				t.Errorf("%s %s: the agent's image runs with args %q, want its flags first", o.GetKind(), o.GetName(), args)
+			}
+		}
+		if img := c["image"]; img != want {
+			t.Errorf("%s %s: image %v, want %s (the chart's appVersion)", o.GetKind(), o.GetName(), img, want)
 		}
 	}
 }
@@ -524,6 +532,55 @@ func TestChartServerSideDryRun(t *testing.T) {
 				if r.Action != install.Created {
 					t.Errorf("%s: %s, want created (a dry-run stores nothing)", r.Ref, r.Action)
 				}
+			}
+		})
+	}
+}
+
+// TestChartAgentImage: the agent's image follows a mirror of the hub's (REGISTRY/flotilla
+// gives REGISTRY/flotilla-agent), and an agent kept on the CLI's image (agents installed
+// before flotilla-agent) runs `flotilla agent`.
+func TestChartAgentImage(t *testing.T) {
+	c := loadChart(t)
+	for _, tt := range []struct {
+		name, values, image string
+		agentVerb           bool
+	}{
+		{"a mirror", `image: {repository: registry.example.com/platform/flotilla}`, "registry.example.com/platform/flotilla-agent:v0.1.0", false},
+		{"the CLI's image", `agent: {image: {repository: ghcr.io/flotilla/flotilla}}`, "ghcr.io/flotilla/flotilla:v0.1.0", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := parseValues(t, "hub: {enabled: false}\nagent: {enabled: true, hubURL: \"https://hub.example.com:8443\"}\n")
+			for k, v := range parseValues(t, tt.values) {
+				if m, ok := v.(map[string]any); ok && vals[k] != nil {
+					for kk, vv := range m {
+						vals[k].(map[string]any)[kk] = vv
+					}
+					continue
+				}
+				vals[k] = v
+			}
+			objs, _, err := renderChart(c, "flotilla-system", vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found bool
+			for _, o := range objs {
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				for _, ci := range containers {
+					ct := ci.(map[string]any)
+					if ct["name"] != "agent" {
+						continue
+					}
+					found = true
+					args, _, _ := unstructured.NestedStringSlice(ct, "args")
+					if ct["image"] != tt.image || (len(args) > 0 && args[0] == "agent") != tt.agentVerb {
+						t.Errorf("image %v, args %q; want %s, the agent verb %v", ct["image"], args, tt.image, tt.agentVerb)
+					}
+				}
+			}
+			if !found {
+				t.Fatal("no agent container")
 			}
 		})
 	}
