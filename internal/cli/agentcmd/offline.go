@@ -43,7 +43,7 @@ to --wait) or stopped (the import is done here and the agent reconciles it at it
 
   # In a cluster: copy the bundle into the agent's pod and import it there
   kubectl -n flotilla-system cp edge-7-42.bundle flotilla-agent-0:/tmp/
-  kubectl -n flotilla-system exec flotilla-agent-0 -- flotilla-agent import /tmp/edge-7-42.bundle --state-dir /data`, "NAME", name),
+  kubectl -n flotilla-system exec flotilla-agent-0 -- /flotilla-agent import /tmp/edge-7-42.bundle --state-dir /data`, "NAME", name),
 		Args:        cobra.ExactArgs(1),
 		Annotations: clikit.ArgsNamed("a bundle file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
