@@ -5,17 +5,8 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/flotilla/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := agentcmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { clikit.Main(agentcmd.Run) }

@@ -4,17 +4,8 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/flotilla/flotilla/internal/cli/benchcmd"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := benchcmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { clikit.Main(benchcmd.Run) }

@@ -1,18 +1,10 @@
-// Command flotilla is the single binary of Flotilla: hub, agent, demo and the client verbs.
+// Command flotilla is Flotilla's CLI and hub: the hub, the client verbs, the demo, and the
+// agent as `flotilla agent` (flotilla-agent is the agent alone).
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/cli/clikit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { clikit.Main(cli.Run) }

@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -57,15 +56,8 @@ the hub or the network is gone, and reports back.`,
 
   # Show which build this is
   flotilla version -o json`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
 	}
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
-	})
-	clikit.AddLogFlags(root, errOut)
+	clikit.Root(root, out, errOut)
 
 	root.AddCommand(
 		clikit.NewVersionCommand(clikit.Streams{Out: out, ErrOut: errOut}, "flotilla"),

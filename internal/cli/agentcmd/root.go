@@ -4,7 +4,6 @@ package agentcmd
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -19,14 +18,7 @@ const Name = "flotilla-agent"
 // bundle verbs, version, and the hidden render child verb.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	s := clikit.Streams{Out: out, ErrOut: errOut}
-	root := NewRunCommand(s, Name)
-	root.SilenceUsage, root.SilenceErrors = true, true
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return clikit.UsageError{Err: fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
-	})
-	clikit.AddLogFlags(root, errOut)
+	root := clikit.Root(NewRunCommand(s, Name), out, errOut)
 	root.AddCommand(clikit.NewVersionCommand(s, Name), NewRenderChildCommand())
 	clikit.WithUsageErrors(root)
 	return root

@@ -21,21 +21,13 @@ import (
 // this binary. It is a developer's tool: no image ships it.
 func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	s := clikit.Streams{Out: out, ErrOut: errOut}
-	root := &cobra.Command{
+	root := clikit.Root(&cobra.Command{
 		Use:   Name,
 		Short: "Measure Flotilla at fleet scale with simulated clusters",
 		Long: `Measure Flotilla at fleet scale. The spokes are simulated: each cluster is an in-memory
 store, while the agents, the hub process, Git and mTLS on loopback are real.`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return clikit.UsageError{Err: fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
-	})
-	clikit.AddLogFlags(root, errOut)
+		Args: cobra.NoArgs,
+	}, out, errOut)
 	root.AddCommand(newBenchFleetCommand(s), newBenchIdleCommand(s), newBenchColdCommand(s), newBenchPushControllerCommand(s), newBenchAgentHostCommand(s),
 		cli.HubCommand(out, errOut), clikit.NewVersionCommand(s, Name))
 	clikit.WithUsageErrors(root)

@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -226,4 +228,26 @@ func Exit(err error, errOut io.Writer, hint func(error) string) int {
 		return 2
 	}
 	return 1
+}
+
+// Root sets up a binary's root command: errors and usage printed once by Exit, not by cobra;
+// output to out and errOut; flag errors as usage errors that say where help is; the log flags.
+func Root(root *cobra.Command, out, errOut io.Writer) *cobra.Command {
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return UsageError{Err: fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())}
+	})
+	AddLogFlags(root, errOut)
+	return root
+}
+
+// Main runs a binary's Run with its arguments, stopped by SIGINT or SIGTERM, and exits with
+// its code.
+func Main(run func(ctx context.Context, args []string, out, errOut io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
