@@ -63,9 +63,16 @@ func startHub(t *testing.T, fleet string, tweak func(*Options)) *testHub {
 // runHub runs a hub on opts and st until the returned stop is called or the test ends. The
 // caller closes st, after the hub stopped.
 // replicaTokens holds the admin token of the first replica started on each test database
-// (by the store's name), for the replicas that join it with the token's hash only. Each test
-// has a database of its own.
+// (by its name), for the replicas that join it with the token's hash only. Each test has a
+// database of its own.
 var replicaTokens sync.Map
+
+// databaseOf names a store's database: a replica may reach it through a fault proxy, at
+// another address.
+func databaseOf(st store.Store) string {
+	s := fmt.Sprint(st)
+	return s[strings.LastIndex(s, "/")+1:]
+}
 
 func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
 	t.Helper()
@@ -90,13 +97,13 @@ func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
 	token := h.AdminToken()
 	if token == "" {
 		// A replica that joined holds the token's hash only: the first one's token opens it.
-		tok, ok := replicaTokens.Load(fmt.Sprint(st))
+		tok, ok := replicaTokens.Load(databaseOf(st))
 		if !ok {
 			t.Fatalf("hub %s holds only the admin token's hash, and no replica before it on %v made the token", opts.Replica.ID, st)
 		}
 		token = tok.(string)
 	} else if _, shared := st.(*store.Postgres); shared {
-		replicaTokens.LoadOrStore(fmt.Sprint(st), token)
+		replicaTokens.LoadOrStore(databaseOf(st), token)
 	}
 	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -176,7 +175,7 @@ func TestPlaintextSharedSecretsAreSealedOnStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	replicaTokens.Store(fmt.Sprint(st), token) // the old hub's token, for startReplica's client
+	replicaTokens.Store(databaseOf(st), token) // the old hub's token, for startReplica's client
 	r := startReplica(t, dsn, t.TempDir(), "replica-1")
 	rows := sharedRows(t, dsn)
 	checkNoSecretInRows(t, rows, token)
