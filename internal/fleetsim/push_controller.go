@@ -23,7 +23,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
-	"github.com/flotilla/flotilla/internal/helmrelease"
+	"github.com/flotilla/flotilla/internal/hub/helmwire"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -146,7 +146,7 @@ func (p *pusher) sync(ctx context.Context, commit string) PushResult {
 func (p *pusher) pushAssignment(ctx context.Context, cluster, root string, a schedule.Assignment, sent, unchanged *atomic.Int64) error {
 	// A chart renders with its Helm settings as the agent's would (the simulator's sources
 	// are all the one checkout), with Helm's default capabilities.
-	helm, err := helmrelease.Options(ctx, a, root, func(context.Context, string) (string, error) { return root, nil })
+	helm, err := helmwire.Options(ctx, a, root, func(context.Context, string) (string, error) { return root, nil })
 	if err != nil {
 		return err
 	}

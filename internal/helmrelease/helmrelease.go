@@ -1,13 +1,12 @@
-// Package helmrelease turns a release's resolved Helm settings (schedule.Helm) into the
-// options the renderer takes, reading its values and patch files from their artifacts, for the
-// renders outside the agent (the hub's plan, the fleet simulator), and holds what they share
-// with the agent's own (internal/agent/helm.go): reading a file inside an artifact, and
-// telling a chart directory.
+// Package helmrelease turns a release's Helm settings, as an assignment carries them, into the
+// options the renderer takes, reading its values and patch files from their artifacts: for
+// the agent (internal/agent/helm.go) and the renders outside it (the hub's plan, the fleet
+// simulator, through internal/hub/helmwire). It also reads a file inside an artifact and
+// tells a chart directory. It knows nothing of the hub's scheduler.
 package helmrelease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/flotilla/flotilla/internal/agent/render"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -25,20 +23,10 @@ import (
 // values together.
 const MaxFileBytes = 4 << 20
 
-// Options are the render options of a on a cluster whose capabilities are unknown (Helm's
-// defaults: the hub reads no cluster), or nil when a's path in root is not a chart and a has
-// no Helm settings. dir returns the unpacked artifact of a digest.
-func Options(ctx context.Context, a schedule.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
-	hr, err := Proto(a.Helm)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", a.Release, err)
-	}
-	return ForAssignment(ctx, &agentv1.Assignment{Release: a.Release, Namespace: a.Namespace, Path: a.Path, Revision: a.Revision, Helm: hr}, root, dir)
-}
-
-// ForAssignment is Options for an assignment as the agent receives it: the one place that
-// turns Helm settings into render options, for the agent and the hub's renders alike. The
-// caller adds the cluster's capabilities.
+// ForAssignment returns the render options of an assignment as the agent receives it, or nil
+// when its path in root is not a chart and it has no Helm settings: the one place that turns
+// Helm settings into render options, for the agent and the hub's renders alike. The caller
+// adds the cluster's capabilities.
 func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
 	if !IsChart(root, as.GetPath()) {
 		if as.GetHelm() != nil {
@@ -107,39 +95,6 @@ func Digests(hr *agentv1.HelmRelease) []string {
 		}
 	}
 	return out
-}
-
-// Proto is a release's resolved Helm settings as the agent receives them; nil for none.
-func Proto(h *schedule.Helm) (*agentv1.HelmRelease, error) {
-	if h == nil {
-		return nil, nil
-	}
-	out := &agentv1.HelmRelease{ReleaseName: h.ReleaseName, IncludeCrds: h.IncludeCRDs}
-	if len(h.Values) > 0 {
-		data, err := json.Marshal(h.Values)
-		if err != nil {
-			return nil, fmt.Errorf("helm values: %w", err)
-		}
-		out.ValuesJson = data
-	}
-	ref := func(f schedule.FileRef) *agentv1.FileRef {
-		return &agentv1.FileRef{Source: f.Source, Revision: f.Revision, Digest: f.Digest, Path: f.Path}
-	}
-	for _, f := range h.ValuesFiles {
-		out.ValuesFiles = append(out.ValuesFiles, ref(f))
-	}
-	for _, p := range h.PostRender {
-		pp := &agentv1.PostRenderPatch{Patch: p.Patch}
-		if p.File != nil {
-			pp.File = ref(*p.File)
-		}
-		if t := p.Target; t != nil {
-			pp.Target = &agentv1.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
-				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		out.PostRender = append(out.PostRender, pp)
-	}
-	return out, nil
 }
 
 // FileName names a file of a source for errors and the renderer: "SOURCE:PATH".

@@ -8,7 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/flotilla/flotilla/internal/helmrelease"
+	"github.com/flotilla/flotilla/internal/hub/helmwire"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -132,7 +132,7 @@ func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
 			}
 		}
 		if a.Helm != nil {
-			if pa.Helm, err = helmrelease.Proto(a.Helm); err != nil {
+			if pa.Helm, err = helmwire.Proto(a.Helm); err != nil {
 				return nil, fmt.Errorf("desired state of cluster %q: release %q: %w", ds.Cluster, a.Release, err)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/helmrelease"
+	"github.com/flotilla/flotilla/internal/hub/helmwire"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -127,7 +128,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	r.cache[key] = res
 	// The hub reads no cluster: a chart sees Helm's default .Capabilities here, where the
 	// agent gives it its cluster's.
-	helm, err := helmrelease.Options(r.ctx, a, root, r.dir)
+	helm, err := helmwire.Options(r.ctx, a, root, r.dir)
 	if err != nil {
 		res.err = err
 		return res
