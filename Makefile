@@ -64,7 +64,7 @@ bin/sops: ## build bin/sops, the reference sops CLI the secret tests interoperat
 	@tools/sops/build.sh
 
 # bin/helm: the reference helm CLI built from tools/helm, which the chart rendering tests
-# (internal/agent/render) compare flotilla's in-process rendering with. Phony, so that build.sh
+# (internal/render) compare flotilla's in-process rendering with. Phony, so that build.sh
 # decides: it does nothing unless bin/helm is missing or tools/helm's pins changed.
 .PHONY: bin/helm
 bin/helm: ## build bin/helm, the reference helm the chart tests compare with
@@ -112,7 +112,7 @@ vet: ## go vet on the main module
 # and no input on a loaded machine.
 fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds first); a failing input lands in testdata/fuzz
 	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 20000x -fuzzminimizetime 200x ./internal/artifact
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x -fuzzminimizetime 200x ./internal/agent/render
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x -fuzzminimizetime 200x ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 4000x -fuzzminimizetime 200x ./api/v1alpha1
 	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub
 	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub
@@ -120,7 +120,7 @@ fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds fir
 bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes), and bin/flotilla-bench
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla-bench ./cmd/flotilla-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/agent/render
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/render
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench
 	$(GO) test -run '^$$' -bench FirstPaint -benchtime 3x ./internal/hub/dashboard
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // TestMain lets this test binary serve as the render child of the agent's or hub's

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/secrets"

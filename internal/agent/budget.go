@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 

@@ -10,9 +10,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/helmrelease"
+	"github.com/flotilla/flotilla/internal/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -25,7 +24,7 @@ func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*rende
 	if err != nil {
 		return nil, err
 	}
-	h, err := helmrelease.ForAssignment(ctx, as, root, a.artifactRoot)
+	h, err := render.HelmOptions(ctx, as, root, a.artifactRoot)
 	if h == nil || err != nil {
 		return nil, err
 	}

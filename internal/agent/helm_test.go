@@ -13,9 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/helmrelease"
+	"github.com/flotilla/flotilla/internal/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -59,7 +58,7 @@ func TestHelmOptions(t *testing.T) {
 		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
 		"plain/settings.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n",
 		"patches/label.yaml":     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {team: a}}\n",
-		"big/values.yaml":        strings.Repeat("a", helmrelease.MaxFileBytes+1),
+		"big/values.yaml":        strings.Repeat("a", render.MaxHelmFileBytes+1),
 		"charts/web/values.yaml": "replicas: 1\n",
 	})
 	config := putArtifact(t, a, 'b', map[string]string{"values/prod.yaml": "replicas: 3\nregion: ${cluster_label_region}\n"})

@@ -10,12 +10,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
-	"github.com/flotilla/flotilla/internal/agent/render"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/project"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/textcut"
 	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -272,7 +271,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 // hold ends even if the hub is unreachable by then. A failure only delays that to the apply.
 func (a *Agent) prefetch(ctx context.Context, as *agentv1.Assignment) {
 	// The artifacts of its Helm values and patch files too (helm.go).
-	for _, digest := range append([]string{as.Digest}, helmrelease.Digests(as.GetHelm())...) {
+	for _, digest := range append([]string{as.Digest}, render.HelmDigests(as.GetHelm())...) {
 		if _, err := a.artifactRoot(ctx, digest); err != nil && ctx.Err() == nil {
 			a.log.Debug("artifact of a held revision not fetched yet", "release", as.Release, "revision", as.Revision, "artifact", digest, "error", err)
 		}
@@ -359,7 +358,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		return nil, false, err
 	}
 	// The artifacts of its Helm values and patch files must be at hand as well (helm.go).
-	for _, digest := range helmrelease.Digests(as.GetHelm()) {
+	for _, digest := range render.HelmDigests(as.GetHelm()) {
 		if _, err := a.artifactRoot(ctx, digest); err != nil {
 			return nil, false, fmt.Errorf("artifact of a Helm values or patch file: %w", err)
 		}

@@ -20,7 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/install"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"

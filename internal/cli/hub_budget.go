@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // renderBudgetFlags are the hub's --render-* flags: the platform's default render budget,

@@ -7,7 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // TestFleetChartRendersPerCluster: the Helm mode's chart renders, as an agent renders it, to

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/hub/helmwire"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )

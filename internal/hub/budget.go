@@ -2,7 +2,7 @@ package hub
 
 import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 

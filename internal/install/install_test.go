@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/pki"

@@ -1,7 +1,7 @@
 // Package helmwire turns the scheduler's Helm settings (schedule.Helm) into their wire form,
 // as the agent receives them, and into render options for the hub's own renders (plan, the
-// fleet simulator). It keeps the scheduler's types out of internal/helmrelease, which the
-// agent links.
+// fleet simulator). It keeps the scheduler's types out of internal/render, which the agent
+// links.
 package helmwire
 
 import (
@@ -9,9 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
-	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -23,7 +22,7 @@ func Options(ctx context.Context, a schedule.Assignment, root string, dir func(c
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", a.Release, err)
 	}
-	return helmrelease.ForAssignment(ctx, &agentv1.Assignment{Release: a.Release, Namespace: a.Namespace, Path: a.Path, Revision: a.Revision, Helm: hr}, root, dir)
+	return render.HelmOptions(ctx, &agentv1.Assignment{Release: a.Release, Namespace: a.Namespace, Path: a.Path, Revision: a.Revision, Helm: hr}, root, dir)
 }
 
 // Proto is a release's resolved Helm settings as the agent receives them; nil for none.

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	yaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
@@ -428,7 +428,7 @@ func (c *closure) read(t target) ([]byte, error) {
 }
 
 // pluginConfig holds the fields of the built-in generators and transformers that name files
-// (as internal/agent/render's checker reads them).
+// (as internal/render's checker reads them).
 type pluginConfig struct {
 	Files        []string `yaml:"files"`
 	Envs         []string `yaml:"envs"`

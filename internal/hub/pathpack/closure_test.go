@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/google/go-cmp/cmp"
 )

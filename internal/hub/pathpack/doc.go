@@ -2,7 +2,7 @@
 // source the agent's renderer may read for that path: its closure. Clusters then download
 // only what their own releases render, never the manifests of other clusters' paths.
 //
-// The closure is computed without rendering, as internal/agent/render reads a path:
+// The closure is computed without rendering, as internal/render reads a path:
 //
 //   - a directory holding Chart.yaml is a chart: the whole directory;
 //   - a directory holding a kustomization: the kustomization file and everything its fields

@@ -19,11 +19,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
-	"github.com/flotilla/flotilla/internal/helmrelease"
 	"github.com/flotilla/flotilla/internal/hub/helmwire"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // errLimit marks a render left out by a limit of the plan.
@@ -96,7 +95,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	key := a.Digest + "\x00" + a.Path
 	chart, ok := r.charts[key]
 	if !ok {
-		chart = helmrelease.IsChart(root, a.Path)
+		chart = render.IsChart(root, a.Path)
 		r.charts[key] = chart
 	}
 	chart = chart || a.Helm != nil

@@ -11,7 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/registrytest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // benchChart writes a chart of 100 templates in the shape of a large umbrella chart: each
@@ -120,7 +120,7 @@ const benchChartObjects = 100
 // cpu-ns/object (user and system CPU of the process, or of helm's): on a loaded machine the
 // second is the steadier figure.
 //
-//	go test -run '^$' -bench 'RenderChart|HelmTemplate' ./internal/agent/render
+//	go test -run '^$' -bench 'RenderChart|HelmTemplate' ./internal/render
 func BenchmarkRenderChart(b *testing.B) {
 	dir := benchChart(b)
 	opts := render.Options{Root: dir, Helm: &render.Helm{ReleaseName: "bench", Namespace: "platform", IncludeCRDs: true}}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/bytesize"
 	"github.com/flotilla/flotilla/internal/procstat"
 )

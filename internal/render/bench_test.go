@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // BenchmarkRenderPlain renders a plain directory of 1,000 small ConfigMaps (50 multi-document
 // files in 5 directories) with a cluster's variables, as the agent does on every reconcile.
 //
-//	go test -run '^$' -bench RenderPlain -benchmem ./internal/agent/render
+//	go test -run '^$' -bench RenderPlain -benchmem ./internal/render
 func BenchmarkRenderPlain(b *testing.B) {
 	root := writeConfigMaps(b, 1000, 20)
 	opts := render.Options{

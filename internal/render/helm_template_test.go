@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/toolbin"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // connCounter is a local server that counts the connections it accepts. Every remote

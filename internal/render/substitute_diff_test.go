@@ -300,7 +300,7 @@ func TestSubstitutionOnValuesIsTaken(t *testing.T) {
 // FuzzSubstitutionMatchesReference holds substitution on decoded values to the YAML round trip
 // for arbitrary manifests and an arbitrary value of variable "v" (diffVars give the others).
 //
-//	go test -run '^$' -fuzz FuzzSubstitutionMatchesReference ./internal/agent/render
+//	go test -run '^$' -fuzz FuzzSubstitutionMatchesReference ./internal/render
 func FuzzSubstitutionMatchesReference(f *testing.F) {
 	for _, data := range diffInputs(f) {
 		f.Add(data, "x")
@@ -363,7 +363,7 @@ func simulatorConfigMaps(n int) []byte {
 // fleet simulator writes them, with the reference (yaml.v3 and the YAML round trip) and with
 // the current path, in the same run; it reports each per object and their ratio.
 //
-//	go test -run '^$' -bench DecodeAndSubstitute -benchmem ./internal/agent/render
+//	go test -run '^$' -bench DecodeAndSubstitute -benchmem ./internal/render
 func BenchmarkDecodeAndSubstitute(b *testing.B) {
 	data := simulatorConfigMaps(100)
 	vars := ClusterVars("edge-1", map[string]string{"region": "eu-west"})

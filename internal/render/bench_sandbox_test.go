@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // BenchmarkSandbox compares a render in a child process with the same render in process, for

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 func TestMain(m *testing.M) {

@@ -1,9 +1,9 @@
-// Package helmrelease turns a release's Helm settings, as an assignment carries them, into the
-// options the renderer takes, reading its values and patch files from their artifacts: for
-// the agent (internal/agent/helm.go) and the renders outside it (the hub's plan, the fleet
-// simulator, through internal/hub/helmwire). It also reads a file inside an artifact and
-// tells a chart directory. It knows nothing of the hub's scheduler.
-package helmrelease
+// This file turns a release's Helm settings, as an assignment carries them, into the options
+// the renderer takes, reading its values and patch files from their artifacts: for the agent
+// and the renders outside it (the hub's plan, the fleet simulator, through
+// internal/hub/helmwire). It also reads a file inside an artifact and tells a chart directory.
+
+package render
 
 import (
 	"context"
@@ -15,26 +15,25 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-// MaxFileBytes bounds one values or patch file read from an artifact; the renderer bounds all
+// MaxHelmFileBytes bounds one values or patch file read from an artifact; the renderer bounds all
 // values together.
-const MaxFileBytes = 4 << 20
+const MaxHelmFileBytes = 4 << 20
 
-// ForAssignment returns the render options of an assignment as the agent receives it, or nil
+// HelmOptions returns the render options of an assignment as the agent receives it, or nil
 // when its path in root is not a chart and it has no Helm settings: the one place that turns
 // Helm settings into render options, for the agent and the hub's renders alike. The caller
 // adds the cluster's capabilities.
-func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir func(context.Context, string) (string, error)) (*render.Helm, error) {
+func HelmOptions(ctx context.Context, as *agentv1.Assignment, root string, dir func(context.Context, string) (string, error)) (*Helm, error) {
 	if !IsChart(root, as.GetPath()) {
 		if as.GetHelm() != nil {
 			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.GetRelease(), as.GetPath(), as.GetRevision())
 		}
 		return nil, nil
 	}
-	h := &render.Helm{ReleaseName: as.GetRelease(), Namespace: as.GetNamespace(), IncludeCRDs: true}
+	h := &Helm{ReleaseName: as.GetRelease(), Namespace: as.GetNamespace(), IncludeCRDs: true}
 	if h.Namespace == "" {
 		h.Namespace = "default"
 	}
@@ -51,7 +50,7 @@ func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir
 		root, err := dir(ctx, f.GetDigest())
 		if err == nil {
 			var data []byte
-			if data, err = ReadFile(root, f.GetPath(), MaxFileBytes); err == nil {
+			if data, err = ReadArtifactFile(root, f.GetPath(), MaxHelmFileBytes); err == nil {
 				return data, nil
 			}
 		}
@@ -62,19 +61,19 @@ func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir
 		if err != nil {
 			return nil, err
 		}
-		h.ValuesFiles = append(h.ValuesFiles, render.ValuesFile{Name: FileName(f.GetSource(), f.GetPath()), Data: data})
+		h.ValuesFiles = append(h.ValuesFiles, ValuesFile{Name: HelmFileName(f.GetSource(), f.GetPath()), Data: data})
 	}
 	for i, p := range hr.GetPostRender() {
-		patch := render.Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.GetPatch())}
+		patch := Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.GetPatch())}
 		if f := p.GetFile(); f != nil {
 			data, err := read("postRender patch file", f)
 			if err != nil {
 				return nil, err
 			}
-			patch.Name, patch.Patch = FileName(f.GetSource(), f.GetPath()), data
+			patch.Name, patch.Patch = HelmFileName(f.GetSource(), f.GetPath()), data
 		}
 		if t := p.GetTarget(); t != nil {
-			patch.Target = &render.PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+			patch.Target = &PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
 				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}
 		h.PostRender = append(h.PostRender, patch)
@@ -82,9 +81,9 @@ func ForAssignment(ctx context.Context, as *agentv1.Assignment, root string, dir
 	return h, nil
 }
 
-// Digests are the artifacts Helm settings name (values and patch files) besides the
+// HelmDigests are the artifacts Helm settings name (values and patch files) besides the
 // release's own.
-func Digests(hr *agentv1.HelmRelease) []string {
+func HelmDigests(hr *agentv1.HelmRelease) []string {
 	var out []string
 	for _, f := range hr.GetValuesFiles() {
 		out = append(out, f.GetDigest())
@@ -97,12 +96,12 @@ func Digests(hr *agentv1.HelmRelease) []string {
 	return out
 }
 
-// FileName names a file of a source for errors and the renderer: "SOURCE:PATH".
-func FileName(source, path string) string { return source + ":" + path }
+// HelmFileName names a file of a source for errors and the renderer: "SOURCE:PATH".
+func HelmFileName(source, path string) string { return source + ":" + path }
 
-// ReadFile reads the regular file rel inside root, refusing a path or a symbolic link that
+// ReadArtifactFile reads the regular file rel inside root, refusing a path or a symbolic link that
 // leads out of root, and a file over max bytes.
-func ReadFile(root, rel string, max int64) ([]byte, error) {
+func ReadArtifactFile(root, rel string, max int64) ([]byte, error) {
 	clean := path.Clean(filepath.ToSlash(rel))
 	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return nil, errors.New("not a path inside the source")

@@ -1,4 +1,4 @@
-package helmrelease
+package render
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 // TestReadFile: a file is read only inside its artifact, whole, and bounded; each refusal
 // says why.
-func TestReadFile(t *testing.T) {
+func TestReadArtifactFile(t *testing.T) {
 	root := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
 	for name, content := range map[string]string{"values/prod.yaml": "a: 1\n", "big.yaml": strings.Repeat("x", 11), "chart/Chart.yaml": "name: c\n"} {
@@ -43,7 +43,7 @@ func TestReadFile(t *testing.T) {
 		{path: "big.yaml", wantErr: "larger than the limit of 10 bytes"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			data, err := ReadFile(root, tc.path, 10)
+			data, err := ReadArtifactFile(root, tc.path, 10)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

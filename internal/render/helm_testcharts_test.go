@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla/flotilla/internal/agent/render"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // TestRenderChartMatchesHelmOnHelmsCharts renders the charts Helm's own tests use (the

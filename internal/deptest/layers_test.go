@@ -1,0 +1,19 @@
+package deptest_test
+
+import (
+	"testing"
+
+	"github.com/flotilla/flotilla/internal/deptest"
+)
+
+// TestLayers: the hub and the agent share the renderer (internal/render) and the wire types,
+// and neither reaches into the other.
+func TestLayers(t *testing.T) {
+	const m = "github.com/flotilla/flotilla/internal/"
+	t.Run("the hub imports nothing of the agent", func(t *testing.T) {
+		deptest.Check(t, m+"hub/...", []deptest.Rule{{Prefix: m + "agent", Why: "the agent's code (share through internal/render and the proto)"}})
+	})
+	t.Run("the agent imports nothing of the hub", func(t *testing.T) {
+		deptest.Check(t, m+"agent/...", []deptest.Rule{{Prefix: m + "hub/", Why: "the hub's code (share through internal/render and the proto)"}})
+	})
+}
