@@ -17,10 +17,10 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/project"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 func TestManifestsPassServerSideDryRun(t *testing.T) {

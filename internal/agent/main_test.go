@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // One real API server for the package's scenario tests, started by the first test that asks

@@ -20,10 +20,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/install"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 const chartDir = "../../deploy/chart/flotilla"

@@ -2,8 +2,8 @@ package hub
 
 import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // scheduleOptions are the platform's settings every schedule applies, the controller's and a

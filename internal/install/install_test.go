@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/pki"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 func testToken(t *testing.T) string {

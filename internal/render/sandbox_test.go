@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/bytesize"
 	"github.com/flotilla/flotilla/internal/procstat"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // writeTree writes files (slash paths) under a new directory and returns it.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/render"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -11,8 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/registrytest"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // depFixture is a chart "app" in a repository with basic auth, depending on "lib" in a second
