@@ -212,15 +212,7 @@ func writeConfigMaps(b *testing.B, n int, ns string) string {
 	return dir
 }
 
-func buildFlotilla(b *testing.B) string {
-	b.Helper()
-	out := filepath.Join(b.TempDir(), "flotilla")
-	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/flotilla")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build flotilla: %v\n%s", err, msg)
-	}
-	return out
-}
+func buildFlotilla(b *testing.B) string { return buildCmd(b, "flotilla") }
 
 func unlimited(c *localcluster.Cluster) *rest.Config {
 	cfg := c.RESTConfig()

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flotilla/flotilla/internal/localcluster"
+	"github.com/flotilla/flotilla/internal/procstat"
+)
+
+var agentIdle = flag.Duration("agent-idle", 30*time.Second, "how long BenchmarkAgentBinary lets an agent idle before reading its resident memory")
+
+// BenchmarkAgentBinary runs the agent of each binary on a real cluster with 20 releases (one
+// ConfigMap each, in a namespace of its own): flotilla-agent, and `flotilla agent` (the CLI's
+// binary, which agents ran before flotilla-agent) as the baseline, one after the other. For
+// each it reports the time from the process's start (it joins with a fresh token) to every
+// release Ready on its cluster, and its resident memory once idle (-agent-idle after that),
+// and the ratios of flotilla-agent to the baseline.
+//
+//	go test -run '^$' -bench AgentBinary -benchtime 1x ./bench
+func BenchmarkAgentBinary(b *testing.B) {
+	const releases = 20
+	agentBin := buildCmd(b, "flotilla-agent")
+	cliBin := buildFlotilla(b)
+	for b.Loop() {
+		dir := b.TempDir()
+		repo := newFleetRepo(b, filepath.Join(dir, "fleet"))
+		files := map[string]string{"fleet/fleet.yaml": fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: file://%s, branch: main}\n  interval: 2s\n", repo.dir)}
+		for i := range releases {
+			name := fmt.Sprintf("r%02d", i)
+			files["fleet/fleet.yaml"] += fmt.Sprintf("---\napiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata: {name: %s}\nspec: {source: apps, path: apps/%s, namespace: %s, createNamespace: true, targets: [{selector: {}}]}\n", name, name, name)
+			files["apps/"+name+"/config.yaml"] = configYAML(name)
+		}
+		repo.commit(b, files)
+		h := newHubProc(b, "file://"+repo.dir)
+		client := h.client()
+
+		type result struct {
+			ready time.Duration
+			rss   int64
+		}
+		run := func(name string, argv ...string) result {
+			c, err := localcluster.Start(b.Context(), localcluster.Options{Name: name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Stop()
+			j, err := client.AddCluster(b.Context(), name, map[string]string{"env": "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(b.Context())
+			defer stop()
+			cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--hub", "https://"+h.agentAddr, "--join-token", j.JoinToken,
+				"--kubeconfig", c.KubeconfigPath(), "--state-dir", filepath.Join(dir, name), "--log-level", "warn")...)
+			cmd.Stderr = os.Stderr
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer cmd.Wait()
+			waitFor(b, name+": every release Ready", 3*time.Minute, func() bool {
+				st, err := client.Status(b.Context())
+				if err != nil {
+					return false
+				}
+				n := 0
+				for _, a := range st.Assignments {
+					if a.Cluster == name && a.Phase == "Ready" {
+						n++
+					}
+				}
+				return n == releases
+			})
+			ready := time.Since(start)
+			time.Sleep(*agentIdle) // idle: what an agent holds between reconciles
+			rss, err := procstat.Bytes(cmd.Process.Pid, procstat.Resident)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return result{ready: ready, rss: rss}
+		}
+		agent := run("edge-agent", agentBin)
+		cli := run("edge-cli", cliBin, "agent")
+		b.ReportMetric(agent.ready.Seconds(), "flotilla-agent-ready-s")
+		b.ReportMetric(cli.ready.Seconds(), "flotilla-agent-cmd-ready-s")
+		b.ReportMetric(float64(agent.rss)/(1<<20), "flotilla-agent-idle-MiB")
+		b.ReportMetric(float64(cli.rss)/(1<<20), "flotilla-agent-cmd-idle-MiB")
+		b.ReportMetric(agent.ready.Seconds()/cli.ready.Seconds(), "ready-ratio")
+		b.ReportMetric(float64(agent.rss)/float64(cli.rss), "idle-rss-ratio")
+	}
+}
+
+// buildCmd builds ./cmd/NAME into a temporary directory.
+func buildCmd(b *testing.B, name string) string {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), name)
+	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/"+name)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build %s: %v\n%s", name, err, msg)
+	}
+	return out
+}
