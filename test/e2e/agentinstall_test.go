@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
@@ -61,6 +62,10 @@ func TestAgentInstallJoins(t *testing.T) {
 	if err := os.WriteFile(mounted, s.Data["token"], 0o400); err != nil {
 		t.Fatal(err)
 	}
+	// The agent's image: its entrypoint is flotilla-agent, which the args are given to.
+	if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "ghcr.io/flotilla/flotilla-agent:") {
+		t.Errorf("the Deployment runs image %s, want the agent's own", img)
+	}
 	var args []string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
 		switch {
@@ -77,7 +82,7 @@ func TestAgentInstallJoins(t *testing.T) {
 	agentCtx, stop := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var agentErr bytes.Buffer
-	go func() { done <- cli.Run(agentCtx, args, &bytes.Buffer{}, &agentErr) }()
+	go func() { done <- agentcmd.Run(agentCtx, args, &bytes.Buffer{}, &agentErr) }()
 	t.Cleanup(func() {
 		stop()
 		<-done
