@@ -56,7 +56,6 @@ func BenchmarkAgentBinary(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx, stop := context.WithCancel(b.Context())
-			defer stop()
 			cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "--hub", "https://"+h.agentAddr, "--join-token", j.JoinToken,
 				"--kubeconfig", c.KubeconfigPath(), "--state-dir", filepath.Join(dir, name), "--log-level", "warn")...)
 			cmd.Stderr = os.Stderr
@@ -64,7 +63,7 @@ func BenchmarkAgentBinary(b *testing.B) {
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
-			defer cmd.Wait()
+			defer func() { stop(); cmd.Wait() }()
 			waitFor(b, name+": every release Ready", 3*time.Minute, func() bool {
 				st, err := client.Status(b.Context())
 				if err != nil {
