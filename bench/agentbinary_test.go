@@ -64,19 +64,28 @@ func BenchmarkAgentBinary(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { stop(); cmd.Wait() }()
-			waitFor(b, name+": every release Ready", 3*time.Minute, func() bool {
+			var last string
+			deadline := time.Now().Add(3 * time.Minute)
+			for {
 				st, err := client.Status(b.Context())
-				if err != nil {
-					return false
-				}
 				n := 0
+				last = fmt.Sprint(err)
 				for _, a := range st.Assignments {
-					if a.Cluster == name && a.Phase == "Ready" {
-						n++
+					if a.Cluster == name {
+						last += fmt.Sprintf("; %s %s %s", a.Release, a.Phase, a.Error)
+						if a.Phase == "Ready" {
+							n++
+						}
 					}
 				}
-				return n == releases
-			})
+				if n == releases {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("%s: not every release Ready within 3m: %s", name, last)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			ready := time.Since(start)
 			time.Sleep(*agentIdle) // idle: what an agent holds between reconciles
 			rss, err := procstat.Bytes(cmd.Process.Pid, procstat.Resident)
