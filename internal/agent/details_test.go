@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/phase"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -28,7 +28,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 		name      string
 		res       *reconcile.Result
 		want      []*agentv1.ObjectDetail
-		wantPhase hubapi.Phase
+		wantPhase phase.Phase
 		wantError string
 	}{
 		{
@@ -38,7 +38,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 				{ObjectRef: cm("b"), Action: reconcile.Configured, Health: current},
 				{ObjectRef: cm("gone"), Action: reconcile.Pruned},
 			}},
-			wantPhase: hubapi.PhaseReady,
+			wantPhase: phase.Ready,
 		},
 		{
 			name: "drift, healed or not, with desired and live values",
@@ -53,7 +53,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "deleted", Action: "drifted", Drift: []*agentv1.FieldDrift{{Path: "(deleted)"}}},
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "healed", Action: "healed", Drift: []*agentv1.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`, Manager: "kubectl-edit"}}},
 			},
-			wantPhase: hubapi.PhaseReady,
+			wantPhase: phase.Ready,
 		},
 		{
 			name: "a conflict names the owner and the field, and fails the assignment",
@@ -64,7 +64,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 			want: []*agentv1.ObjectDetail{
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "settings", Action: "conflict", Conflicts: []*agentv1.FieldConflict{{Field: ".data.logEndpoint", Owner: `field manager "team-x"`}}},
 			},
-			wantPhase: hubapi.PhaseFailed,
+			wantPhase: phase.Failed,
 			wantError: `conflict: configmap/settings in namespace "apps": .data.logEndpoint owned by field manager "team-x"`,
 		},
 		{
@@ -78,7 +78,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "broken", Action: "created", Error: "admission webhook denied the request"},
 				{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "slow", Action: "configured", Health: "InProgress", HealthMessage: "Replicas: 1/3"},
 			},
-			wantPhase: hubapi.PhaseReady, // the health, not the phase, says InProgress
+			wantPhase: phase.Ready, // the health, not the phase, says InProgress
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 			if st.ObjectDetailsOmitted != 0 {
 				t.Errorf("%d objects omitted; want none", st.ObjectDetailsOmitted)
 			}
-			if hubapi.Phase(st.Phase) != tc.wantPhase || st.Error != tc.wantError {
+			if phase.Phase(st.Phase) != tc.wantPhase || st.Error != tc.wantError {
 				t.Errorf("phase, error = %s, %q; want %s, %q", st.Phase, st.Error, tc.wantPhase, tc.wantError)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/phase"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -296,11 +296,11 @@ func (a *Agent) runPass(ctx context.Context, p lanePass) {
 		changed := st.done != key
 		skip := skipUnchanged(changed, h.sync != nil, st.checked, a.clock.Now(), interval)
 		started := a.clock.Now()
-		retryIn, phase := a.reconcileOne(ctx, p.g.gen, as, h, changed, skip)
+		retryIn, reported := a.reconcileOne(ctx, p.g.gen, as, h, changed, skip)
 		if ctx.Err() != nil {
 			return
 		}
-		if !skip && phase != "" {
+		if !skip && reported != "" {
 			st.checked = started
 		}
 		st.done, st.held = key, h.key()
@@ -308,7 +308,7 @@ func (a *Agent) runPass(ctx context.Context, p lanePass) {
 		switch {
 		case retryIn > 0:
 			next = retryIn // the hub asked to come back later
-		case phase == hubapi.PhaseReady || phase == hubapi.PhaseWaiting:
+		case reported == phase.Ready || reported == phase.Waiting:
 			st.failures = 0
 		default:
 			// A failure (API server down, bad input fixed by the next commit) is retried

@@ -9,7 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/phase"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -115,11 +115,11 @@ func TestHubBusyStatus(t *testing.T) {
 	err := fmt.Errorf("release web: %w", &hubBusyError{Digest: "sha256:abc", RetryIn: 3 * time.Second})
 	st := &agentv1.AssignmentStatus{}
 	fillStatus(st, nil, err)
-	if hubapi.Phase(st.Phase) != hubapi.PhasePending || st.Error != "release web: artifact sha256:abc: hub busy, retrying in 3s" {
+	if phase.Phase(st.Phase) != phase.Pending || st.Error != "release web: artifact sha256:abc: hub busy, retrying in 3s" {
 		t.Errorf("status = %q %q; want Pending with the hub-busy message", st.Phase, st.Error)
 	}
 	fillStatus(st, nil, errors.New("artifact sha256:abc: digest mismatch"))
-	if hubapi.Phase(st.Phase) != hubapi.PhaseFailed {
+	if phase.Phase(st.Phase) != phase.Failed {
 		t.Errorf("phase = %q for a corrupt artifact; want Failed", st.Phase)
 	}
 }

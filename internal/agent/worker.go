@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/phase"
 	"github.com/flotilla/flotilla/internal/project"
 	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/textcut"
@@ -160,7 +160,7 @@ func removalStatus(generation int64, t *agentv1.Tombstone, res *reconcile.Result
 	rm := &agentv1.Removal{Reason: t.Reason, FleetRevision: t.FleetRevision, Actor: t.Actor}
 	st := &agentv1.AssignmentStatus{
 		Release: t.Release, Generation: generation, Revision: t.Revision, Digest: t.Digest,
-		Phase: string(hubapi.PhaseRemoved), Removal: rm,
+		Phase: string(phase.Removed), Removal: rm,
 	}
 	for _, o := range res.Objects {
 		name := o.ObjectRef.String()
@@ -190,7 +190,7 @@ func retryDelay(n int) time.Duration {
 
 // reconcileOne reconciles one assignment and queues its report. retryIn > 0 means the hub
 // shed load and asked to come back then (reported only on the assignment's first attempt, so
-// that a busy hub does not get a report per retry); phase is the one reported ("" when
+// that a busy hub does not get a report per retry); reported is the phase reported ("" when
 // nothing was).
 //
 // h says what is held back. A new revision (see sameContent) that a gate or a dependency
@@ -201,7 +201,7 @@ func retryDelay(n int) time.Duration {
 //
 // skip lets the objects rendered as last applied be taken for unchanged without reading them
 // (see skipUnchanged).
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first, skip bool) (retryIn time.Duration, phase hubapi.Phase) {
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first, skip bool) (retryIn time.Duration, reported phase.Phase) {
 	start := a.clock.Now()
 	if h.sync.GetOverride() {
 		if h.verdict.Blocked() {
@@ -219,13 +219,13 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 			// Never applied here: nothing to keep reconciling until the hold ends.
 			a.prefetch(ctx, as)
 			st := &agentv1.AssignmentStatus{
-				Release: as.Release, Generation: generation, Phase: string(hubapi.PhaseWaiting),
+				Release: as.Release, Generation: generation, Phase: string(phase.Waiting),
 				Waiting: waiting, PendingRevision: as.Revision, PendingDigest: as.Digest, SyncId: h.sync.GetId(),
 			}
 			a.record(as, false, false)
 			a.log.Info("waiting", "release", as.Release, "pending", as.Revision, "for", waiting)
 			a.report(st)
-			return 0, hubapi.PhaseWaiting
+			return 0, phase.Waiting
 		}
 		eff = withContent(as, inForce)
 	}
@@ -252,19 +252,19 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	}
 	if waiting != "" {
 		st.Waiting, st.PendingRevision, st.PendingDigest = waiting, as.Revision, as.Digest
-		if hubapi.Phase(st.Phase) == hubapi.PhaseReady {
+		if phase.Phase(st.Phase) == phase.Ready {
 			// A failure of the revision in force says more than that a newer one waits.
-			st.Phase = string(hubapi.PhaseWaiting)
+			st.Phase = string(phase.Waiting)
 		}
 	}
 	if h.verdict.Prune || h.verdict.SelfHeal {
 		a.log.Info("gates hold back prune or self-heal", "release", as.Release, "prune", !h.verdict.Prune, "selfHeal", !h.verdict.SelfHeal, "reason", h.verdict.Reason)
 	}
 	st.DurationSeconds = clock.Since(a.clock, start).Seconds()
-	a.record(as, applied, hubapi.Phase(st.Phase) == hubapi.PhaseReady)
+	a.record(as, applied, phase.Phase(st.Phase) == phase.Ready)
 	a.log.Info("reconciled", "release", as.Release, "revision", eff.Revision, "phase", st.Phase, "objects", st.Objects, "error", st.Error, "waiting", st.Waiting)
 	a.report(st)
-	return retryIn, hubapi.Phase(st.Phase)
+	return retryIn, phase.Phase(st.Phase)
 }
 
 // prefetch puts the artifact of a held revision in the cache, so that it lands when the
@@ -414,13 +414,13 @@ func ignoreRules(in []*agentv1.IgnoreRule) []reconcile.IgnoreRule {
 // fillStatus turns a reconcile result into the status the hub stores: counts, conflicts that
 // name the owner and the field, and the detail of the objects that need a look (objectDetails).
 func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) {
-	phase := hubapi.PhaseReady
-	defer func() { st.Phase = string(phase) }()
+	ph := phase.Ready
+	defer func() { st.Phase = string(ph) }()
 	if err != nil {
-		phase, st.Error = hubapi.PhaseFailed, err.Error()
+		ph, st.Error = phase.Failed, err.Error()
 	}
 	if _, ok := asHubBusy(err); ok {
-		phase = hubapi.PhasePending // not failed: the download is retried shortly
+		ph = phase.Pending // not failed: the download is retried shortly
 	}
 	if res == nil {
 		return
@@ -451,8 +451,8 @@ func fillStatus(st *agentv1.AssignmentStatus, res *reconcile.Result, err error) 
 			})
 		}
 	}
-	if len(st.Conflicts) > 0 && phase == hubapi.PhaseReady {
-		phase, st.Error = hubapi.PhaseFailed, conflictError(st.Conflicts)
+	if len(st.Conflicts) > 0 && ph == phase.Ready {
+		ph, st.Error = phase.Failed, conflictError(st.Conflicts)
 	}
 	st.ObjectDetails, st.ObjectDetailsOmitted = objectDetails(res.Objects)
 	if res.Ready != nil {

@@ -1,7 +1,11 @@
 // Package hubapi is the hub's user API as Go types and a client: what the CLI and scripts use.
 package hubapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/flotilla/flotilla/internal/phase"
+)
 
 // ClusterView is a cluster as the API shows it.
 type ClusterView struct {
@@ -113,26 +117,19 @@ type AssignmentView struct {
 	Rollout string `json:"rollout,omitempty"`
 }
 
-// Phase is where an assignment stands. Agents report Pending, Applying, Ready or Failed; the
-// hub's views add Progressing and Unreachable.
-type Phase string
+// Phase is where an assignment stands (package phase, the one vocabulary).
+type Phase = phase.Phase
 
-// Phases of an AssignmentView. Ready means the desired revision is applied (and healthy,
-// for releases with wait: true); Unreachable means the cluster's agent has not been heard
-// from within the hub's --unreachable-after, whatever it reported last.
+// Phases of an AssignmentView, as package phase names them.
 const (
-	PhasePending     Phase = "Pending"
-	PhaseApplying    Phase = "Applying"
-	PhaseProgressing Phase = "Progressing"
-	PhaseReady       Phase = "Ready"
-	PhaseFailed      Phase = "Failed"
-	PhaseUnreachable Phase = "Unreachable"
-	// PhaseWaiting: something holds the release back on the cluster (a window, a freeze, a
-	// suspension, a release it depends on); AssignmentView.Waiting says what.
-	PhaseWaiting Phase = "Waiting"
-	// PhaseRemoved is never an assignment's phase: an agent reports it once, after removing
-	// a release that left its cluster, for the audit trail.
-	PhaseRemoved Phase = "Removed"
+	PhasePending     = phase.Pending
+	PhaseApplying    = phase.Applying
+	PhaseProgressing = phase.Progressing
+	PhaseReady       = phase.Ready
+	PhaseFailed      = phase.Failed
+	PhaseUnreachable = phase.Unreachable
+	PhaseWaiting     = phase.Waiting
+	PhaseRemoved     = phase.Removed
 )
 
 // ReleaseSummary counts one release's assignments by phase. Ready, Progressing, Pending,
