@@ -114,8 +114,8 @@ fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds fir
 	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 20000x -fuzzminimizetime 200x ./internal/artifact
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x -fuzzminimizetime 200x ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 4000x -fuzzminimizetime 200x ./api/v1alpha1
-	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub
-	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub
+	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub/agentapi
+	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub/agentapi
 
 bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes), and bin/flotilla-bench
 	$(GO) build $(GOFLAGS) -o $(BIN)/flotilla-bench ./cmd/flotilla-bench

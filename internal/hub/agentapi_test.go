@@ -8,15 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/internal/audit"
-	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
-)
-
-// The fuzz targets of fuzz_test.go (run by make fuzz from this package) exercise the agent
-// endpoint's conversions, which live in package agentapi.
-var (
-	statusFromProto = agentapi.StatusFromProto
-	desiredToProto  = agentapi.DesiredToProto
 )
 
 // TestReportNamesOnlyItsOwnReleases: an agent reports on the releases of its own desired

@@ -1,4 +1,4 @@
-package hub
+package agentapi
 
 import (
 	"math"
@@ -92,7 +92,7 @@ func FuzzReportMessage(f *testing.F) {
 		}
 		for _, r := range req.GetReports() {
 			for _, st := range r.GetStatuses() {
-				got := statusFromProto(cluster, r, st)
+				got := StatusFromProto(cluster, r, st)
 				if got.Cluster != cluster {
 					t.Fatalf("status of release %q has cluster %q, want %q", st.GetRelease(), got.Cluster, cluster)
 				}
@@ -119,10 +119,10 @@ func FuzzReportMessage(f *testing.F) {
 func FuzzDesiredDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ds := store.DesiredState{Cluster: "c", Generation: 1, Document: data}
-		msg, err := desiredToProto(ds)
+		msg, err := DesiredToProto(ds)
 		if err != nil {
 			if msg != nil {
-				t.Fatalf("desiredToProto returned a message and an error: %v", err)
+				t.Fatalf("DesiredToProto returned a message and an error: %v", err)
 			}
 			return
 		}
@@ -131,7 +131,7 @@ func FuzzDesiredDocument(f *testing.F) {
 		}
 		assignments, err := schedule.Decode(data)
 		if err != nil {
-			t.Fatalf("desiredToProto accepted a document schedule.Decode refuses: %v", err)
+			t.Fatalf("DesiredToProto accepted a document schedule.Decode refuses: %v", err)
 		}
 		if len(msg.GetAssignments()) != len(assignments) {
 			t.Fatalf("%d assignments in the message, %d in the document", len(msg.GetAssignments()), len(assignments))
