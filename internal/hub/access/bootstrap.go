@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+
+	"github.com/flotilla/flotilla/internal/textcut"
 )
 
 // BootstrapName is the bootstrap token's name: the admin token in the data dir's admin.token.
@@ -69,7 +71,7 @@ func parseBootstrap(s string, minLength int) ([sha256.Size]byte, error) {
 	if h, ok := strings.CutPrefix(s, BootstrapHashPrefix); ok {
 		b, err := hex.DecodeString(h)
 		if err != nil || len(b) != sha256.Size {
-			return sum, fmt.Errorf("holds %q, not %s and 64 hex digits: refusing to start; delete the file to have a new token written", truncate(s, 20), BootstrapHashPrefix)
+			return sum, fmt.Errorf("holds %q, not %s and 64 hex digits: refusing to start; delete the file to have a new token written", textcut.Cut(s, 20), BootstrapHashPrefix)
 		}
 		copy(sum[:], b)
 		return sum, nil
@@ -78,13 +80,6 @@ func parseBootstrap(s string, minLength int) ([sha256.Size]byte, error) {
 		return sum, fmt.Errorf("holds %d characters, fewer than %d: refusing to start with a guessable (or, empty, no) admin token; delete the file to have a new one written", len(s), max(minLength, 1))
 	}
 	return sha256.Sum256([]byte(s)), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // Bootstrap is the bootstrap admin token as the authenticator knows it: by its SHA-256 only,

@@ -2,7 +2,6 @@ package opsapi
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -39,18 +38,12 @@ func (s *planSlots) take(caller string) (release func(), err error) {
 }
 
 // planCaller is whom a plan's slot is counted against: the projects of a principal scoped to
-// some (however many tokens of theirs call), or the principal itself when it covers them all.
+// some (however many tokens of theirs call, as callerOf reads them), or the principal itself
+// when it covers them all.
 func planCaller(p access.Principal) string {
-	var projects []string
-	for _, g := range p.Grants {
-		if g.AllProjects() {
-			return p.Actor
-		}
-		projects = append(projects, g.Projects...)
-	}
-	if len(projects) == 0 {
+	c := callerOf(p)
+	if c.All || len(c.Projects) == 0 {
 		return p.Actor
 	}
-	slices.Sort(projects)
-	return "project " + strings.Join(slices.Compact(projects), ", ")
+	return "project " + strings.Join(c.Projects, ", ")
 }
