@@ -105,13 +105,14 @@ func BenchmarkAgentBinary(b *testing.B) {
 	}
 }
 
-// buildCmd builds ./cmd/NAME into a temporary directory.
-func buildCmd(b *testing.B, name string) string {
-	b.Helper()
-	out := filepath.Join(b.TempDir(), name)
+// buildCmd builds ./cmd/NAME into a temporary directory (flotilla-bench for the simulator,
+// which runs its hub and agent hosts from it).
+func buildCmd(tb testing.TB, name string) string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), name)
 	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/"+name)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build %s: %v\n%s", name, err, msg)
+		tb.Fatalf("build %s: %v\n%s", name, err, msg)
 	}
 	return out
 }

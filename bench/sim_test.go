@@ -2,10 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,7 +26,7 @@ import (
 func TestFleetSimulator(t *testing.T) {
 	const clusters, releases, objects = 20, 3, 10
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
-		Binary: buildBenchT(t), Dir: t.TempDir(),
+		Binary: buildCmd(t, "flotilla-bench"), Dir: t.TempDir(),
 		Clusters: clusters, Releases: releases, Objects: objects, Push: true,
 		Layout: fleetsim.LayoutPerCluster, RecordDownloads: true,
 		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
@@ -133,18 +131,6 @@ func artifactFiles(t *testing.T, dir, digest string) []string {
 	})
 	if err != nil {
 		t.Fatalf("artifact %s: list: %v", digest, err)
-	}
-	return out
-}
-
-// buildBenchT builds flotilla-bench, the binary the simulator runs its hub and agent hosts
-// from.
-func buildBenchT(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "flotilla-bench")
-	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", out, "github.com/flotilla/flotilla/cmd/flotilla-bench")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build flotilla-bench: %v\n%s", err, msg)
 	}
 	return out
 }

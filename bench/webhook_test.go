@@ -19,7 +19,7 @@ import (
 func TestFleetSimulatorWebhook(t *testing.T) {
 	const clusters, rounds = 25, 2
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
-		Binary: buildBenchT(t), Dir: t.TempDir(),
+		Binary: buildCmd(t, "flotilla-bench"), Dir: t.TempDir(),
 		Clusters: clusters, Releases: 2, Objects: 3, Webhook: true, WebhookRounds: rounds,
 		SourceInterval: 2 * time.Second, PollInterval: 200 * time.Millisecond, Timeout: 3 * time.Minute,
 	})
