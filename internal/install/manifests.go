@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/flotilla/flotilla/internal/pki"
 )
@@ -83,14 +86,8 @@ type Options struct {
 // whose entrypoint runs the agent; "agent" for the CLI's image (ghcr.io/flotilla/flotilla,
 // or a mirror of it named .../flotilla), which agents installed before flotilla-agent run.
 func AgentVerb(image string) []string {
-	repo := image
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	if repo == "flotilla" || strings.HasSuffix(repo, "/flotilla") {
+	ref, err := name.ParseReference(image, name.WeakValidation)
+	if err == nil && path.Base(ref.Context().RepositoryStr()) == "flotilla" {
 		return []string{"agent"}
 	}
 	return nil
