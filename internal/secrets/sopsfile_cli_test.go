@@ -154,13 +154,15 @@ func TestSOPSFormatAgainstTheCLI(t *testing.T) {
 				}
 
 				// Tampering: two encrypted values swapped, or a value left in clear edited.
+				// The first two ciphertexts (two values, or a value and the MAC) trade places.
 				values := strings.Split(string(enc), "ENC[")
-				if len(values) > 3 {
-					a, b := "ENC["+strings.SplitN(values[1], "]", 2)[0]+"]", "ENC["+strings.SplitN(values[2], "]", 2)[0]+"]"
-					swapped := strings.Replace(strings.Replace(strings.Replace(string(enc), a, "SWAP", 1), b, a, 1), "SWAP", b, 1)
-					if _, err := dec.Decrypt("f", []byte(swapped), format); err == nil {
-						t.Error("two encrypted values swapped: decrypted")
-					}
+				if len(values) < 3 {
+					t.Fatalf("fewer than two ciphertexts (a value and the MAC) in:\n%s", enc)
+				}
+				a, b := "ENC["+strings.SplitN(values[1], "]", 2)[0]+"]", "ENC["+strings.SplitN(values[2], "]", 2)[0]+"]"
+				swapped := strings.Replace(strings.Replace(strings.Replace(string(enc), a, "SWAP", 1), b, a, 1), "SWAP", b, 1)
+				if _, err := dec.Decrypt("f", []byte(swapped), format); err == nil {
+					t.Error("two ciphertexts swapped: decrypted")
 				}
 				if edited := strings.Replace(string(enc), "rich", "poor", 1); edited != string(enc) && !rule.rules.MACOnlyEncrypted {
 					if _, err := dec.Decrypt("f", []byte(edited), format); err == nil {
