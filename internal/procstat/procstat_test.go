@@ -2,7 +2,9 @@ package procstat
 
 import (
 	"os"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestOwnProcess(t *testing.T) {
@@ -21,15 +23,39 @@ func TestOwnProcess(t *testing.T) {
 	if _, err := Bytes(pid, "NoSuchField"); err == nil {
 		t.Error("an unknown field gave no error")
 	}
-	x := 0
-	for i := range 50_000_000 { // spend some CPU, so the count is above zero
-		x += i
+	// Spend CPU until the kernel's own count for this process (getrusage) has passed a few
+	// clock ticks, then check that /proc agrees with it. A fixed loop was not enough: on a
+	// fast machine it finished inside one tick and the count read zero.
+	want := spendCPU(t, 50*time.Millisecond)
+	cpu, err := CPU(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	_ = x
-	if cpu, err := CPU(pid); err != nil || cpu <= 0 {
-		t.Errorf("CPU = %v, %v; want > 0", cpu, err)
+	if cpu < want-2*time.Second/clockTicks {
+		t.Errorf("CPU = %v; getrusage said at least %v", cpu, want)
 	}
 	if _, err := Bytes(1<<30, Resident); err == nil {
 		t.Error("a missing process gave no error")
+	}
+}
+
+// spendCPU burns CPU until getrusage reports at least d for this process, and returns what it
+// reported.
+func spendCPU(t *testing.T, d time.Duration) time.Duration {
+	t.Helper()
+	x := 0
+	for {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		if used >= d {
+			_ = x
+			return used
+		}
+		for i := range 1_000_000 {
+			x += i
+		}
 	}
 }
