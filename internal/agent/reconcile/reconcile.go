@@ -9,9 +9,99 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// reconcile sequences the phases of one reconcile (see the package documentation). Each
+// phase returns what the next ones need; nothing is written before write, and a failure
+// before validate leaves res.Objects empty.
 func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unstructured, opts Options, res *Result) error {
+	rules, err := checkOptions(opts)
+	if err != nil {
+		return err
+	}
+	set, err := r.prepareSet(objects, rules, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.bound(set, opts); err != nil {
+		return err
+	}
+	// From here on objects are read and written as the project's ServiceAccount, if it names
+	// one; inventories stay the agent's (r.agent).
+	sa := serviceAccountOf(opts.Project)
+	if r, err = r.as(sa); err != nil {
+		return err
+	}
+	led, err := r.readLedger(ctx, set.hooks, sa, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.look(ctx, set, led, opts); err != nil {
+		return err
+	}
+	p := planChecks(set.items, led, opts)
+	if err := r.validate(ctx, p.check, opts, led.own); err != nil {
+		res.Objects = rejectedResults(p.check)
+		return err
+	}
+	defer func() { res.Objects = append(resultsOf(set.items), res.Objects...) }()
+	if opts.DryRun {
+		res.Objects = r.dryRunRest(ctx, set, p, led, opts)
+		return nil
+	}
+	return r.write(ctx, set, p, led, opts, res)
+}
+
+// write carries out the plan once every object it could check passed: stage 0, then stage 1,
+// prune, the inventory, the wait and the post hooks, in that order. It sets prune's results,
+// HelmStorageDeleted and Ready in res, as far as it got; reconcile adds the items' results.
+func (r *Reconciler) write(ctx context.Context, set *desiredSet, p plan, led *ledger, opts Options, res *Result) error {
+	// Record every object about to be applied before applying it, so that an agent that dies
+	// half-way leaves nothing the inventory does not know about. Only validated objects are
+	// recorded: those the server could not check yet (in a namespace or of a kind this set
+	// creates) are recorded once stage 0 exists and they pass.
+	if err := r.recordPending(ctx, led, p.check); err != nil {
+		return err
+	}
+	stage0, stage1 := splitStages(set.items)
+	failures, err := r.applyDefinitions(ctx, stage0, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.validateDeferred(ctx, p.later, set.ignore, opts, led.own); err != nil {
+		return err // the deferred results carry the rejected objects with the rest
+	}
+	if err := r.recordPending(ctx, led, p.later); err != nil {
+		return err
+	}
+	f, err := r.applyRest(ctx, stage1, set.hooks, opts)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, f...)
+	if len(failures) == 0 {
+		if res.HelmStorageDeleted, err = r.finishAdoption(ctx, set.items, opts); err != nil {
+			return err
+		}
+	}
+	pruned, f, unpruned := r.prune(ctx, led.own, withHooks(set.items, set.hooks), opts, false)
+	res.Objects = pruned
+	failures = append(failures, f...)
+	if err := r.recordApplied(ctx, led, set.items, unpruned); err != nil {
+		return err
+	}
+	if len(failures) > 0 {
+		return &ApplyError{Failures: failures}
+	}
+	if res.Ready, err = r.waitReady(ctx, set.items, opts); err != nil {
+		return err
+	}
+	return r.runPostHooks(ctx, set.hooks, opts)
+}
+
+// checkOptions refuses malformed options before any object is looked at, and returns the
+// parsed ignore rules.
+func checkOptions(opts Options) ([]ignoreRule, error) {
 	if opts.Name == "" {
-		return errors.New("an assignment name is required: it names the inventory")
+		return nil, errors.New("an assignment name is required: it names the inventory")
 	}
 	rules, err := parseIgnoreRules(opts.Ignore)
 	if err == nil {
@@ -21,82 +111,130 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		err = checkAdopt(opts.Adopt)
 	}
 	if err != nil {
-		return fmt.Errorf("%w; nothing applied", err)
+		return nil, fmt.Errorf("%w; nothing applied", err)
 	}
+	return rules, nil
+}
+
+// desiredSet is the input of one reconcile, prepared: the objects in apply order and the hooks.
+type desiredSet struct {
+	items []*item
+	// hooks are applied in their phases, never compared, reported as drift or inventoried.
+	hooks *hookSet
+	// ignore are Options.Ignore, parsed.
+	ignore []ignoreRule
+}
+
+// prepareSet turns the objects into items (prepare) and takes the hooks out of them.
+func (r *Reconciler) prepareSet(objects []*unstructured.Unstructured, ignore []ignoreRule, opts Options) (*desiredSet, error) {
 	objects, nsRef := withTargetNamespace(objects, opts)
 	if opts.Hooks {
 		objects = dropInapplicableHooks(objects)
 	}
 	items, err := r.prepare(objects, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// Hooks are applied in their phases, never compared, reported as drift or inventoried.
 	items, hooks := splitHooks(items, opts)
 	for _, it := range items {
 		it.untracked = nsRef != nil && it.ref == *nsRef
 	}
-	if err := checkBounds(withHooks(items, hooks), opts.Project, r.cfg.InventoryNamespace, r.cfg.AgentNamespace); err != nil {
-		return err
-	}
-	if err := checkAdoptBounds(opts, r.cfg.InventoryNamespace); err != nil {
-		return err
-	}
-	// From here on objects are read and written as the project's ServiceAccount, if it names
-	// one; inventories stay the agent's (r.agent).
-	sa := serviceAccountOf(opts.Project)
-	if r, err = r.as(sa); err != nil {
-		return err
-	}
+	return &desiredSet{items: items, hooks: hooks, ignore: ignore}, nil
+}
 
+// bound refuses the whole set, before any request, if one object (hooks included) or the
+// Helm storage that adoption deletes lies outside the assignment's bounds.
+func (r *Reconciler) bound(set *desiredSet, opts Options) error {
+	if err := checkBounds(withHooks(set.items, set.hooks), opts.Project, r.cfg.InventoryNamespace, r.cfg.AgentNamespace); err != nil {
+		return err
+	}
+	return checkAdoptBounds(opts, r.cfg.InventoryNamespace)
+}
+
+// ledger is the assignment's inventory as this reconcile found it, and what it has written of
+// it since.
+type ledger struct {
+	// own is the inventory as found: a new, empty one when the assignment had none.
+	own *inventory
+	// stored: a ConfigMap holds the assignment's inventory, own or one written since.
+	stored bool
+	// account applies the objects; every inventory written names it.
+	account *ServiceAccount
+	// claimedBy maps the id of every object another assignment's inventory holds to that
+	// assignment.
+	claimedBy map[string]string
+	// pending is own with the objects recorded before their apply (recordPending); nil until
+	// the first record.
+	pending *inventory
+}
+
+// readLedger reads every inventory, and from the assignment's own whether its hooks run.
+func (r *Reconciler) readLedger(ctx context.Context, hooks *hookSet, sa *ServiceAccount, opts Options) (*ledger, error) {
 	invs, err := r.loadInventories(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	own, err := invs.of(opts.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	exists := own != nil
-	if !exists {
-		own = newInventory(opts.Name)
-		own.serviceAccount = sa
+	led := &ledger{own: own, stored: own != nil, account: sa, claimedBy: map[string]string{}}
+	if !led.stored {
+		led.own = newInventory(opts.Name)
+		led.own.serviceAccount = sa
 	}
-	claimedBy := map[string]string{}
 	for name, inv := range invs.readable {
 		if name != opts.Name {
 			for id := range inv.entries {
-				claimedBy[id] = name
+				led.claimedBy[id] = name
 			}
 		}
 	}
-	if err := r.decideHooks(ctx, hooks, own, exists, claimedBy, opts); err != nil {
-		return err
+	if err := r.decideHooks(ctx, hooks, led.own, led.stored, led.claimedBy, opts); err != nil {
+		return nil, err
 	}
-	look := items
+	return led, nil
+}
+
+// look reads the live objects and settles, before anything is compared, what the live state
+// decides: which namespaces exist, what is adopted, which fields keep their live values.
+func (r *Reconciler) look(ctx context.Context, set *desiredSet, led *ledger, opts Options) error {
+	look := set.items
 	if opts.SkipUnchanged && opts.Adopt == nil {
-		look = skipUnchanged(items, own, claimedBy)
+		look = skipUnchanged(set.items, led.own, led.claimedBy)
 	}
 	if err := r.lookup(ctx, look); err != nil {
 		// Often an RBAC denial of the project's ServiceAccount: say that it cost nothing.
 		return fmt.Errorf("%w; nothing applied", err)
 	}
-	undeferExistingNamespaces(items)
+	undeferExistingNamespaces(set.items)
 	// Before anything is written: refuse while the tool adopted from still writes.
-	if err := markAdoptions(items, opts.Adopt, r.now()); err != nil {
+	if err := markAdoptions(set.items, opts.Adopt, r.now()); err != nil {
 		return err
 	}
 	// Fields flotilla leaves alone take their live values before anything is compared.
-	leaveAlone(items, rules, opts.RespectManagers)
+	leaveAlone(set.items, set.ignore, opts.RespectManagers)
+	return nil
+}
 
-	// Decide what is unchanged without a request; validate everything else with a dry-run
-	// before anything is written.
-	var check, later []*item
+// plan is which items need the API server's judgement, and when.
+type plan struct {
+	// check are validated with a dry-run before anything is written.
+	check []*item
+	// later can only be validated once stage 0 exists: in a namespace or of a kind this set
+	// creates.
+	later []*item
+}
+
+// planChecks decides, without a request, what is unchanged or a conflict, and plans the
+// dry-runs of everything else.
+func planChecks(items []*item, led *ledger, opts Options) plan {
+	var p plan
 	for _, it := range items {
 		if it.skipped {
 			continue // Unchanged: applied with this content, and not read (skipUnchanged)
 		}
-		if other, ok := claimedBy[it.ref.id()]; ok && !opts.Force && !it.untracked {
+		if other, ok := led.claimedBy[it.ref.id()]; ok && !opts.Force && !it.untracked {
 			it.result.Action = Conflict
 			owner := fmt.Sprintf("assignment %q", other)
 			it.result.ConflictWith = []string{owner}
@@ -108,63 +246,58 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 			it.result.Action = Unchanged
 			continue
 		}
-		if e, ok := own.entries[it.ref.id()]; ok && it.live != nil && e.hash == it.hash &&
+		if e, ok := led.own.entries[it.ref.id()]; ok && it.live != nil && e.hash == it.hash &&
 			ownsByApply(it.live) && coveredBy(it.desired.Object, it.live.Object, true) && len(it.adoptFrom) == 0 {
 			it.result.Action = Unchanged
 			continue
 		}
 		if it.deferred() {
-			later = append(later, it)
+			p.later = append(p.later, it)
 			continue
 		}
-		check = append(check, it)
+		p.check = append(p.check, it)
 	}
-	if err := r.validate(ctx, check, opts, own); err != nil {
-		res.Objects = rejectedResults(check)
-		return err
-	}
-	defer func() { res.Objects = append(resultsOf(items), res.Objects...) }()
+	return p
+}
 
-	if opts.DryRun {
-		for _, it := range later {
-			it.result.Action = Created // cannot be validated before its namespace or CRD exists
+// dryRunRest finishes a dry run once the dry-runs passed: it returns what prune would do.
+func (r *Reconciler) dryRunRest(ctx context.Context, set *desiredSet, p plan, led *ledger, opts Options) []ObjectResult {
+	for _, it := range p.later {
+		it.result.Action = Created // cannot be validated before its namespace or CRD exists
+	}
+	pruned, _, _ := r.prune(ctx, led.own, withHooks(set.items, set.hooks), opts, true)
+	return pruned
+}
+
+// recordPending writes the inventory with the items about to be applied added as "pending",
+// unless that would change nothing in the cluster.
+func (r *Reconciler) recordPending(ctx context.Context, led *ledger, items []*item) error {
+	if led.pending == nil {
+		led.pending = newInventory(led.own.name)
+		led.pending.serviceAccount = led.account
+		for id, e := range led.own.entries {
+			led.pending.entries[id] = e
 		}
-		res.Objects, _, _ = r.prune(ctx, own, withHooks(items, hooks), opts, true)
+	}
+	pending := led.pending
+	before := pending.encode()
+	for _, it := range items {
+		if _, ok := pending.entries[it.ref.id()]; it.apply && !ok && !it.untracked {
+			pending.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: "pending"}
+		}
+	}
+	if pending.encode() == before && sameAccount(pending.serviceAccount, led.own.serviceAccount) && (led.stored || len(pending.entries) == 0) {
 		return nil
 	}
-
-	// Record every object about to be applied before applying it, so that an agent that dies
-	// half-way leaves nothing the inventory does not know about. Only validated objects are
-	// recorded: those the server could not check yet (in a namespace or of a kind this set
-	// creates) are recorded once stage 0 exists and they pass.
-	pending := newInventory(opts.Name)
-	pending.serviceAccount = sa
-	for id, e := range own.entries {
-		pending.entries[id] = e
-	}
-	recordPending := func(items []*item) error {
-		before := pending.encode()
-		for _, it := range items {
-			if _, ok := pending.entries[it.ref.id()]; it.apply && !ok && !it.untracked {
-				pending.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: "pending"}
-			}
-		}
-		if pending.encode() == before && sameAccount(pending.serviceAccount, own.serviceAccount) && (exists || len(pending.entries) == 0) {
-			return nil
-		}
-		if err := r.saveInventory(ctx, pending); err != nil {
-			return err
-		}
-		exists = true
-		return nil
-	}
-	if err := recordPending(check); err != nil {
+	if err := r.saveInventory(ctx, pending); err != nil {
 		return err
 	}
+	led.stored = true
+	return nil
+}
 
-	// Stage 0: CRDs, namespaces, cluster RBAC; CRDs must be Established before their kinds
-	// can be used.
-	var stage0, stage1 []*item
+// splitStages separates stage 0 (CRDs, namespaces, cluster RBAC) from the rest, in order.
+func splitStages(items []*item) (stage0, stage1 []*item) {
 	for _, it := range items {
 		if it.stage == 0 {
 			stage0 = append(stage0, it)
@@ -172,53 +305,54 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 			stage1 = append(stage1, it)
 		}
 	}
-	var failures []string
-	f, err := r.applyItems(ctx, stage0, opts)
+	return stage0, stage1
+}
+
+// applyDefinitions applies stage 0 and waits until its CRDs are Established, since their
+// kinds cannot be used before. It returns one line per failed apply.
+func (r *Reconciler) applyDefinitions(ctx context.Context, stage0 []*item, opts Options) ([]string, error) {
+	failures, err := r.applyItems(ctx, stage0, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	failures = append(failures, f...)
 	if err := r.waitEstablished(ctx, stage0, opts); err != nil {
-		return err
+		return nil, err
 	}
-	// Objects in namespaces or of kinds this set just created: validate them now, still before
-	// any of stage 1 is written.
+	return failures, nil
+}
+
+// validateDeferred reads and dry-runs the objects in namespaces or of kinds this set just
+// created, still before any of stage 1 is written.
+func (r *Reconciler) validateDeferred(ctx context.Context, later []*item, ignore []ignoreRule, opts Options, own *inventory) error {
 	if err := r.lookup(ctx, later); err != nil {
 		return err
 	}
-	leaveAlone(later, rules, opts.RespectManagers)
+	leaveAlone(later, ignore, opts.RespectManagers)
 	if err := r.validate(ctx, later, opts, own); err != nil {
 		var invalid *InvalidError
 		if errors.As(err, &invalid) {
 			invalid.AfterStageZero = true
 		}
-		return err // the deferred results carry the rejected objects with the rest
-	}
-	if err := recordPending(later); err != nil {
 		return err
 	}
-	// Pre-install and pre-upgrade hooks, after the definitions and namespaces they may need.
+	return nil
+}
+
+// applyRest runs the pre-install or pre-upgrade hooks, after the definitions and namespaces
+// they may need, then applies stage 1. It returns one line per failed apply.
+func (r *Reconciler) applyRest(ctx context.Context, stage1 []*item, hooks *hookSet, opts Options) ([]string, error) {
 	if err := r.runHooks(ctx, hooks, true, opts); err != nil {
-		return err
+		return nil, err
 	}
-	f, err = r.applyItems(ctx, stage1, opts)
-	if err != nil {
-		return err
-	}
-	failures = append(failures, f...)
+	return r.applyItems(ctx, stage1, opts)
+}
 
-	if len(failures) == 0 {
-		if res.HelmStorageDeleted, err = r.finishAdoption(ctx, items, opts); err != nil {
-			return err
-		}
-	}
-
-	pruned, f, unpruned := r.prune(ctx, own, withHooks(items, hooks), opts, false)
-	res.Objects = pruned
-	failures = append(failures, f...)
-
-	final := newInventory(opts.Name)
-	final.serviceAccount = sa
+// recordApplied writes the inventory of what is now applied: every item but the untracked
+// namespace and conflicts, and the objects prune failed to delete, which it tries again next
+// time. A failed apply is recorded as "failed" so that it is never taken for unchanged.
+func (r *Reconciler) recordApplied(ctx context.Context, led *ledger, items []*item, unpruned []ObjectRef) error {
+	final := newInventory(led.own.name)
+	final.serviceAccount = led.account
 	for _, it := range items {
 		if it.untracked || it.result.Action == Conflict {
 			continue
@@ -230,27 +364,33 @@ func (r *Reconciler) reconcile(ctx context.Context, objects []*unstructured.Unst
 		final.entries[it.ref.id()] = inventoryEntry{ref: it.ref, hash: hash, drifted: it.result.Action == Drifted}
 	}
 	for _, ref := range unpruned {
-		final.entries[ref.id()] = own.entries[ref.id()]
+		final.entries[ref.id()] = led.own.entries[ref.id()]
 	}
-	if !final.equal(own) || !exists {
-		if err := r.saveInventory(ctx, final); err != nil {
-			return err
-		}
+	if final.equal(led.own) && led.stored {
+		return nil
 	}
-	if len(failures) > 0 {
-		return &ApplyError{Failures: failures}
-	}
+	return r.saveInventory(ctx, final)
+}
 
-	if opts.Wait {
-		ready, err := r.waitHealthy(ctx, items, opts)
-		if err != nil {
-			return err
-		}
-		res.Ready = &ready
-		if !ready {
-			return errors.New("not every object became ready; see health")
-		}
+// waitReady waits, with Options.Wait, until the objects are healthy. It returns nil without
+// Wait, else whether all became ready, and an error if they did not.
+func (r *Reconciler) waitReady(ctx context.Context, items []*item, opts Options) (*bool, error) {
+	if !opts.Wait {
+		return nil, nil
 	}
+	ready, err := r.waitHealthy(ctx, items, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !ready {
+		return &ready, errors.New("not every object became ready; see health")
+	}
+	return &ready, nil
+}
+
+// runPostHooks runs the post-install or post-upgrade hooks, then notes on the inventory that
+// this set's hooks ran.
+func (r *Reconciler) runPostHooks(ctx context.Context, hooks *hookSet, opts Options) error {
 	if err := r.runHooks(ctx, hooks, false, opts); err != nil {
 		return err
 	}
