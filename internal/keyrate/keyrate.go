@@ -99,3 +99,17 @@ func ClientPrefix(remote string) netip.Prefix {
 	p, _ := a.Prefix(64)
 	return p
 }
+
+// Take takes a token of lim at now, or returns how long until one is there; a refusal takes
+// none, so that a client retrying too early does not push its own turn further out.
+func Take(now time.Time, lim *rate.Limiter) (time.Duration, bool) {
+	res := lim.ReserveN(now, 1)
+	if !res.OK() {
+		return time.Second, false
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d, false
+	}
+	return 0, true
+}
