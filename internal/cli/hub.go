@@ -13,8 +13,8 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
 	"github.com/flotilla/flotilla/internal/version"
 )
@@ -180,8 +180,8 @@ and several hubs may share it (docs/ha.md).`,
 	f.StringArrayVar(&opts.AllowFileSources, "allow-file-sources", nil, "directory under which file:// sources may lie (repeatable; default: file sources are refused; the --fleet repository is not bound by it)")
 	f.Float64Var(&opts.JoinQPS, "join-qps", hub.DefaultJoinQPS, "failed joins (bad or used token) per second each client address may make, sustained (an IPv6 address counts by its /64); joins with valid tokens are not counted, they wait their turn")
 	f.IntVar(&opts.JoinBurst, "join-burst", hub.DefaultJoinBurst, "failed joins each client address may make before it is refused")
-	f.Float64Var(&opts.APIQPS, "api-qps", userapi.DefaultMutationQPS, "changing user API calls (sync, freeze, suspend, rollout actions, plan, tokens) per second each principal may make, sustained; past it a call gets 429 with Retry-After, e.g. --api-qps 5 --api-burst 60 for a busy CI")
-	f.IntVar(&opts.APIBurst, "api-burst", userapi.DefaultMutationBurst, "changing user API calls each principal may make at once before --api-qps applies")
+	f.Float64Var(&opts.APIQPS, "api-qps", httpapi.DefaultMutationQPS, "changing user API calls (sync, freeze, suspend, rollout actions, plan, tokens) per second each principal may make, sustained; past it a call gets 429 with Retry-After, e.g. --api-qps 5 --api-burst 60 for a busy CI")
+	f.IntVar(&opts.APIBurst, "api-burst", httpapi.DefaultMutationBurst, "changing user API calls each principal may make at once before --api-qps applies")
 	// Webhooks of Git providers (docs/webhooks.md).
 	f.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "serve /hooks/PROVIDER (github, gitlab or generic) with the secret read from FILE: PROVIDER=FILE (repeatable; default: no webhooks)")
 	// Keys that OCI sources' cosign signatures are verified with (docs/oci.md).

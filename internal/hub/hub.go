@@ -238,6 +238,7 @@ type Hub struct {
 	notifier       *notifier
 	repl           *replica.Replication
 	user           *userapi.API // nil until New has bound both listeners
+	userHandler    http.Handler // the user-facing APIs on one httpapi.Server (userapi.go)
 	helm           *helmchart.Fetcher
 	oci            *ociartifact.Fetcher
 }
@@ -328,7 +329,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		h.audit.Close()
 		return nil, fmt.Errorf("API endpoint %s: %w", opts.APIAddr, err)
 	}
-	if h.user, err = h.newUserAPI(ctx); err != nil {
+	if h.user, h.userHandler, err = h.newUserAPIs(ctx); err != nil {
 		h.agentLn.Close()
 		h.apiLn.Close()
 		h.audit.Close()
@@ -369,7 +370,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		HTTP2: agentapi.HTTP2(h.opts.AgentPing)}
 	// The user API's ReadTimeout bounds a whole request, body included: a client that trickles
 	// a plan or bundle upload holds a connection no longer (no user API route streams a body).
-	apiSrv := &http.Server{Handler: h.user.Handler(), TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: UserAPIReadTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
+	apiSrv := &http.Server{Handler: h.userHandler, TLSConfig: serverTLS(cert), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: UserAPIReadTimeout, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelDebug)}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serve(ctx, agentSrv, h.agentLn) })
 	g.Go(func() error { return serve(ctx, apiSrv, h.apiLn) })

@@ -1,8 +1,8 @@
-// Package bundleapi serves the user API's routes for air-gapped sites (docs/airgap.md):
+// Package bundleapi serves the user-facing routes for air-gapped sites (docs/airgap.md):
 // exporting a cluster's desired state and artifacts as a bundle signed by the hub's CA, and
 // importing the reports an agent wrote to a file, verified against its certificate and
-// ingested exactly as online reports are. Both are mounted by the user API
-// (userapi.Deps.Extra) for deployers of every project and admins, and audited.
+// ingested exactly as online reports are. The hub serves both on the httpapi.Server beside
+// the other user-facing APIs, for deployers of every project and admins, and audits them.
 package bundleapi
 
 import (
@@ -24,8 +24,8 @@ import (
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -87,13 +87,13 @@ func New(d Deps) *API {
 	return &API{d: d, limits: lim}
 }
 
-// Routes are the authenticated routes, for userapi.Deps.Extra. A bundle holds what every
+// Routes are the authenticated routes, for an httpapi.Server. A bundle holds what every
 // release of a cluster delivers, and imported reports change the fleet's status: both need a
 // deployer of every project (or an admin).
-func (a *API) Routes() []userapi.Route {
-	return []userapi.Route{
-		{Pattern: "GET /api/v1/bundles/{cluster}", Rule: userapi.RuleDeployFleet, Handler: http.HandlerFunc(a.export)},
-		{Pattern: "POST /api/v1/reports/import", Rule: userapi.RuleDeployFleet, Handler: http.HandlerFunc(a.importReports)},
+func (a *API) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /api/v1/bundles/{cluster}", Rule: httpapi.RuleDeployFleet, Handler: http.HandlerFunc(a.export)},
+		{Pattern: "POST /api/v1/reports/import", Rule: httpapi.RuleDeployFleet, Handler: http.HandlerFunc(a.importReports)},
 	}
 }
 
@@ -103,26 +103,26 @@ func (a *API) Routes() []userapi.Route {
 func (a *API) export(w http.ResponseWriter, r *http.Request) {
 	ctx, cluster := r.Context(), r.PathValue("cluster")
 	if _, err := a.d.Store.GetCluster(ctx, cluster); err != nil {
-		writeStoreError(w, err, fmt.Sprintf("cluster %q", cluster))
+		httpapi.WriteStoreError(w, err, fmt.Sprintf("cluster %q", cluster))
 		return
 	}
 	stored, err := a.d.Store.GetDesiredState(ctx, cluster)
 	if errors.Is(err, store.ErrNotFound) {
-		userapi.WriteError(w, http.StatusConflict, fmt.Errorf("cluster %q has no desired state yet: the hub has not scheduled it (are its sources fetched?)", cluster))
+		httpapi.WriteError(w, http.StatusConflict, fmt.Errorf("cluster %q has no desired state yet: the hub has not scheduled it (are its sources fetched?)", cluster))
 		return
 	}
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	ds, err := agentapi.DesiredToProto(stored)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	stats, err := a.d.Store.ReportStats(ctx, cluster)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("reports of cluster %q: %w", cluster, err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("reports of cluster %q: %w", cluster, err))
 		return
 	}
 	var total int64
@@ -137,7 +137,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 			total += st.Size()
 		}
 		if err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("bundle of cluster %q: artifact %s: %w", cluster, d, err))
+			httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("bundle of cluster %q: artifact %s: %w", cluster, d, err))
 			return
 		}
 	}
@@ -154,17 +154,17 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.d.Logger.Error("bundle export failed", "cluster", cluster, "generation", ds.Generation, "error", err)
 		if cw.n == 0 {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		// Headers and part of the body are out: cutting the connection is the only way left
 		// to tell the client the file is incomplete.
 		panic(http.ErrAbortHandler)
 	}
-	a.d.Record(ctx, userapi.WithRole(ctx, audit.Event{Action: "bundle.exported", Cluster: cluster, Detail: map[string]any{
+	a.d.Record(ctx, httpapi.WithRole(ctx, audit.Event{Action: "bundle.exported", Cluster: cluster, Detail: map[string]any{
 		"generation": ds.Generation, "artifacts": len(m.Artifacts), "bytes": cw.n, "reportsIngestedThrough": m.ReportsIngestedThrough,
 	}}))
-	a.d.Logger.Info("bundle exported", "cluster", cluster, "generation", ds.Generation, "artifacts", len(m.Artifacts), "bytes", cw.n, "actor", userapi.Actor(ctx))
+	a.d.Logger.Info("bundle exported", "cluster", cluster, "generation", ds.Generation, "artifacts", len(m.Artifacts), "bytes", cw.n, "actor", httpapi.Actor(ctx))
 }
 
 func (a *API) open(_ context.Context, digest string) (io.ReadCloser, int64, error) {
@@ -188,7 +188,7 @@ func (a *API) open(_ context.Context, digest string) (io.ReadCloser, int64, erro
 func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if r.ContentLength > a.limits.MaxBytes {
-		userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("reports file: %d bytes; at most %d", r.ContentLength, a.limits.MaxBytes))
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("reports file: %d bytes; at most %d", r.ContentLength, a.limits.MaxBytes))
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, a.limits.MaxBytes+1)
@@ -199,7 +199,7 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooLarge) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		userapi.WriteError(w, status, err)
+		httpapi.WriteError(w, status, err)
 		return
 	}
 	m := rf.Manifest
@@ -219,25 +219,25 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 	}
 	cluster, serial, err := a.d.CA.VerifyAgent([][]byte{cert.Raw}, at)
 	if err != nil {
-		userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file of cluster %q: not signed by an agent of this hub: %w", m.Cluster, err))
+		httpapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file of cluster %q: not signed by an agent of this hub: %w", m.Cluster, err))
 		return
 	}
 	if cluster != m.Cluster {
-		userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file says cluster %q, but its certificate is cluster %q's", m.Cluster, cluster))
+		httpapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file says cluster %q, but its certificate is cluster %q's", m.Cluster, cluster))
 		return
 	}
 	valid, err := a.d.Store.CertificateValid(ctx, serial, cluster)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("check certificate: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("check certificate: %w", err))
 		return
 	}
 	if !valid {
-		userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file of cluster %q: certificate %s revoked or cluster removed", cluster, serial))
+		httpapi.WriteError(w, http.StatusForbidden, fmt.Errorf("reports file of cluster %q: certificate %s revoked or cluster removed", cluster, serial))
 		return
 	}
 	before, err := a.d.Store.ReportStats(ctx, cluster)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, err)
+		httpapi.WriteError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	out := hubapi.ReportsImport{Cluster: cluster, Reports: len(rf.Reports), FirstSeq: m.FirstSeq, LastSeq: m.LastSeq}
@@ -256,17 +256,17 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 		out.IngestedThrough = after.LastSeq
 	}
 	out.Duplicates = out.Reports - out.Ingested - len(out.Refused)
-	a.d.Record(ctx, userapi.WithRole(ctx, audit.Event{Action: "reports.imported", Cluster: cluster, Detail: map[string]any{
+	a.d.Record(ctx, httpapi.WithRole(ctx, audit.Event{Action: "reports.imported", Cluster: cluster, Detail: map[string]any{
 		"reports": out.Reports, "ingested": out.Ingested, "duplicates": out.Duplicates, "refused": len(out.Refused),
 		"firstSeq": m.FirstSeq, "lastSeq": m.LastSeq, "writtenAt": m.CreatedAt.Format(time.RFC3339), "certificate": serial,
 		"certificateExpired": now.After(cert.NotAfter),
 	}}))
 	if stopped != nil {
 		out.Duplicates = 0 // not known for the reports not tried
-		userapi.WriteError(w, http.StatusServiceUnavailable, stopped)
+		httpapi.WriteError(w, http.StatusServiceUnavailable, stopped)
 		return
 	}
-	userapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // ingestBatch is how many reports go to the ingestion at once, as an agent sends them.
@@ -311,14 +311,6 @@ func connectMessage(err error) string {
 		return ce.Message()
 	}
 	return err.Error()
-}
-
-func writeStoreError(w http.ResponseWriter, err error, what string) {
-	if errors.Is(err, store.ErrNotFound) {
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("%s not found", what))
-		return
-	}
-	userapi.WriteError(w, http.StatusInternalServerError, err)
 }
 
 // countingWriter counts the bytes of a bundle written to the client.

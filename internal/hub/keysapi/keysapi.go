@@ -1,8 +1,8 @@
 // Package keysapi serves GET /api/v1/agekeys: the age recipients of the clusters a set of
 // label selectors picks, the selected clusters without one, and the hub's recovery
 // recipients; what `flotilla secret encrypt` encrypts for. It is read-only and shows only
-// public keys; it is mounted by the user API (userapi.Deps.Extra) for viewers, and a
-// viewer sees only the clusters in its scope.
+// public keys; the hub serves it on the httpapi.Server beside the other user-facing APIs, for
+// viewers, and a viewer sees only the clusters in its scope.
 package keysapi
 
 import (
@@ -15,8 +15,8 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -44,52 +44,52 @@ func New(st Store, recovery []string) *API {
 	return &API{st: st, recovery: slices.Clone(recovery)}
 }
 
-// Routes are the routes, for userapi.Deps.Extra.
-func (a *API) Routes() []userapi.Route {
-	return []userapi.Route{{Pattern: "GET /api/v1/agekeys", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.list)}}
+// Routes are the routes, for an httpapi.Server.
+func (a *API) Routes() []httpapi.Route {
+	return []httpapi.Route{{Pattern: "GET /api/v1/agekeys", Rule: httpapi.RuleView, Handler: http.HandlerFunc(a.list)}}
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	raw := r.URL.Query()["selector"]
 	if len(raw) == 0 {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: at least one selector is required (?selector=env=prod)"))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: at least one selector is required (?selector=env=prod)"))
 		return
 	}
 	if len(raw) > maxSelectors {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: %d selectors, at most %d", len(raw), maxSelectors))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: %d selectors, at most %d", len(raw), maxSelectors))
 		return
 	}
 	project := v1alpha1.ProjectOrPlatform(r.URL.Query().Get("project"))
 	if len(project) > 63 {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: project is %d bytes, at most 63", len(project)))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: project is %d bytes, at most 63", len(project)))
 		return
 	}
 	sels := make([]labels.Selector, len(raw))
 	for i, s := range raw {
 		if len(s) > maxSelectorBytes {
-			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %d is %d bytes, at most %d", i+1, len(s), maxSelectorBytes))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %d is %d bytes, at most %d", i+1, len(s), maxSelectorBytes))
 			return
 		}
 		sel, err := labels.Parse(s)
 		if err != nil {
-			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q: %w", s, err))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q: %w", s, err))
 			return
 		}
 		if sel.Empty() {
 			// An empty selector matches every cluster: too easy to do by mistake.
-			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q selects every cluster; name labels (env=prod)", s))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("agekeys: selector %q selects every cluster; name labels (env=prod)", s))
 			return
 		}
 		sels[i] = sel
 	}
 	clusters, err := a.st.ListClusters(r.Context())
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	records, err := a.st.ListRecords(r.Context(), agekeys.Kind)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	keys := make(map[string]string, len(records))
@@ -100,7 +100,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	}
 	precords, err := a.st.ListRecords(r.Context(), agekeys.ProjectKind)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	projects := make(map[string]map[string]string, len(precords))
@@ -114,7 +114,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		out.RecoveryRecipients = []string{}
 	}
 	for _, c := range clusters {
-		if !userapi.VisibleCluster(r.Context(), c) || !slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(c.Labels)) }) {
+		if !httpapi.VisibleCluster(r.Context(), c) || !slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(c.Labels)) }) {
 			continue
 		}
 		k, ok := keys[c.Name]
@@ -124,10 +124,10 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			k, ok = projects[c.Name][project]
 		}
 		if ok && k != "" {
-			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: userapi.VisibleProjects(r.Context(), projects[c.Name])})
+			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: httpapi.VisibleProjects(r.Context(), projects[c.Name])})
 		} else {
 			out.Missing = append(out.Missing, c.Name)
 		}
 	}
-	userapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }

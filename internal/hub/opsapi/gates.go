@@ -18,8 +18,8 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -43,16 +43,16 @@ const (
 // the release's path (RuleDeployRelease reads {release}); freezing every release, and
 // suspending a cluster, which holds every project's releases, need a deployer of every
 // project.
-func (a *API) gateRoutes() []userapi.Route {
+func (a *API) gateRoutes() []httpapi.Route {
 	h := func(f http.HandlerFunc) http.Handler { return f }
-	return []userapi.Route{
-		{Pattern: "GET /api/v1/freezes", Rule: userapi.RuleView, Handler: h(a.listFreezes)},
-		{Pattern: "POST /api/v1/freezes", Rule: userapi.RuleDeployFleet, Handler: h(a.freeze)},
-		{Pattern: "POST /api/v1/releases/{release}/freeze", Rule: userapi.RuleDeployRelease, Handler: h(a.freeze)},
-		{Pattern: "DELETE /api/v1/freezes/{id}", Rule: userapi.RuleDeployFleet, Handler: h(a.unfreeze)},
-		{Pattern: "DELETE /api/v1/releases/{release}/freezes/{id}", Rule: userapi.RuleDeployRelease, Handler: h(a.unfreeze)},
-		{Pattern: "POST /api/v1/clusters/{name}/suspend", Rule: userapi.RuleDeployFleet, Handler: h(a.suspendCluster)},
-		{Pattern: "POST /api/v1/clusters/{name}/resume", Rule: userapi.RuleDeployFleet, Handler: h(a.resumeCluster)},
+	return []httpapi.Route{
+		{Pattern: "GET /api/v1/freezes", Rule: httpapi.RuleView, Handler: h(a.listFreezes)},
+		{Pattern: "POST /api/v1/freezes", Rule: httpapi.RuleDeployFleet, Handler: h(a.freeze)},
+		{Pattern: "POST /api/v1/releases/{release}/freeze", Rule: httpapi.RuleDeployRelease, Handler: h(a.freeze)},
+		{Pattern: "DELETE /api/v1/freezes/{id}", Rule: httpapi.RuleDeployFleet, Handler: h(a.unfreeze)},
+		{Pattern: "DELETE /api/v1/releases/{release}/freezes/{id}", Rule: httpapi.RuleDeployRelease, Handler: h(a.unfreeze)},
+		{Pattern: "POST /api/v1/clusters/{name}/suspend", Rule: httpapi.RuleDeployFleet, Handler: h(a.suspendCluster)},
+		{Pattern: "POST /api/v1/clusters/{name}/resume", Rule: httpapi.RuleDeployFleet, Handler: h(a.resumeCluster)},
 	}
 }
 
@@ -70,48 +70,48 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 		err = checkSelector(req.Selector)
 	}
 	if err != nil {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: %w", err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: %w", err))
 		return
 	}
 	if release != "" {
 		fleet := a.d.View().Fleet
 		if fleet == nil {
-			userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("freeze: the hub has not loaded a fleet configuration yet"))
+			httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("freeze: the hub has not loaded a fleet configuration yet"))
 			return
 		}
 		if !slices.ContainsFunc(fleet.Releases, func(rel v1alpha1.Release) bool { return rel.Metadata.Name == release }) {
-			userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: release %q is not in the fleet configuration", release))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: release %q is not in the fleet configuration", release))
 			return
 		}
 	}
 	existing, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze: read the freezes in force: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze: read the freezes in force: %w", err))
 		return
 	}
 	if len(existing) >= maxFreezes {
-		userapi.WriteError(w, http.StatusConflict, fmt.Errorf("freeze: %d freezes are in force already, the most the hub keeps; lift some with flotilla unfreeze, or freeze with a wider selector", len(existing)))
+		httpapi.WriteError(w, http.StatusConflict, fmt.Errorf("freeze: %d freezes are in force already, the most the hub keeps; lift some with flotilla unfreeze, or freeze with a wider selector", len(existing)))
 		return
 	}
 	id, err := newID("frz-")
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	f := controller.Freeze{ID: id, Release: release, Selector: req.Selector, Reason: reason, Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC()}
+	f := controller.Freeze{ID: id, Release: release, Selector: req.Selector, Reason: reason, Actor: httpapi.Actor(ctx), Created: a.d.Clock.Now().UTC()}
 	data, err := json.Marshal(f)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordFreeze, Key: id, Data: data}, 0); err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store freeze %s: %w", id, err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store freeze %s: %w", id, err))
 		return
 	}
 	a.record(ctx, audit.Event{Action: ActionFreezeCreated, Release: release, Detail: freezeDetail(f)})
 	a.d.Logger.Info("freeze", "id", id, "release", release, "selector", f.Selector, "actor", f.Actor, "reason", reason)
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusCreated, a.freezeView(ctx, f, nil))
+	httpapi.WriteJSON(w, http.StatusCreated, a.freezeView(ctx, f, nil))
 }
 
 // listFreezes answers the freezes in force that the principal may see, oldest first.
@@ -119,12 +119,12 @@ func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	records, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the freezes: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the freezes: %w", err))
 		return
 	}
 	clusters, err := a.d.Store.ListClusters(ctx)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the clusters: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the clusters: %w", err))
 		return
 	}
 	visible := a.freezeVisible(ctx)
@@ -137,7 +137,7 @@ func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(out, func(x, y hubapi.FreezeView) int {
 		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))
 	})
-	userapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // freezeVisible returns whether ctx's principal may see a freeze: a freeze of every release
@@ -166,16 +166,16 @@ func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
 	id, release := r.PathValue("id"), r.PathValue("release")
 	rec, err := a.d.Store.GetRecord(ctx, controller.RecordFreeze, id)
 	if errors.Is(err, store.ErrNotFound) {
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q not found: see flotilla freeze list", id))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q not found: see flotilla freeze list", id))
 		return
 	}
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze %q: %w", id, err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze %q: %w", id, err))
 		return
 	}
 	f := decodeFreeze(rec)
 	if release != "" && f.Release != release {
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q is not a freeze of release %q", id, release))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q is not a freeze of release %q", id, release))
 		return
 	}
 	if err := a.d.Store.DeleteRecord(ctx, controller.RecordFreeze, id, rec.Version); err != nil {
@@ -183,15 +183,15 @@ func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			status = http.StatusConflict
 		}
-		userapi.WriteError(w, status, fmt.Errorf("lift freeze %q: %w", id, err))
+		httpapi.WriteError(w, status, fmt.Errorf("lift freeze %q: %w", id, err))
 		return
 	}
 	detail := freezeDetail(f)
 	detail["frozenBy"] = f.Actor
 	a.record(ctx, audit.Event{Action: ActionFreezeLifted, Release: f.Release, Detail: detail})
-	a.d.Logger.Info("freeze lifted", "id", id, "release", f.Release, "actor", userapi.Actor(ctx))
+	a.d.Logger.Info("freeze lifted", "id", id, "release", f.Release, "actor", httpapi.Actor(ctx))
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusOK, a.freezeView(ctx, f, nil))
+	httpapi.WriteJSON(w, http.StatusOK, a.freezeView(ctx, f, nil))
 }
 
 // suspendCluster suspends a cluster; a cluster already suspended stays as it was.
@@ -204,26 +204,26 @@ func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	reason, err := checkReason(req.Reason, false)
 	if err != nil {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("suspend: %w", err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("suspend: %w", err))
 		return
 	}
 	if !a.clusterExists(w, r, name) {
 		return
 	}
-	s := controller.Suspension{Cluster: name, Reason: reason, Actor: userapi.Actor(ctx), Since: a.d.Clock.Now().UTC()}
+	s := controller.Suspension{Cluster: name, Reason: reason, Actor: httpapi.Actor(ctx), Since: a.d.Clock.Now().UTC()}
 	data, err := json.Marshal(s)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordSuspend, Key: name, Data: data}, 0); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			if rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name); err == nil {
-				userapi.WriteJSON(w, http.StatusOK, suspensionView(decodeSuspension(rec), false))
+				httpapi.WriteJSON(w, http.StatusOK, suspensionView(decodeSuspension(rec), false))
 				return
 			}
 		}
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("suspend cluster %q: %w", name, err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("suspend cluster %q: %w", name, err))
 		return
 	}
 	detail := map[string]any{}
@@ -233,7 +233,7 @@ func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	a.record(ctx, audit.Event{Action: ActionClusterSuspend, Cluster: name, Detail: detail})
 	a.d.Logger.Info("cluster suspended", "cluster", name, "actor", s.Actor, "reason", reason)
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusOK, suspensionView(s, true))
+	httpapi.WriteJSON(w, http.StatusOK, suspensionView(s, true))
 }
 
 // resumeCluster lifts a cluster's suspension; a cluster not suspended stays as it was.
@@ -245,19 +245,19 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name)
 	if errors.Is(err, store.ErrNotFound) {
-		userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+		httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
 		return
 	}
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("suspension of cluster %q: %w", name, err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("suspension of cluster %q: %w", name, err))
 		return
 	}
 	if err := a.d.Store.DeleteRecord(ctx, controller.RecordSuspend, name, rec.Version); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+			httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
 			return
 		}
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("resume cluster %q: %w", name, err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("resume cluster %q: %w", name, err))
 		return
 	}
 	s := decodeSuspension(rec)
@@ -266,9 +266,9 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 		detail["reason"] = s.Reason
 	}
 	a.record(ctx, audit.Event{Action: ActionClusterResumed, Cluster: name, Detail: detail})
-	a.d.Logger.Info("cluster resumed", "cluster", name, "actor", userapi.Actor(ctx))
+	a.d.Logger.Info("cluster resumed", "cluster", name, "actor", httpapi.Actor(ctx))
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name, Changed: true})
+	httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name, Changed: true})
 }
 
 // clusterExists answers 404 (or 503) and returns false unless the cluster is registered.
@@ -276,10 +276,10 @@ func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, name string)
 	_, err := a.d.Store.GetCluster(r.Context(), name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", name))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", name))
 		return false
 	case err != nil:
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("cluster %q: %w", name, err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("cluster %q: %w", name, err))
 		return false
 	}
 	return true

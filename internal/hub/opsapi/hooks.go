@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/flotilla/flotilla/internal/hub/userapi"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
 	"github.com/flotilla/flotilla/internal/keyrate"
 )
@@ -52,46 +52,46 @@ func (a *API) hookRoutes() map[string]http.Handler {
 func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, limits *keyrate.Buckets[string]) {
 	secret := a.o.WebhookSecrets[string(p)]
 	if secret == "" {
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("no %s webhook: the hub has no secret for it (flotilla hub --webhook-secret-file %s=FILE)", p, p))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("no %s webhook: the hub has no secret for it (flotilla hub --webhook-secret-file %s=FILE)", p, p))
 		return
 	}
 	addr := remoteHost(r.RemoteAddr)
 	if !limits.Get(addr).AllowN(a.d.Clock.Now(), 1) {
 		w.Header().Set("Retry-After", strconv.Itoa(1))
-		userapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("%s webhook: too many deliveries from %s: at most %d a second", p, addr, hookQPS))
+		httpapi.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("%s webhook: too many deliveries from %s: at most %d a second", p, addr, hookQPS))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%s webhook: body over %d bytes", p, webhook.MaxBody))
+			httpapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%s webhook: body over %d bytes", p, webhook.MaxBody))
 			return
 		}
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s webhook: read body: %w", p, err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s webhook: read body: %w", p, err))
 		return
 	}
 	if err := webhook.Verify(p, r.Header, body, secret); err != nil {
 		// The body is not logged: it is whatever an unauthenticated caller sent.
 		a.d.Logger.Warn("webhook refused", "provider", p, "remote", addr, "bytes", len(body), "error", err)
-		userapi.WriteError(w, http.StatusUnauthorized, err)
+		httpapi.WriteError(w, http.StatusUnauthorized, err)
 		return
 	}
 	ev, err := webhook.Parse(p, r.Header, body)
 	if err != nil {
 		a.d.Logger.Warn("webhook payload refused", "provider", p, "remote", addr, "error", err)
-		userapi.WriteError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	resp := HookResponse{Provider: string(p), Event: ev.Name, Ref: ev.Ref(), Polled: []string{}}
 	switch ev.Kind {
 	case webhook.KindPing:
 		resp.Message = "pong: the secret matches"
-		userapi.WriteJSON(w, http.StatusOK, resp)
+		httpapi.WriteJSON(w, http.StatusOK, resp)
 		return
 	case webhook.KindIgnored:
 		resp.Message = fmt.Sprintf("event %q ignored: only pushes poll sources", ev.Name)
-		userapi.WriteJSON(w, http.StatusOK, resp)
+		httpapi.WriteJSON(w, http.StatusOK, resp)
 		return
 	}
 	for _, u := range ev.URLs {
@@ -110,7 +110,7 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request, p webhook.Provider, l
 		a.d.Wake()
 	}
 	a.d.Logger.Info("webhook push", "provider", p, "remote", addr, "ref", resp.Ref, "urls", ev.URLs, "polled", resp.Polled)
-	userapi.WriteJSON(w, http.StatusAccepted, resp)
+	httpapi.WriteJSON(w, http.StatusAccepted, resp)
 }
 
 // remoteHost is the address part of a RemoteAddr.

@@ -1,9 +1,11 @@
-// Package opsapi serves the user API's operations on a fleet in motion: rollouts (status,
+// Package opsapi serves the user-facing operations on a fleet in motion: rollouts (status,
 // pause, resume, approve, abort, rollback), freezes and cluster suspensions, sync requests,
-// and the Git providers' webhooks. Its authenticated routes are mounted by the user API
-// (userapi.Deps.Extra) behind its rules; the webhooks (Public) check their own signatures.
-// Every action is audited with the actor and wakes the controller, whose next reschedule
-// carries it to the agents.
+// plans of a change, and the Git providers' webhooks. What is delivered and where, and who
+// may call the hub, are userapi's: opsapi acts on delivery, userapi reads the fleet and
+// manages clusters and tokens, and neither imports the other. The hub serves its
+// authenticated routes ([API.Routes]) on the httpapi.Server beside userapi's, behind their
+// rules; the webhooks ([API.Public]) check their own signatures. Every action is audited
+// with the actor and wakes the controller, whose next reschedule carries it to the agents.
 package opsapi
 
 import (
@@ -22,8 +24,8 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 )
 
 // Store is the part of the hub's store operations use.
@@ -85,16 +87,16 @@ func New(d Deps, o Options) *API {
 	return &API{d: d, o: o}
 }
 
-// Routes are the authenticated routes, for userapi.Deps.Extra.
-func (a *API) Routes() []userapi.Route {
+// Routes are the authenticated routes, for an httpapi.Server.
+func (a *API) Routes() []httpapi.Route {
 	return slices.Concat(a.rolloutRoutes(), a.gateRoutes(), a.syncRoutes(), a.planRoutes())
 }
 
-// Public are the routes that check their callers themselves, for userapi.Deps.Public.
+// Public are the routes that check their callers themselves, served without a bearer token.
 func (a *API) Public() map[string]http.Handler { return a.hookRoutes() }
 
 // record audits e as done by ctx's principal.
-func (a *API) record(ctx context.Context, e audit.Event) { a.d.Record(ctx, userapi.WithRole(ctx, e)) }
+func (a *API) record(ctx context.Context, e audit.Event) { a.d.Record(ctx, httpapi.WithRole(ctx, e)) }
 
 // readBody decodes the JSON body of a request, at most limit bytes, into v, refusing unknown
 // fields; an empty body leaves v as it is. A refusal is answered here (413 over the limit,
@@ -104,10 +106,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, v any, what, 
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%sbody over %d bytes", what, limit))
+			httpapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%sbody over %d bytes", what, limit))
 			return false
 		}
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s%w", what, err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%s%w", what, err))
 		return false
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -116,7 +118,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, v any, what, 
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%swant %s: %w", what, shape, err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("%swant %s: %w", what, shape, err))
 		return false
 	}
 	return true

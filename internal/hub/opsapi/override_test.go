@@ -13,9 +13,9 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -72,7 +72,7 @@ func newGateAPI(t *testing.T, now time.Time, fx gateFixture) http.Handler {
 		"team-a-token":   {Actor: "oidc:alice", Grants: []access.Grant{{Role: access.Deployer, Projects: []string{"team-a"}}}},
 		"platform-token": {Actor: "token:platform", Grants: []access.Grant{{Role: access.Deployer}}},
 	}
-	return userapi.New(userapi.Deps{Extra: ops.Routes(), Store: st, View: view, Auth: auth}, userapi.Options{}).Handler()
+	return httpapi.New(httpapi.Deps{Fleet: func() *v1alpha1.Fleet { return view().Fleet }, Auth: auth}, httpapi.Options{}).Handler(ops.Routes())
 }
 
 func denyWindow(name, schedule string, releases ...string) v1alpha1.Window {

@@ -20,11 +20,11 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/plan"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/textcut"
 )
@@ -82,11 +82,11 @@ const (
 // and a viewer of every project sees the whole fleet's. A scoped caller may plan only a
 // candidate that changes nothing outside its projects (plan.CheckCandidate): 403 otherwise.
 // Plans are computed maxPlansAtOnce at a time, one per team (planSlots).
-func (a *API) planRoutes() []userapi.Route {
+func (a *API) planRoutes() []httpapi.Route {
 	if a.d.Plan.slots == nil {
 		a.d.Plan.slots = newPlanSlots(maxPlansAtOnce)
 	}
-	return []userapi.Route{{Pattern: "POST /api/v1/plan", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.plan)}}
+	return []httpapi.Route{{Pattern: "POST /api/v1/plan", Rule: httpapi.RuleView, Handler: http.HandlerFunc(a.plan)}}
 }
 
 func (a *API) plan(w http.ResponseWriter, r *http.Request) {
@@ -94,47 +94,47 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	pd := a.d.Plan
 	if pd.Store == nil || pd.Artifacts == nil || pd.Poller == nil {
-		userapi.WriteError(w, http.StatusNotImplemented, errors.New("plan: this hub does not compute plans"))
+		httpapi.WriteError(w, http.StatusNotImplemented, errors.New("plan: this hub does not compute plans"))
 		return
 	}
 	req, err := readPlanRequest(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			userapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("plan request: body over %d bytes", maxPlanBody))
+			httpapi.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("plan request: body over %d bytes", maxPlanBody))
 			return
 		}
-		userapi.WriteError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	pr, _ := access.FromContext(r.Context())
 	release, err := pd.slots.take(planCaller(pr))
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
-		userapi.WriteError(w, http.StatusTooManyRequests, err)
+		httpapi.WriteError(w, http.StatusTooManyRequests, err)
 		return
 	}
 	defer release()
 	view := a.d.View()
 	if view.Fleet == nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("plan: the hub has not loaded a fleet configuration yet"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("plan: the hub has not loaded a fleet configuration yet"))
 		return
 	}
 	tmp, err := os.MkdirTemp(pd.WorkDir, "plan-")
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("plan: %w", err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("plan: %w", err))
 		return
 	}
 	defer os.RemoveAll(tmp)
 	p := planner{d: pd, tmp: tmp, dirs: map[string]string{}, clusters: a.d.Store.ListClusters}
 	out, status, err := p.run(ctx, req, view.Fleet, view.Problems, view.Revision, a.d.Clock.Now())
 	if err != nil {
-		userapi.WriteError(w, status, err)
+		httpapi.WriteError(w, status, err)
 		return
 	}
-	a.d.Logger.Info("plan computed", "actor", userapi.Actor(ctx), "candidate", out.Candidate, "changes", out.Changes,
+	a.d.Logger.Info("plan computed", "actor", httpapi.Actor(ctx), "candidate", out.Candidate, "changes", out.Changes,
 		"errors", out.Errors, "groups", len(out.Groups))
-	userapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // planner computes one plan in its temporary directory.

@@ -10,9 +10,9 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/textcut"
 )
@@ -26,11 +26,11 @@ const (
 
 // rolloutRoutes: GET /api/v1/rollouts, GET /api/v1/rollouts/{release},
 // POST /api/v1/rollouts/{release}/{action}.
-func (a *API) rolloutRoutes() []userapi.Route {
-	return []userapi.Route{
-		{Pattern: "GET /api/v1/rollouts", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.listRollouts)},
-		{Pattern: "GET /api/v1/rollouts/{release}", Rule: userapi.RuleView, Handler: http.HandlerFunc(a.getRollout)},
-		{Pattern: "POST /api/v1/rollouts/{release}/{action}", Rule: userapi.RuleDeployRelease, Handler: http.HandlerFunc(a.actOnRollout)},
+func (a *API) rolloutRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /api/v1/rollouts", Rule: httpapi.RuleView, Handler: http.HandlerFunc(a.listRollouts)},
+		{Pattern: "GET /api/v1/rollouts/{release}", Rule: httpapi.RuleView, Handler: http.HandlerFunc(a.getRollout)},
+		{Pattern: "POST /api/v1/rollouts/{release}/{action}", Rule: httpapi.RuleDeployRelease, Handler: http.HandlerFunc(a.actOnRollout)},
 	}
 }
 
@@ -39,12 +39,12 @@ func (a *API) rolloutRoutes() []userapi.Route {
 func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 	fleet := a.d.View().Fleet
 	if fleet == nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("rollouts: the hub has not loaded a fleet configuration yet"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("rollouts: the hub has not loaded a fleet configuration yet"))
 		return
 	}
 	records, err := a.d.Store.ListRecords(r.Context(), rollout.RecordKind)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollouts: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollouts: %w", err))
 		return
 	}
 	byRelease := make(map[string]store.Record, len(records))
@@ -60,7 +60,7 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		}
 		st, err := decodeRollout(byRelease[rel.Metadata.Name])
 		if err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		out = append(out, rollout.View(rel.Metadata.Name, rel.Spec.Rollout, st))
@@ -73,14 +73,14 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		}
 		st, err := decodeRollout(rec)
 		if err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		if st.Removing && !inFleet(fleet, rec.Key) && p.Can(access.Viewer, st.Project) {
 			out = append(out, rollout.View(rec.Key, st.Spec, st))
 		}
 	}
-	userapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func inFleet(fleet *v1alpha1.Fleet, release string) bool {
@@ -101,15 +101,15 @@ func (a *API) getRollout(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := a.d.Store.GetRecord(r.Context(), rollout.RecordKind, rel.Metadata.Name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", rel.Metadata.Name, err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", rel.Metadata.Name, err))
 		return
 	}
 	st, err := decodeRollout(rec)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	userapi.WriteJSON(w, http.StatusOK, rollout.View(rel.Metadata.Name, rel.Spec.Rollout, st))
+	httpapi.WriteJSON(w, http.StatusOK, rollout.View(rel.Metadata.Name, rel.Spec.Rollout, st))
 }
 
 // actOnRollout applies a user's action to a release's rollout by compare-and-swap on its
@@ -122,7 +122,7 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case rollout.ActionPause, rollout.ActionResume, rollout.ActionApprove, rollout.ActionAbort, rollout.ActionRollback:
 	default:
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("rollout action %q: use pause, resume, approve, abort or rollback", textcut.Cut(action, 64)))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("rollout action %q: use pause, resume, approve, abort or rollback", textcut.Cut(action, 64)))
 		return
 	}
 	body, ok := readRolloutAction(w, r)
@@ -134,7 +134,7 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := rel.Metadata.Name
-	actor := userapi.Actor(ctx)
+	actor := httpapi.Actor(ctx)
 	var (
 		e  hubapi.RolloutEvent
 		st *rollout.State
@@ -142,11 +142,11 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 	for try := 0; ; try++ {
 		rec, err := a.d.Store.GetRecord(ctx, rollout.RecordKind, name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", name, err))
+			httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", name, err))
 			return
 		}
 		if st, err = decodeRollout(rec); err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		if st.Spec == nil {
@@ -154,16 +154,16 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 		}
 		e, err = rollout.Act(st, action, body.Wave, actor, a.d.Clock.Now().UTC())
 		if errors.Is(err, rollout.ErrAction) {
-			userapi.WriteError(w, http.StatusConflict, fmt.Errorf("rollout of %s: %w", name, err))
+			httpapi.WriteError(w, http.StatusConflict, fmt.Errorf("rollout of %s: %w", name, err))
 			return
 		}
 		if err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		data, err := json.Marshal(st)
 		if err != nil {
-			userapi.WriteError(w, http.StatusInternalServerError, err)
+			httpapi.WriteError(w, http.StatusInternalServerError, err)
 			return
 		}
 		_, err = a.d.Store.PutRecord(ctx, store.Record{Kind: rollout.RecordKind, Key: name, Data: data}, rec.Version)
@@ -171,7 +171,7 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if !errors.Is(err, store.ErrConflict) || try+1 >= rolloutCASTries {
-			userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("store the rollout of %s: %w", name, err))
+			httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("store the rollout of %s: %w", name, err))
 			return
 		}
 	}
@@ -182,7 +182,7 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 	a.record(ctx, audit.Event{Action: "rollout." + e.Type, Release: name, Detail: detail})
 	a.d.Logger.Info("rollout action", "release", name, "action", action, "wave", e.Wave, "actor", actor)
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusOK, rollout.View(name, rel.Spec.Rollout, st))
+	httpapi.WriteJSON(w, http.StatusOK, rollout.View(name, rel.Spec.Rollout, st))
 }
 
 // rolloutRelease returns the release the path names, when it has a rollout and the
@@ -192,7 +192,7 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 	name := r.PathValue("release")
 	fleet := a.d.View().Fleet
 	if fleet == nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("rollouts: the hub has not loaded a fleet configuration yet"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("rollouts: the hub has not loaded a fleet configuration yet"))
 		return nil, false
 	}
 	p, _ := access.FromContext(r.Context())
@@ -202,7 +202,7 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 			continue
 		}
 		if rel.Spec.Rollout == nil {
-			userapi.WriteError(w, http.StatusConflict, fmt.Errorf("release %s has no rollout: its new revisions go to every cluster at once", name))
+			httpapi.WriteError(w, http.StatusConflict, fmt.Errorf("release %s has no rollout: its new revisions go to every cluster at once", name))
 			return nil, false
 		}
 		return rel, true
@@ -211,14 +211,14 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 		// A deleted release whose removal goes along its waves: its record stands for it.
 		rec, err := a.d.Store.GetRecord(r.Context(), rollout.RecordKind, name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", name, err))
+			httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the rollout of %s: %w", name, err))
 			return nil, false
 		}
 		if st, err := decodeRollout(rec); err == nil && st.Removing && st.Spec != nil && p.Can(access.Viewer, st.Project) {
 			return &v1alpha1.Release{Metadata: v1alpha1.ObjectMeta{Name: name}, Spec: v1alpha1.ReleaseSpec{Project: st.Project, Rollout: st.Spec}}, true
 		}
 	}
-	userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", textcut.Cut(name, 64)))
+	httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", textcut.Cut(name, 64)))
 	return nil, false
 }
 
@@ -229,7 +229,7 @@ func readRolloutAction(w http.ResponseWriter, r *http.Request) (hubapi.RolloutAc
 		return req, false
 	}
 	if len(req.Wave) > 63 || strings.ContainsFunc(req.Wave, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		userapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("rollout action: wave %q is not a wave name (at most 63 characters, no control character)", textcut.Cut(req.Wave, 64)))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("rollout action: wave %q is not a wave name (at most 63 characters, no control character)", textcut.Cut(req.Wave, 64)))
 		return req, false
 	}
 	return req, true

@@ -16,9 +16,9 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -112,7 +112,7 @@ func newRolloutAPI(t *testing.T, now time.Time) *rolloutAPI {
 		"viewer-a-token": {Actor: "token:viewer-a", Grants: []access.Grant{{Role: access.Viewer, Projects: []string{"team-a"}}}},
 		"viewer-token":   {Actor: "token:viewer", Grants: []access.Grant{{Role: access.Viewer}}},
 	}
-	ra.handler = userapi.New(userapi.Deps{Extra: ops.Routes(), Store: st, View: view, Record: record, Auth: auth}, userapi.Options{}).Handler()
+	ra.handler = httpapi.New(httpapi.Deps{Fleet: func() *v1alpha1.Fleet { return view().Fleet }, Record: record, Auth: auth}, httpapi.Options{}).Handler(ops.Routes())
 	return ra
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -33,10 +33,10 @@ const (
 
 // syncRoutes: POST /api/v1/releases/{release}/sync (a deployer of the release's project) and
 // POST /api/v1/sync (every release: a deployer of every project).
-func (a *API) syncRoutes() []userapi.Route {
-	return []userapi.Route{
-		{Pattern: "POST /api/v1/releases/{release}/sync", Rule: userapi.RuleDeployRelease, Handler: http.HandlerFunc(a.sync)},
-		{Pattern: "POST /api/v1/sync", Rule: userapi.RuleDeployFleet, Handler: http.HandlerFunc(a.sync)},
+func (a *API) syncRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "POST /api/v1/releases/{release}/sync", Rule: httpapi.RuleDeployRelease, Handler: http.HandlerFunc(a.sync)},
+		{Pattern: "POST /api/v1/sync", Rule: httpapi.RuleDeployFleet, Handler: http.HandlerFunc(a.sync)},
 	}
 }
 
@@ -51,60 +51,60 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := checkSyncRequest(req)
 	if err != nil {
-		userapi.WriteError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	view := a.d.View()
 	if view.Fleet == nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, errors.New("sync: the hub has not loaded a fleet configuration yet"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("sync: the hub has not loaded a fleet configuration yet"))
 		return
 	}
 	if release != "" && !slices.ContainsFunc(view.Fleet.Releases, func(rel v1alpha1.Release) bool { return rel.Metadata.Name == release }) {
-		userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", release))
+		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("release %q not found in the fleet configuration", release))
 		return
 	}
 	if req.Cluster != "" {
 		c, err := a.d.Store.GetCluster(ctx, req.Cluster)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				userapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", req.Cluster))
+				httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("cluster %q not found", req.Cluster))
 				return
 			}
-			userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("cluster %q: %w", req.Cluster, err))
+			httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("cluster %q: %w", req.Cluster, err))
 			return
 		}
-		if !userapi.VisibleCluster(ctx, c) {
+		if !httpapi.VisibleCluster(ctx, c) {
 			p, _ := access.FromContext(ctx)
-			userapi.WriteError(w, http.StatusForbidden, fmt.Errorf("sync refused: cluster %q is outside the scope of %s (%s)", req.Cluster, p.Actor, p.Role()))
+			httpapi.WriteError(w, http.StatusForbidden, fmt.Errorf("sync refused: cluster %q is outside the scope of %s (%s)", req.Cluster, p.Actor, p.Role()))
 			return
 		}
 	}
 	if req.Override {
 		p, _ := access.FromContext(ctx)
 		if status, err := a.checkOverride(ctx, p, view.Fleet, release, req.Cluster, a.d.Clock.Now()); err != nil {
-			userapi.WriteError(w, status, err)
+			httpapi.WriteError(w, status, err)
 			return
 		}
 	}
 	id, err := newID("sync-")
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	rec := syncreq.Request{
 		ID: id, Release: release, Cluster: req.Cluster, Override: req.Override, Reason: req.Reason,
-		Actor: userapi.Actor(ctx), Created: a.d.Clock.Now().UTC(),
+		Actor: httpapi.Actor(ctx), Created: a.d.Clock.Now().UTC(),
 	}
 	if done := a.admitSync(w, r, rec); done {
 		return
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: syncreq.Kind, Key: id, Data: data}, 0); err != nil {
-		userapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store sync request %s: %w", id, err))
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store sync request %s: %w", id, err))
 		return
 	}
 	action := ActionSyncRequested
@@ -124,7 +124,7 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	a.record(ctx, audit.Event{Action: action, Release: release, Cluster: rec.Cluster, Detail: detail})
 	a.d.Logger.Info("sync requested", "id", id, "release", release, "cluster", rec.Cluster, "override", rec.Override, "actor", rec.Actor)
 	a.d.Wake()
-	userapi.WriteJSON(w, http.StatusAccepted, syncView(rec))
+	httpapi.WriteJSON(w, http.StatusAccepted, syncView(rec))
 }
 
 func syncView(r syncreq.Request) hubapi.SyncView {
@@ -154,7 +154,7 @@ func checkSyncRequest(req hubapi.SyncRequest) (hubapi.SyncRequest, error) {
 func (a *API) admitSync(w http.ResponseWriter, r *http.Request, rec syncreq.Request) bool {
 	records, err := a.d.Store.ListRecords(r.Context(), syncreq.Kind)
 	if err != nil {
-		userapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("sync: read the pending sync requests: %w", err))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("sync: read the pending sync requests: %w", err))
 		return true
 	}
 	pending := make([]syncreq.Request, 0, len(records))
@@ -166,13 +166,13 @@ func (a *API) admitSync(w http.ResponseWriter, r *http.Request, rec syncreq.Requ
 	}
 	same, err := syncreq.Admit(pending, rec, rec.Created)
 	if capErr := (*syncreq.CapError)(nil); errors.As(err, &capErr) {
-		userapi.RetryAfter(w, capErr.RetryAt.Sub(rec.Created))
-		userapi.WriteError(w, http.StatusTooManyRequests, err)
+		httpapi.RetryAfter(w, capErr.RetryAt.Sub(rec.Created))
+		httpapi.WriteError(w, http.StatusTooManyRequests, err)
 		return true
 	}
 	if same != nil {
 		a.d.Logger.Info("sync request coalesced into a pending one", "id", same.ID, "release", same.Release, "cluster", same.Cluster, "actor", rec.Actor)
-		userapi.WriteJSON(w, http.StatusAccepted, syncView(*same))
+		httpapi.WriteJSON(w, http.StatusAccepted, syncView(*same))
 		return true
 	}
 	return false

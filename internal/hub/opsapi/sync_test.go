@@ -20,9 +20,9 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -81,7 +81,7 @@ func newSyncAPI(t *testing.T, now time.Time) *syncAPI {
 		"viewer-token":   {Actor: "token:viewer", Grants: []access.Grant{{Role: access.Viewer}}},
 		"platform-token": {Actor: "token:platform", Grants: []access.Grant{{Role: access.Deployer}}},
 	}
-	sa.handler = userapi.New(userapi.Deps{Extra: ops.Routes(), Store: st, View: view, Record: record, Auth: auth}, userapi.Options{}).Handler()
+	sa.handler = httpapi.New(httpapi.Deps{Fleet: func() *v1alpha1.Fleet { return view().Fleet }, Record: record, Auth: auth}, httpapi.Options{}).Handler(ops.Routes())
 	return sa
 }
 

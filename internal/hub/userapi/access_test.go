@@ -122,10 +122,9 @@ func newAccessFleet(t *testing.T) *accessFleet {
 		},
 		Record:            func(ctx context.Context, e audit.Event) { _, _ = log.Append(ctx, e) },
 		ClusterRelabelled: func(_, actor string) { f.relabel = append(f.relabel, actor) },
-		Auth:              &access.Authenticator{Bootstrap: bootstrap, Tokens: tokens},
 		Tokens:            tokens,
 	}, Options{AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
-	f.srv = httptest.NewTLSServer(api.Handler())
+	f.srv = httptest.NewTLSServer(serve(api, &access.Authenticator{Bootstrap: bootstrap, Tokens: tokens}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -211,8 +210,8 @@ func TestRoleMatrix(t *testing.T) {
 		"POST /api/v1/tokens/{name}/rotate": {{"POST", "/api/v1/tokens/ci/rotate", "", admin(ok)}},
 	}
 	routes := slices.Sorted(func(yield func(string) bool) {
-		for p := range (&API{}).Routes() {
-			if !yield(p) {
+		for _, rt := range (&API{}).Routes() {
+			if !yield(rt.Pattern) {
 				return
 			}
 		}

@@ -3,47 +3,14 @@ package userapi
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
-
-// auditAPICalls records every authenticated call that changes something (any method but
-// GET and HEAD), whether it succeeded or not: the request-level trail beside the records of
-// what changed.
-func (api *API) auditAPICalls(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			next.ServeHTTP(w, r)
-			return
-		}
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		remote := r.RemoteAddr
-		if host, _, err := net.SplitHostPort(remote); err == nil {
-			remote = host
-		}
-		api.record(r.Context(), audit.Event{Action: "api.call", Cluster: r.PathValue("name"), Detail: map[string]any{
-			"method": r.Method, "path": r.URL.Path, "status": sw.status, "remote": remote, "userAgent": r.UserAgent(),
-		}})
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // maxAuditList bounds one JSON answer of GET /api/v1/audit; format=jsonl streams without a
 // bound.
@@ -59,7 +26,7 @@ const (
 // the default, true, keeps every record.
 func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	if api.d.Audit == nil {
-		writeError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
 		return
 	}
 	q := r.URL.Query()
@@ -67,7 +34,7 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("since %q: want an RFC 3339 time", s))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("since %q: want an RFC 3339 time", s))
 			return
 		}
 		f.Since = t
@@ -77,20 +44,20 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	case "false":
 		f.ExcludeActions = []string{audit.ActionVerified}
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("checkpoints %q: want true or false", c))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("checkpoints %q: want true or false", c))
 		return
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a number >= 0", s))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a number >= 0", s))
 			return
 		}
 		f.Limit = n
 	}
 	visible, err := api.auditVisible(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	switch q.Get("format") {
@@ -104,7 +71,7 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	case "", "json":
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("format %q: want json or jsonl", q.Get("format")))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("format %q: want json or jsonl", q.Get("format")))
 		return
 	}
 	if f.Limit == 0 {
@@ -113,7 +80,7 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	f.Limit = min(f.Limit, maxAuditList)
 	recs, err := api.d.Audit.List(r.Context(), f)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	// The limit counts before the scope's filter: a scoped principal may get fewer.
@@ -125,31 +92,31 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 			Release: rec.Release, Detail: rec.Detail, PrevHash: rec.PrevHash, Hash: rec.Hash,
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // verifyAudit serves GET /api/v1/audit/verify: 200 with the number of records checked and
 // the head, or 409 naming the first broken record.
 func (api *API) verifyAudit(w http.ResponseWriter, r *http.Request) {
 	if api.d.Audit == nil {
-		writeError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("the audit log is not open"))
 		return
 	}
 	checked, err := api.d.Audit.Verify(r.Context())
 	var ce *audit.ChainError
 	if errors.As(err, &ce) {
 		api.d.Logger.Error("audit log verification failed", "seq", ce.Seq, "error", err)
-		writeError(w, http.StatusConflict, err)
+		httpapi.WriteError(w, http.StatusConflict, err)
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	v := hubapi.AuditVerification{Checked: checked, OK: true}
 	if v.HeadSeq, v.HeadHash, err = api.d.Audit.Head(r.Context()); err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	httpapi.WriteJSON(w, http.StatusOK, v)
 }

@@ -41,8 +41,8 @@ func TestListAuditCheckpoints(t *testing.T) {
 	api := New(Deps{
 		Store: st, Seen: neverSeen{}, Desired: desired.NewCache(), Audit: log,
 		View: func() controller.View { return controller.View{} },
-	}, Options{AdminToken: "secret", TokenTTL: time.Hour, UnreachableAfter: time.Minute})
-	srv := httptest.NewServer(api.Handler())
+	}, Options{TokenTTL: time.Hour, UnreachableAfter: time.Minute})
+	srv := httptest.NewServer(serve(api, adminToken(t, "secret")))
 	t.Cleanup(srv.Close)
 
 	tests := []struct {

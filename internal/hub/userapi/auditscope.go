@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 )
 
 // auditVisible returns whether ctx's scope sees a record of cluster and release: one of a
@@ -15,7 +16,7 @@ import (
 // events) only for the whole fleet. Clusters are those registered now: the records of a
 // removed cluster are the whole fleet's.
 func (api *API) auditVisible(ctx context.Context) (func(cluster, release string) bool, error) {
-	scope := scopeOf(ctx)
+	scope := httpapi.ScopeOf(ctx)
 	if scope.All() {
 		return func(string, string) bool { return true }, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -23,24 +24,24 @@ func (api *API) addCluster(w http.ResponseWriter, r *http.Request) {
 		Labels map[string]string `json:"labels"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
 		return
 	}
 	if errs := validation.IsDNS1123Label(req.Name); len(errs) > 0 {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("cluster name %q: %s", req.Name, strings.Join(errs, "; ")))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("cluster name %q: %s", req.Name, strings.Join(errs, "; ")))
 		return
 	}
 	if err := validateLabels(req.Labels); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	err := api.d.Store.AddCluster(r.Context(), store.Cluster{Name: req.Name, Labels: req.Labels, CreatedAt: api.d.Clock.Now()})
 	if errors.Is(err, store.ErrExists) {
-		writeError(w, http.StatusConflict, fmt.Errorf("cluster %q already exists", req.Name))
+		httpapi.WriteError(w, http.StatusConflict, fmt.Errorf("cluster %q already exists", req.Name))
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	api.d.Logger.Info("cluster added", "cluster", req.Name, "labels", req.Labels)
@@ -52,24 +53,24 @@ func (api *API) addCluster(w http.ResponseWriter, r *http.Request) {
 func (api *API) listClusters(w http.ResponseWriter, r *http.Request) {
 	clusters, err := api.d.Store.ListClusters(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	out := make([]hubapi.ClusterView, 0, len(clusters))
 	for _, c := range clusters {
-		if !visibleCluster(r.Context(), c) {
+		if !httpapi.VisibleCluster(r.Context(), c) {
 			continue
 		}
 		out = append(out, api.clusterView(r, c))
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // getCluster is the cluster with everything `flotilla cluster show` prints: each
 // assignment's status, the agent's outbox depth and the cluster's conditions.
 func (api *API) getCluster(w http.ResponseWriter, r *http.Request) {
 	c, err := api.d.Store.GetCluster(r.Context(), r.PathValue("name"))
-	if err == nil && !visibleCluster(r.Context(), c) {
+	if err == nil && !httpapi.VisibleCluster(r.Context(), c) {
 		err = store.ErrNotFound // as if it did not exist: its name tells nothing
 	}
 	if err != nil {
@@ -88,7 +89,7 @@ func (api *API) getCluster(w http.ResponseWriter, r *http.Request) {
 	if depth, ok := api.d.Seen.OutboxDepth(c.Name); ok {
 		v.OutboxDepth = &depth
 	}
-	writeJSON(w, http.StatusOK, v)
+	httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
 func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
@@ -104,7 +105,7 @@ func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView
 	}
 	v.AgeRecipient, _ = agekeys.Get(r.Context(), api.d.Store, c.Name)
 	projects, _ := agekeys.GetProjects(r.Context(), api.d.Store, c.Name)
-	v.ProjectAgeRecipients = VisibleProjects(r.Context(), projects)
+	v.ProjectAgeRecipients = httpapi.VisibleProjects(r.Context(), projects)
 	if st, err := api.d.Store.ReportStats(r.Context(), c.Name); err == nil {
 		v.ReportsIngested, v.ReportsCompacted, v.LastReportSeq = st.Ingested, st.Compacted, st.LastSeq
 	}
@@ -112,7 +113,7 @@ func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView
 		v.Generation = ds.Generation
 		if as, err := api.d.Desired.Decode(c.Name, ds.Document); err == nil {
 			for _, a := range as {
-				if scopeOf(r.Context()).Release(a.Release) {
+				if httpapi.ScopeOf(r.Context()).Release(a.Release) {
 					v.Assignments = append(v.Assignments, a.Release)
 				}
 			}
@@ -128,7 +129,7 @@ func (api *API) labelCluster(w http.ResponseWriter, r *http.Request) {
 		Labels map[string]*string `json:"labels"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
 		return
 	}
 	c, err := api.d.Store.GetCluster(r.Context(), name)
@@ -148,7 +149,7 @@ func (api *API) labelCluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := validateLabels(labels); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	if err := api.d.Store.SetClusterLabels(r.Context(), name, labels); err != nil {
@@ -157,10 +158,10 @@ func (api *API) labelCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	api.d.Logger.Info("cluster relabelled", "cluster", name, "labels", labels)
 	api.record(r.Context(), audit.Event{Action: "cluster.relabelled", Cluster: name, Detail: map[string]any{"old": labelsDetail(c.Labels), "new": labelsDetail(labels)}})
-	api.d.ClusterRelabelled(name, actor(r.Context()))
+	api.d.ClusterRelabelled(name, httpapi.Actor(r.Context()))
 	api.clustersChanged()
 	c.Labels = labels
-	writeJSON(w, http.StatusOK, api.clusterView(r, c))
+	httpapi.WriteJSON(w, http.StatusOK, api.clusterView(r, c))
 }
 
 func (api *API) removeCluster(w http.ResponseWriter, r *http.Request) {

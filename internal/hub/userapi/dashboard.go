@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -46,7 +47,7 @@ func (api *API) DashboardChanged() {
 // the whole fleet, and to any other the snapshot of its grants (shared by every principal
 // with the same grants: two viewers of team-a read one document, with its ETag).
 func (api *API) dashboardFleetDoc(w http.ResponseWriter, r *http.Request) {
-	if scopeOf(r.Context()).All() {
+	if httpapi.ScopeOf(r.Context()).All() {
 		api.dash.ServeHTTP(w, r)
 		return
 	}
@@ -83,7 +84,7 @@ func (api *API) scopedDash(p access.Principal) *dashboard.Snapshots {
 	grants := access.Principal{Grants: p.Grants}
 	s := dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
 		// The scope of the fleet in force when it is computed, not when first asked for.
-		return api.dashboardFleet(withScope(ctx, access.NewScope(grants, api.d.View().Fleet)))
+		return api.dashboardFleet(httpapi.WithScope(ctx, access.NewScope(grants, api.d.View().Fleet)))
 	}, dashboard.SnapshotOptions{Now: api.d.Clock.Now})
 	d.docs[key] = s
 	d.order = append(d.order, key)
@@ -102,7 +103,7 @@ func (api *API) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
 	}
 	clusters := make([]dashboard.Cluster, 0, len(stored))
 	for _, c := range stored {
-		if !visibleCluster(ctx, c) {
+		if !httpapi.VisibleCluster(ctx, c) {
 			continue
 		}
 		seen, _ := api.d.Seen.Get(c)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 )
 
 // DeviceFlow runs the OIDC device flow at the issuer for a browser (access.OIDC): the
@@ -28,7 +29,7 @@ func newDeviceLimit() *rate.Limiter { return rate.NewLimiter(20, 40) }
 
 func (api *API) deviceFlow(w http.ResponseWriter, r *http.Request) bool {
 	if api.d.Device == nil {
-		writeError(w, http.StatusNotFound, errors.New("this hub has no OIDC sign-in (--oidc-issuer)"))
+		httpapi.WriteError(w, http.StatusNotFound, errors.New("this hub has no OIDC sign-in (--oidc-issuer)"))
 		return false
 	}
 	if !api.limitDevice(w, r) {
@@ -36,7 +37,7 @@ func (api *API) deviceFlow(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if !api.deviceLimit.Allow() {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, errors.New("too many sign-in attempts; retry in a second"))
+		httpapi.WriteError(w, http.StatusTooManyRequests, errors.New("too many sign-in attempts; retry in a second"))
 		return false
 	}
 	return true
@@ -50,10 +51,10 @@ func (api *API) startDeviceLogin(w http.ResponseWriter, r *http.Request) {
 	s, err := api.d.Device.StartDevice(r.Context())
 	if err != nil {
 		api.d.Logger.Warn("oidc device sign-in", "error", err)
-		writeError(w, http.StatusBadGateway, err)
+		httpapi.WriteError(w, http.StatusBadGateway, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s)
+	httpapi.WriteJSON(w, http.StatusOK, s)
 }
 
 // pollDeviceLogin serves POST /api/v1/login/device/token {"deviceCode": ...}: 202 while the
@@ -66,17 +67,17 @@ func (api *API) pollDeviceLogin(w http.ResponseWriter, r *http.Request) {
 		DeviceCode string `json:"deviceCode"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || req.DeviceCode == "" {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: want {\"deviceCode\": ...}"))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("request body: want {\"deviceCode\": ...}"))
 		return
 	}
 	tok, p, err := api.d.Device.PollDevice(r.Context(), req.DeviceCode)
 	if errors.Is(err, access.ErrPending) {
-		writeJSON(w, http.StatusAccepted, map[string]bool{"pending": true})
+		httpapi.WriteJSON(w, http.StatusAccepted, map[string]bool{"pending": true})
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, err)
+		httpapi.WriteError(w, http.StatusUnauthorized, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"token": tok, "actor": p.Actor, "role": p.Role()})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"token": tok, "actor": p.Actor, "role": p.Role()})
 }

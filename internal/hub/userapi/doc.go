@@ -1,6 +1,11 @@
-// Package userapi is the hub's user API: clusters and their join tokens and labels,
-// releases, sources, the fleet's status, skew and drift, the audit trail, and the
-// dashboard's pages and fleet document, all behind the admin bearer token.
+// Package userapi is the hub's user API for reading the fleet and managing who is in it:
+// clusters and their join tokens, labels and certificates, the named user tokens and
+// sign-in, releases, sources, the fleet's status, skew and drift, the audit trail, and the
+// dashboard's pages and fleet document. Acting on a fleet in motion (rollouts, freezes,
+// suspensions, sync, plans, webhooks) is opsapi's; air-gapped bundles bundleapi's; the
+// clusters' age recipients keysapi's. They are peers: each returns its routes as
+// []httpapi.Route, the hub serves them all on one httpapi.Server (bearer authentication,
+// rules, audit of changing calls, rate limits), and none imports another.
 //
 // It takes its dependencies explicitly ([Deps]): the part of the store it reads and writes,
 // the agents' last-seen times, the decoded desired states, the controller's view, the audit

@@ -71,8 +71,8 @@ func TestAssignmentDetail(t *testing.T) {
 	}
 	fleet := &v1alpha1.Fleet{Releases: []v1alpha1.Release{{Metadata: v1alpha1.ObjectMeta{Name: "web"}}, {Metadata: v1alpha1.ObjectMeta{Name: "db"}}, {Metadata: v1alpha1.ObjectMeta{Name: "cache"}}}}
 	api := New(Deps{Store: st, Seen: neverSeen{}, Desired: desired.NewCache(), View: func() controller.View { return controller.View{Fleet: fleet} }},
-		Options{AdminToken: "secret", UnreachableAfter: time.Minute})
-	srv := httptest.NewServer(api.Handler())
+		Options{UnreachableAfter: time.Minute})
+	srv := httptest.NewServer(serve(api, adminToken(t, "secret")))
 	t.Cleanup(srv.Close)
 	get := func(path string) (int, []byte) {
 		t.Helper()

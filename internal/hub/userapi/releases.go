@@ -3,6 +3,7 @@ package userapi
 import (
 	"net/http"
 
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -10,7 +11,7 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 	fleet := api.d.View().Fleet
 	assigned := api.assignedClusters(r)
 	out := []hubapi.ReleaseView{}
-	scope := scopeOf(r.Context())
+	scope := httpapi.ScopeOf(r.Context())
 	if fleet != nil {
 		for _, rel := range fleet.Releases {
 			if !scope.Release(rel.Metadata.Name) {
@@ -23,7 +24,7 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 			out = append(out, hubapi.ReleaseView{Name: rel.Metadata.Name, Source: rel.Spec.Source, Path: rel.Spec.Path, Namespace: rel.Spec.Namespace, Clusters: cl})
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // assignedClusters names, per release, the clusters of the request's scope it is assigned
@@ -31,7 +32,7 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 func (api *API) assignedClusters(r *http.Request) map[string][]string {
 	out := map[string][]string{}
 	visible := map[string]bool{}
-	scope := scopeOf(r.Context())
+	scope := httpapi.ScopeOf(r.Context())
 	if !scope.All() {
 		clusters, _ := api.d.Store.ListClusters(r.Context())
 		for _, c := range clusters {
@@ -54,7 +55,7 @@ func (api *API) assignedClusters(r *http.Request) map[string][]string {
 func (api *API) listSources(w http.ResponseWriter, r *http.Request) {
 	sts, err := api.d.Store.ListSourceStatuses(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	out := make([]hubapi.SourceView, 0, len(sts))
@@ -65,5 +66,5 @@ func (api *API) listSources(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }

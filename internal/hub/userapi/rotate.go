@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -19,14 +20,14 @@ func (api *API) rotateCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	certs, err := api.d.Store.RevokeCertificates(ctx, c.Name, "")
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	// Cached checks of its certificates and its open watch streams end now, on every replica.
 	api.d.CertificatesRevoked(c.Name)
 	tokens, err := api.d.Store.RevokeJoinTokens(ctx, c.Name, api.d.Clock.Now())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	api.d.Logger.Info("cluster rotated: its certificates and unused join tokens are revoked", "cluster", c.Name,
@@ -36,8 +37,8 @@ func (api *API) rotateCluster(w http.ResponseWriter, r *http.Request) {
 	}})
 	j, err := api.joinToken(ctx, c.Name, c.Labels, 0)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, hubapi.RotateView{JoinView: j, RevokedCertificates: certs, RevokedTokens: tokens})
+	httpapi.WriteJSON(w, http.StatusOK, hubapi.RotateView{JoinView: j, RevokedCertificates: certs, RevokedTokens: tokens})
 }

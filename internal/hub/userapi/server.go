@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -15,7 +16,9 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/desired"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/keyrate"
 )
 
 // Store is the part of the hub's store the user API uses.
@@ -68,8 +71,8 @@ type AuditLog interface {
 }
 
 // Deps are what the user API needs. All are required except Audit (then the audit endpoints
-// answer 503), Record, ClustersChanged, ClusterRelabelled, ClusterRemoved, Clock (then the wall clock) and
-// Logger.
+// answer 503), Record, ClustersChanged, ClusterRelabelled, ClusterRemoved, Clock (then the wall clock),
+// Logger, Tokens and Device.
 type Deps struct {
 	Store   Store
 	Seen    Seen
@@ -93,23 +96,14 @@ type Deps struct {
 	CertificatesRevoked func(name string)
 	Clock               clock.Clock
 	Logger              *slog.Logger
-	// Auth authenticates requests; nil: only Options.AdminToken is accepted, as admin.
-	Auth Authenticator
 	// Tokens are the named user tokens; nil: the token endpoints answer 503.
 	Tokens TokenStore
 	// Device runs the OIDC device flow for the dashboard; nil: no OIDC sign-in.
 	Device DeviceFlow
-	// Extra are authenticated routes other packages serve (rollouts, freezes, sync).
-	Extra []Route
-	// Public are routes served without a bearer token, each checking its caller itself
-	// (webhooks check the provider's signature), by pattern.
-	Public map[string]http.Handler
 }
 
 // Options are the user API's settings. The hub's Options hold their defaults.
 type Options struct {
-	// AdminToken is the bootstrap admin token, accepted when Deps.Auth is nil.
-	AdminToken string
 	// OIDCIssuer and OIDCClientID are what `flotilla login` reads from the hub to sign in
 	// with the device flow; "" without OIDC sign-in.
 	OIDCIssuer, OIDCClientID string
@@ -123,21 +117,16 @@ type Options struct {
 	// UnreachableAfter is how long an agent may stay silent before its cluster is shown as
 	// unreachable.
 	UnreachableAfter time.Duration
-	// MutationQPS and MutationBurst are each principal's token bucket of changing calls
-	// (ratelimit.go); 0: DefaultMutationQPS, DefaultMutationBurst.
-	MutationQPS   float64
-	MutationBurst int
 }
 
 // API is the user API.
 type API struct {
 	d           Deps
 	o           Options
-	auth        Authenticator
-	deviceLimit *rate.Limiter        // the unauthenticated sign-in calls
-	limits      limits               // per principal and per client address (ratelimit.go)
-	dash        *dashboard.Snapshots // the dashboard's fleet document of the whole fleet
-	scoped      scopedDocs           // and of scoped principals
+	deviceLimit *rate.Limiter                  // the unauthenticated sign-in calls
+	deviceAddrs *keyrate.Buckets[netip.Prefix] // and per client address (ratelimit.go)
+	dash        *dashboard.Snapshots           // the dashboard's fleet document of the whole fleet
+	scoped      scopedDocs                     // and of scoped principals
 }
 
 // New returns the user API.
@@ -161,38 +150,23 @@ func New(d Deps, o Options) *API {
 	if d.CertificatesRevoked == nil {
 		d.CertificatesRevoked = func(string) {}
 	}
-	api := &API{d: d, o: o, auth: d.Auth, deviceLimit: newDeviceLimit()}
-	if api.auth == nil {
-		// No token (NewBootstrap refuses an empty one) opens nothing: Bootstrap stays nil.
-		b, _ := access.NewBootstrap(o.AdminToken)
-		api.auth = &access.Authenticator{Bootstrap: b}
-	}
-	api.limits = api.newLimits()
+	api := &API{d: d, o: o, deviceLimit: newDeviceLimit(), deviceAddrs: newDeviceAddrs(d.Clock)}
 	api.dash = dashboard.NewSnapshots(func(ctx context.Context) (any, error) {
-		return api.dashboardFleet(withScope(ctx, access.Everything()))
+		return api.dashboardFleet(httpapi.WithScope(ctx, access.Everything()))
 	}, dashboard.SnapshotOptions{Now: d.Clock.Now})
 	return api
 }
 
-// Handler serves the user API under /api/, each route behind its rule (see routes), and the
-// dashboard's pages everywhere else.
-func (api *API) Handler() http.Handler {
-	mux := http.NewServeMux()
-	for _, rt := range api.routes() {
-		mux.Handle(rt.pattern, guard(rt))
+// Public are the routes served without a bearer token, by pattern: what `flotilla login` and
+// the dashboard's sign-in need before they hold a token, and the dashboard's pages
+// everywhere else (they hold no fleet data; they read it from /api/ with the same token).
+func (api *API) Public() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /api/v1/login":               http.HandlerFunc(api.loginInfo),
+		"POST /api/v1/login/device":       http.HandlerFunc(api.startDeviceLogin),
+		"POST /api/v1/login/device/token": http.HandlerFunc(api.pollDeviceLogin),
+		"/":                               api.dashboardPages(),
 	}
-	root := http.NewServeMux()
-	for pattern, h := range api.d.Public {
-		root.Handle(pattern, h)
-	}
-	root.Handle("/api/", api.authenticate(api.auditAPICalls(api.limitMutations(mux))))
-	// What `flotilla login` and the dashboard's sign-in need before they hold a token.
-	root.HandleFunc("GET /api/v1/login", api.loginInfo)
-	root.HandleFunc("POST /api/v1/login/device", api.startDeviceLogin)
-	root.HandleFunc("POST /api/v1/login/device/token", api.pollDeviceLogin)
-	// The dashboard's pages hold no fleet data; they read it from /api/ with the same token.
-	root.Handle("/", api.dashboardPages())
-	return root
 }
 
 // clustersChanged follows a change to the cluster list or labels: the controller reschedules,

@@ -39,8 +39,8 @@ func TestAPIWithoutHub(t *testing.T) {
 		Record:          func(_ context.Context, e audit.Event) { records = append(records, e.Action) },
 		ClustersChanged: func() { changed = append(changed, "changed") },
 		ClusterRemoved:  func(name string) { removed = append(removed, name) },
-	}, Options{AdminToken: "secret", AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
-	srv := httptest.NewServer(api.Handler())
+	}, Options{AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
+	srv := httptest.NewServer(serve(api, adminToken(t, "secret")))
 	t.Cleanup(srv.Close)
 
 	call := func(method, path, token, body string) (int, string) {

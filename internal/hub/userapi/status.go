@@ -3,6 +3,7 @@ package userapi
 import (
 	"net/http"
 
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -18,7 +19,7 @@ func (api *API) status(w http.ResponseWriter, r *http.Request) {
 	if q.Get("summary") == "true" {
 		out.Assignments = []hubapi.AssignmentView{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // skew is, per release (?release=R: that one), the clusters grouped by applied revision.
@@ -28,7 +29,7 @@ func (api *API) skew(w http.ResponseWriter, r *http.Request) {
 		writeViewError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // drift lists drifted objects; ?release=R and ?cluster=C narrow it.
@@ -39,5 +40,5 @@ func (api *API) drift(w http.ResponseWriter, r *http.Request) {
 		writeViewError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }

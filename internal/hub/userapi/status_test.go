@@ -90,8 +90,8 @@ func TestStatusSaysTheRejectedCommitRollsOut(t *testing.T) {
 		View: func() controller.View {
 			return controller.View{Revision: inForce, FleetURL: fleetURL, RejectedCommit: rejected}
 		},
-	}, Options{AdminToken: "secret", AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
-	srv := httptest.NewServer(api.Handler())
+	}, Options{AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
+	srv := httptest.NewServer(serve(api, adminToken(t, "secret")))
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer secret")

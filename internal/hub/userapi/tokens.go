@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -21,24 +22,24 @@ func (api *API) newToken(w http.ResponseWriter, r *http.Request) {
 	}
 	revoked, err := api.d.Store.RevokeJoinTokens(r.Context(), c.Name, api.d.Clock.Now())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	j, err := api.joinToken(r.Context(), c.Name, c.Labels, revoked)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, j)
+	httpapi.WriteJSON(w, http.StatusOK, j)
 }
 
 func (api *API) issueToken(w http.ResponseWriter, r *http.Request, cluster string, labels map[string]string, status int) {
 	j, err := api.joinToken(r.Context(), cluster, labels, 0)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, status, j)
+	httpapi.WriteJSON(w, status, j)
 }
 
 // joinToken creates and records a join token for cluster; revoked is how many unused tokens

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
@@ -31,7 +32,7 @@ func (api *API) whoami(w http.ResponseWriter, r *http.Request) {
 	for _, g := range p.Grants {
 		out.Grants = append(out.Grants, hubapi.Grant{Role: string(g.Role), Projects: g.Projects})
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // loginInfo tells a client how to sign in; it needs no token.
@@ -40,12 +41,12 @@ func (api *API) loginInfo(w http.ResponseWriter, _ *http.Request) {
 	if api.o.OIDCIssuer != "" {
 		out.OIDC = &hubapi.OIDCInfo{Issuer: api.o.OIDCIssuer, ClientID: api.o.OIDCClientID, Scopes: api.o.OIDCScopes}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func (api *API) tokenStore(w http.ResponseWriter) bool {
 	if api.d.Tokens == nil {
-		writeError(w, http.StatusServiceUnavailable, errors.New("this hub keeps no named tokens"))
+		httpapi.WriteError(w, http.StatusServiceUnavailable, errors.New("this hub keeps no named tokens"))
 		return false
 	}
 	return true
@@ -61,14 +62,14 @@ func (api *API) listUserTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	ts, err := api.d.Tokens.List(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	out := make([]hubapi.UserToken, len(ts))
 	for i, t := range ts {
 		out[i] = tokenView(t)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func (api *API) createUserToken(w http.ResponseWriter, r *http.Request) {
@@ -77,38 +78,38 @@ func (api *API) createUserToken(w http.ResponseWriter, r *http.Request) {
 	}
 	var req hubapi.CreateUserTokenRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
 		return
 	}
 	if err := access.ValidateName(req.Name); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		httpapi.WriteError(w, http.StatusBadRequest, err)
 		return
 	}
 	role, err := access.ParseRole(req.Role)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("token %q: %w", req.Name, err))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("token %q: %w", req.Name, err))
 		return
 	}
 	if role == access.Admin && len(req.Projects) > 0 {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("token %q: an admin token covers every project; give no --project", req.Name))
+		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("token %q: an admin token covers every project; give no --project", req.Name))
 		return
 	}
 	t := access.Token{Name: req.Name, Grant: access.Grant{Role: role, Projects: req.Projects}}
 	if req.Expires != "" {
 		d, err := time.ParseDuration(req.Expires)
 		if err != nil || d <= 0 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("token %q: expires %q: want a positive duration such as 720h", req.Name, req.Expires))
+			httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("token %q: expires %q: want a positive duration such as 720h", req.Name, req.Expires))
 			return
 		}
 		t.ExpiresAt = api.d.Clock.Now().Add(d).UTC()
 	}
 	t, secret, err := api.d.Tokens.Create(r.Context(), t)
 	if errors.Is(err, access.ErrTokenExists) {
-		writeError(w, http.StatusConflict, err)
+		httpapi.WriteError(w, http.StatusConflict, err)
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	detail := map[string]any{"token": t.Name, "grant": t.Grant.String()}
@@ -116,7 +117,7 @@ func (api *API) createUserToken(w http.ResponseWriter, r *http.Request) {
 		detail["expiresAt"] = t.ExpiresAt
 	}
 	api.record(r.Context(), audit.Event{Action: "user-token.created", Detail: detail})
-	writeJSON(w, http.StatusCreated, hubapi.NewUserToken{Name: t.Name, Token: secret})
+	httpapi.WriteJSON(w, http.StatusCreated, hubapi.NewUserToken{Name: t.Name, Token: secret})
 }
 
 func (api *API) revokeUserToken(w http.ResponseWriter, r *http.Request) {
@@ -143,13 +144,13 @@ func (api *API) rotateUserToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.record(r.Context(), audit.Event{Action: "user-token.rotated", Detail: map[string]any{"token": t.Name}})
-	writeJSON(w, http.StatusOK, hubapi.NewUserToken{Name: t.Name, Token: secret})
+	httpapi.WriteJSON(w, http.StatusOK, hubapi.NewUserToken{Name: t.Name, Token: secret})
 }
 
 func writeTokenError(w http.ResponseWriter, err error) {
 	if errors.Is(err, access.ErrTokenNotFound) {
-		writeError(w, http.StatusNotFound, err)
+		httpapi.WriteError(w, http.StatusNotFound, err)
 		return
 	}
-	writeError(w, http.StatusInternalServerError, err)
+	httpapi.WriteError(w, http.StatusInternalServerError, err)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
+	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -27,7 +28,7 @@ func (e errUnknown) Error() string { return e.msg }
 // states and the last-seen times: the one view that status, the dashboard and notifications
 // share.
 func (api *API) FleetStatus(ctx context.Context) (hubapi.StatusView, error) {
-	return api.statusView(withScope(ctx, access.Everything()), hubapi.StatusFilter{})
+	return api.statusView(httpapi.WithScope(ctx, access.Everything()), hubapi.StatusFilter{})
 }
 
 // statusView is FleetStatus for the assignments f selects within ctx's scope; an unknown
@@ -35,7 +36,7 @@ func (api *API) FleetStatus(ctx context.Context) (hubapi.StatusView, error) {
 // whole fleet sees the sources its releases use, the problems of its releases, and not the
 // text of a rejected fleet configuration (it may name any project's objects).
 func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
-	scope := scopeOf(ctx)
+	scope := httpapi.ScopeOf(ctx)
 	fd, err := api.loadFleet(ctx, f)
 	if err != nil {
 		return hubapi.StatusView{}, err
@@ -107,7 +108,7 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 	var clusters []store.Cluster
 	if f.Cluster != "" {
 		c, err := api.d.Store.GetCluster(ctx, f.Cluster)
-		if err == nil && !visibleCluster(ctx, c) {
+		if err == nil && !httpapi.VisibleCluster(ctx, c) {
 			err = store.ErrNotFound
 		}
 		if errors.Is(err, store.ErrNotFound) {
@@ -133,7 +134,7 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
 	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}, clusters: map[string]bool{}}
-	scope := scopeOf(ctx)
+	scope := httpapi.ScopeOf(ctx)
 	docs, err := api.desiredDocuments(ctx, f.Cluster)
 	if err != nil {
 		return fleetData{}, err
@@ -210,7 +211,7 @@ func (api *API) desiredDocuments(ctx context.Context, cluster string) (map[strin
 // releaseNames are the releases of the fleet configuration in force in ctx's scope, sorted.
 func (api *API) releaseNames(ctx context.Context) []string {
 	var names []string
-	scope := scopeOf(ctx)
+	scope := httpapi.ScopeOf(ctx)
 	if fleet := api.d.View().Fleet; fleet != nil {
 		for _, r := range fleet.Releases {
 			if scope.Release(r.Metadata.Name) {
@@ -225,7 +226,7 @@ func (api *API) releaseNames(ctx context.Context) []string {
 // sourceFilter says which sources ctx's scope sees: every one for the whole fleet, else
 // those its releases use.
 func (api *API) sourceFilter(ctx context.Context, view controller.View) func(name string) bool {
-	scope := scopeOf(ctx)
+	scope := httpapi.ScopeOf(ctx)
 	if scope.All() {
 		return func(string) bool { return true }
 	}
