@@ -1,0 +1,32 @@
+package deptest_test
+
+import (
+	"testing"
+
+	"github.com/flotilla/flotilla/internal/deptest"
+)
+
+// TestUserFacingAPIsArePeers: the hub's user-facing APIs share their plumbing through
+// internal/hub/httpapi, and the hub mounts them side by side; none links another (before,
+// opsapi, bundleapi and keysapi imported userapi for its routes, rules and error answers,
+// and userapi mounted them).
+func TestUserFacingAPIsArePeers(t *testing.T) {
+	const m = "github.com/flotilla/flotilla/internal/hub/"
+	apis := []string{"userapi", "opsapi", "bundleapi", "keysapi"}
+	for _, api := range apis {
+		var rules []deptest.Rule
+		for _, peer := range apis {
+			if peer != api {
+				rules = append(rules, deptest.Rule{Prefix: m + peer, Why: "a peer user-facing API (share through internal/hub/httpapi; the hub mounts both)"})
+			}
+		}
+		t.Run(api+" links no peer", func(t *testing.T) { deptest.Check(t, m+api, rules) })
+	}
+	t.Run("httpapi links none of them", func(t *testing.T) {
+		var rules []deptest.Rule
+		for _, api := range apis {
+			rules = append(rules, deptest.Rule{Prefix: m + api, Why: "an API it serves (the routes come in as []httpapi.Route)"})
+		}
+		deptest.Check(t, m+"httpapi", rules)
+	})
+}
