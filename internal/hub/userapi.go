@@ -9,9 +9,9 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/access"
+	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/bundleapi"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hub/keysapi"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/sqlitedb"
@@ -61,7 +61,7 @@ func (h *Hub) newUserAPIs(ctx context.Context) (*userapi.API, http.Handler, erro
 		Store: h.store, Artifacts: h.artifacts, EnsureArtifact: h.repl.EnsureArtifact, CA: h.ca,
 		Ingest: h.agent.IngestReports, Record: h.record, Clock: h.clock, Logger: h.log,
 	})
-	keys := keysapi.New(h.store, o.RecoveryRecipients)
+	keys := agekeys.NewAPI(h.store, o.RecoveryRecipients)
 	front := httpapi.New(httpapi.Deps{
 		Auth: auth, Fleet: func() *v1alpha1.Fleet { return h.ctrl.View().Fleet },
 		Record: h.record, Clock: h.clock, Logger: h.log,

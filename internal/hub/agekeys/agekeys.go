@@ -3,6 +3,11 @@
 // with its join and every heartbeat; the hub stores it as a record (kind "agekey", key the
 // cluster), writing only when it changed and auditing each change ("cluster.agekey"). The
 // private half never leaves the agent.
+//
+// It is the hub's one home for age keys: the records, their checks (the agent endpoint
+// refuses what CheckProjects refuses), the tracker that writes them, and the user API's route
+// that lists them (API, GET /api/v1/agekeys). The agent keeps the private halves
+// (internal/agent), and internal/secrets holds what both sides do with a key.
 package agekeys
 
 import (

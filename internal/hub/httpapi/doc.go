@@ -7,7 +7,7 @@
 // [VisibleProjects]).
 //
 // The packages that serve routes (userapi: reading the fleet and managing clusters and
-// tokens; opsapi: acting on a fleet in motion; bundleapi: air-gapped sites; keysapi: the
+// tokens; opsapi: acting on a fleet in motion; bundleapi: air-gapped sites; agekeys: the
 // clusters' age recipients) each return their routes as []Route, and the hub mounts them
 // all on one [Server]. None of them imports another.
 package httpapi

@@ -3,7 +3,7 @@
 // sign-in, releases, sources, the fleet's status, skew and drift, the audit trail, and the
 // dashboard's pages and fleet document. Acting on a fleet in motion (rollouts, freezes,
 // suspensions, sync, plans, webhooks) is opsapi's; air-gapped bundles bundleapi's; the
-// clusters' age recipients keysapi's. They are peers: each returns its routes as
+// clusters' age recipients agekeys'. They are peers: each returns its routes as
 // []httpapi.Route, the hub serves them all on one httpapi.Server (bearer authentication,
 // rules, audit of changing calls, rate limits), and none imports another.
 //

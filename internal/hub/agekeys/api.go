@@ -1,9 +1,10 @@
-// Package keysapi serves GET /api/v1/agekeys: the age recipients of the clusters a set of
-// label selectors picks, the selected clusters without one, and the hub's recovery
-// recipients; what `flotilla secret encrypt` encrypts for. It is read-only and shows only
-// public keys; the hub serves it on the httpapi.Server beside the other user-facing APIs, for
-// viewers, and a viewer sees only the clusters in its scope.
-package keysapi
+package agekeys
+
+// The route of GET /api/v1/agekeys: the age recipients of the clusters a set of label
+// selectors picks, the selected clusters without one, and the hub's recovery recipients; what
+// `flotilla secret encrypt` encrypts for. It is read-only and shows only public keys; the hub
+// serves it on the httpapi.Server beside the other user-facing APIs, for viewers, and a viewer
+// sees only the clusters in its scope.
 
 import (
 	"context"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -26,21 +26,21 @@ const (
 	maxSelectorBytes = 1024
 )
 
-// Store is the part of the hub's store the route reads.
-type Store interface {
+// APIStore is the part of the hub's store the route reads.
+type APIStore interface {
 	ListClusters(ctx context.Context) ([]store.Cluster, error)
 	ListRecords(ctx context.Context, kind string) ([]store.Record, error)
 }
 
 // API serves the route.
 type API struct {
-	st       Store
+	st       APIStore
 	recovery []string
 }
 
-// New returns the route's API: clusters and recipients from st; recovery are the hub's
+// NewAPI returns the route's API: clusters and recipients from st; recovery are the hub's
 // recovery recipients (checked by the hub's configuration).
-func New(st Store, recovery []string) *API {
+func NewAPI(st APIStore, recovery []string) *API {
 	return &API{st: st, recovery: slices.Clone(recovery)}
 }
 
@@ -87,25 +87,25 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	records, err := a.st.ListRecords(r.Context(), agekeys.Kind)
+	records, err := a.st.ListRecords(r.Context(), Kind)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	keys := make(map[string]string, len(records))
 	for _, rec := range records {
-		if rcp, err := agekeys.Decode(rec); err == nil && rcp != "" {
+		if rcp, err := Decode(rec); err == nil && rcp != "" {
 			keys[rec.Key] = rcp
 		}
 	}
-	precords, err := a.st.ListRecords(r.Context(), agekeys.ProjectKind)
+	precords, err := a.st.ListRecords(r.Context(), ProjectKind)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
 	projects := make(map[string]map[string]string, len(precords))
 	for _, rec := range precords {
-		if ps, err := agekeys.DecodeProjects(rec); err == nil {
+		if ps, err := DecodeProjects(rec); err == nil {
 			projects[rec.Key] = ps
 		}
 	}
