@@ -3,45 +3,14 @@ package controller
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
-
-// Kinds of the store records that hold freezes and suspended clusters.
-const (
-	// RecordFreeze: one record per freeze, keyed by its ID; data a Freeze.
-	RecordFreeze = "freeze"
-	// RecordSuspend: one record per suspended cluster, keyed by the cluster's name; data a
-	// Suspension.
-	RecordSuspend = "suspend"
-)
-
-// Freeze stops new revisions of a release, or of every release, on the clusters its
-// selector matches (every cluster when it has none), until it is lifted.
-type Freeze struct {
-	ID string `json:"id"`
-	// Release is the release frozen; "" freezes every release.
-	Release string `json:"release,omitempty"`
-	// Selector are the labels of the clusters frozen; empty: every cluster.
-	Selector map[string]string `json:"selector,omitempty"`
-	Reason   string            `json:"reason"`
-	Actor    string            `json:"actor"`
-	Created  time.Time         `json:"created"`
-}
-
-// Suspension stops new revisions of every release on one cluster.
-type Suspension struct {
-	Cluster string    `json:"cluster"`
-	Reason  string    `json:"reason,omitempty"`
-	Actor   string    `json:"actor"`
-	Since   time.Time `json:"since"`
-}
 
 // applyGates puts into each cluster's document the gates that apply to it: the fleet's
 // Windows whose clusterSelector matches it, freezes, its suspension, and suspended releases.
@@ -77,18 +46,18 @@ func (c *Controller) applyGates(ctx context.Context, fleet *v1alpha1.Fleet, clus
 		}
 		prev := c.plan[cl.Name].Gates
 		if freezeErr != nil {
-			gates = append(gates, kept(prev, isFreeze)...)
+			gates = append(gates, kept(prev, hold.IsFreeze)...)
 		} else {
 			for _, f := range freezes {
-				if (v1alpha1.LabelSelector{MatchLabels: f.Selector}).Matches(cl.Labels) {
-					gates = append(gates, freezeGate(f))
+				if f.Covers(cl.Labels) {
+					gates = append(gates, f.Gate())
 				}
 			}
 		}
 		if suspendErr != nil {
-			gates = append(gates, kept(prev, isClusterSuspension)...)
+			gates = append(gates, kept(prev, hold.IsClusterSuspension)...)
 		} else if s, ok := suspended[cl.Name]; ok {
-			gates = append(gates, schedule.Gate{Name: cl.Name, Kind: schedule.GateSuspend, Type: v1alpha1.WindowDeny, Reason: s.Reason, Actor: s.Actor})
+			gates = append(gates, s.Gate())
 		}
 		for _, r := range suspendedReleases {
 			if slices.ContainsFunc(plan.Assignments[cl.Name], func(a schedule.Assignment) bool { return a.Release == r }) {
@@ -102,19 +71,17 @@ func (c *Controller) applyGates(ctx context.Context, fleet *v1alpha1.Fleet, clus
 
 // freezes reads every freeze. A record that does not decode becomes a freeze of every
 // release on every cluster, named by its key.
-func (c *Controller) freezes(ctx context.Context) ([]Freeze, error) {
-	records, err := c.d.Store.ListRecords(ctx, RecordFreeze)
+func (c *Controller) freezes(ctx context.Context) ([]hold.Freeze, error) {
+	records, err := c.d.Store.ListRecords(ctx, hold.RecordFreeze)
 	if err != nil {
 		return nil, fmt.Errorf("list freezes: %w", err)
 	}
-	out := make([]Freeze, 0, len(records))
+	out := make([]hold.Freeze, 0, len(records))
 	for _, r := range records {
-		var f Freeze
-		if err := json.Unmarshal(r.Data, &f); err != nil {
+		f, err := hold.DecodeFreeze(r.Key, r.Data, r.UpdatedAt)
+		if err != nil {
 			c.log.Error("freeze record does not decode; it freezes every release on every cluster until it is lifted", "freeze", r.Key, "error", err)
-			f = Freeze{Reason: fmt.Sprintf("freeze record %q does not decode: %v", r.Key, err)}
 		}
-		f.ID = r.Key
 		out = append(out, f)
 	}
 	return out, nil
@@ -122,19 +89,17 @@ func (c *Controller) freezes(ctx context.Context) ([]Freeze, error) {
 
 // suspensions reads the suspended clusters by name. A record that does not decode
 // suspends its cluster all the same.
-func (c *Controller) suspensions(ctx context.Context) (map[string]Suspension, error) {
-	records, err := c.d.Store.ListRecords(ctx, RecordSuspend)
+func (c *Controller) suspensions(ctx context.Context) (map[string]hold.Suspension, error) {
+	records, err := c.d.Store.ListRecords(ctx, hold.RecordSuspend)
 	if err != nil {
 		return nil, fmt.Errorf("list suspended clusters: %w", err)
 	}
-	out := make(map[string]Suspension, len(records))
+	out := make(map[string]hold.Suspension, len(records))
 	for _, r := range records {
-		var s Suspension
-		if err := json.Unmarshal(r.Data, &s); err != nil {
+		s, err := hold.DecodeSuspension(r.Key, r.Data, r.UpdatedAt)
+		if err != nil {
 			c.log.Error("suspension record does not decode; the cluster stays suspended", "cluster", r.Key, "error", err)
-			s = Suspension{Reason: fmt.Sprintf("suspension record does not decode: %v", err)}
 		}
-		s.Cluster = r.Key
 		out[r.Key] = s
 	}
 	return out, nil
@@ -161,22 +126,6 @@ func windowGate(w v1alpha1.Window) schedule.Gate {
 		Schedule: w.Spec.Schedule, Duration: w.Spec.Duration.Duration, TimeZone: w.Spec.TimeZone,
 		Releases: slices.Clone(w.Spec.Releases), Blocks: slices.Clone(w.Spec.Blocks),
 	}
-}
-
-// freezeGate is the gate of a freeze on a cluster it covers.
-func freezeGate(f Freeze) schedule.Gate {
-	g := schedule.Gate{Name: f.ID, Kind: schedule.GateFreeze, Type: v1alpha1.WindowDeny, Reason: f.Reason, Actor: f.Actor}
-	if f.Release != "" {
-		g.Releases = []string{f.Release}
-	}
-	return g
-}
-
-func isFreeze(g schedule.Gate) bool { return g.Kind == schedule.GateFreeze }
-
-// isClusterSuspension: a suspension that names no release is its cluster's.
-func isClusterSuspension(g schedule.Gate) bool {
-	return g.Kind == schedule.GateSuspend && len(g.Releases) == 0
 }
 
 // kept returns the gates of prev that keep.

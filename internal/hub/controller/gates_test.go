@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/window"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // gateStore is the fake store whose record reads can be made to fail.
@@ -114,9 +115,9 @@ func TestApplyGates(t *testing.T) {
 	clk := clock.NewFake(now)
 	st := &gateStore{fakeStore: restartedHub(t)}
 	c := newGatesController(t, st, clk)
-	putGateRecord(t, st, RecordFreeze, "f-all", Freeze{Reason: "incident 4711", Actor: "token:admin", Created: now})
-	putGateRecord(t, st, RecordFreeze, "f-web-staging", Freeze{Release: "web", Selector: map[string]string{"env": "staging"}, Reason: "load test", Actor: "token:ops", Created: now})
-	putGateRecord(t, st, RecordSuspend, "c2", Suspension{Reason: "node upgrade", Actor: "token:ops", Since: now})
+	putGateRecord(t, st, hold.RecordFreeze, "f-all", hold.Freeze{Reason: "incident 4711", Actor: "token:admin", Created: now})
+	putGateRecord(t, st, hold.RecordFreeze, "f-web-staging", hold.Freeze{Release: "web", Selector: map[string]string{"env": "staging"}, Reason: "load test", Actor: "token:ops", Created: now})
+	putGateRecord(t, st, hold.RecordSuspend, "c2", hold.Suspension{Reason: "node upgrade", Actor: "token:ops", Since: now})
 	c.reschedule(t.Context())
 
 	businessHours := schedule.Gate{Name: "business-hours", Kind: "window", Type: "deny", Schedule: "0 9 * * 1-5", Duration: 9 * time.Hour,
@@ -169,7 +170,7 @@ func TestApplyGates(t *testing.T) {
 	}
 
 	// Unfreeze: the freeze leaves every document at the next reschedule.
-	if err := st.DeleteRecord(t.Context(), RecordFreeze, "f-all", store.AnyVersion); err != nil {
+	if err := st.DeleteRecord(t.Context(), hold.RecordFreeze, "f-all", store.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 	c.reschedule(t.Context())
@@ -178,10 +179,10 @@ func TestApplyGates(t *testing.T) {
 
 	// The store cannot list records: the suspension lifted and the freeze set meanwhile are
 	// not seen, and every cluster keeps the gates it had rather than opening.
-	if err := st.DeleteRecord(t.Context(), RecordSuspend, "c2", store.AnyVersion); err != nil {
+	if err := st.DeleteRecord(t.Context(), hold.RecordSuspend, "c2", store.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
-	putGateRecord(t, st, RecordFreeze, "f-new", Freeze{Reason: "x", Actor: "token:admin", Created: now})
+	putGateRecord(t, st, hold.RecordFreeze, "f-new", hold.Freeze{Reason: "x", Actor: "token:admin", Created: now})
 	st.failRecords = true
 	select {
 	case <-c.trigger:
@@ -207,8 +208,8 @@ func TestApplyGates(t *testing.T) {
 
 	// A freeze record that does not decode freezes everything, and says so.
 	st.mu.Lock()
-	st.records[RecordFreeze+"/f-bad"] = store.Record{Kind: RecordFreeze, Key: "f-bad", Data: []byte(`{"reason": 7}`), Version: 1}
-	st.records[RecordSuspend+"/c3"] = store.Record{Kind: RecordSuspend, Key: "c3", Data: []byte(`[`), Version: 1}
+	st.records[hold.RecordFreeze+"/f-bad"] = store.Record{Kind: hold.RecordFreeze, Key: "f-bad", Data: []byte(`{"reason": 7}`), Version: 1}
+	st.records[hold.RecordSuspend+"/c3"] = store.Record{Kind: hold.RecordSuspend, Key: "c3", Data: []byte(`[`), Version: 1}
 	st.mu.Unlock()
 	c.reschedule(t.Context())
 	doc, _ := st.doc(t, "c3")

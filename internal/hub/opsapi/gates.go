@@ -6,32 +6,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/validate/content"
-
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
-	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // Audit actions of freezes and suspensions.
 const (
-	ActionFreezeCreated   = "freeze.created"
-	ActionFreezeLifted    = "freeze.lifted"
-	ActionClusterSuspend  = "cluster.suspended"
-	ActionClusterResumed  = "cluster.resumed"
-	maxGateBody           = 16 << 10
-	maxGateReason         = 1024 // internal/window.Check refuses a longer reason
-	maxFreezeSelectorKeys = 32
+	ActionFreezeCreated  = "freeze.created"
+	ActionFreezeLifted   = "freeze.lifted"
+	ActionClusterSuspend = "cluster.suspended"
+	ActionClusterResumed = "cluster.resumed"
+	maxGateBody          = 16 << 10
 	// maxFreezes bounds the freezes in force: every one travels in the documents of the
 	// clusters it covers.
 	maxFreezes = 100
@@ -65,9 +60,9 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, maxGateBody, &req, "", `{"selector": {"key": "value"}, "reason": "..."}`) {
 		return
 	}
-	reason, err := checkReason(req.Reason, true)
+	reason, err := hold.CheckReason(req.Reason, true)
 	if err == nil {
-		err = checkSelector(req.Selector)
+		err = hold.CheckSelector(req.Selector)
 	}
 	if err != nil {
 		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("freeze: %w", err))
@@ -84,7 +79,7 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	existing, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
+	existing, err := a.d.Store.ListRecords(ctx, hold.RecordFreeze)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("freeze: read the freezes in force: %w", err))
 		return
@@ -98,13 +93,13 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	f := controller.Freeze{ID: id, Release: release, Selector: req.Selector, Reason: reason, Actor: httpapi.Actor(ctx), Created: a.d.Clock.Now().UTC()}
+	f := hold.Freeze{ID: id, Release: release, Selector: req.Selector, Reason: reason, Actor: httpapi.Actor(ctx), Created: a.d.Clock.Now().UTC()}
 	data, err := json.Marshal(f)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordFreeze, Key: id, Data: data}, 0); err != nil {
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: hold.RecordFreeze, Key: id, Data: data}, 0); err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("store freeze %s: %w", id, err))
 		return
 	}
@@ -117,7 +112,7 @@ func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 // listFreezes answers the freezes in force that the principal may see, oldest first.
 func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	records, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
+	records, err := a.d.Store.ListRecords(ctx, hold.RecordFreeze)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("read the freezes: %w", err))
 		return
@@ -143,10 +138,10 @@ func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 // freezeVisible returns whether ctx's principal may see a freeze: a freeze of every release
 // concerns everyone; a freeze of one release (its reason among others) only the viewers of
 // that release's project, as the release itself.
-func (a *API) freezeVisible(ctx context.Context) func(controller.Freeze) bool {
+func (a *API) freezeVisible(ctx context.Context) func(hold.Freeze) bool {
 	p, _ := access.FromContext(ctx)
 	if p.CanEverywhere(access.Viewer) {
-		return func(controller.Freeze) bool { return true }
+		return func(hold.Freeze) bool { return true }
 	}
 	projects := map[string]string{}
 	if fleet := a.d.View().Fleet; fleet != nil {
@@ -154,7 +149,7 @@ func (a *API) freezeVisible(ctx context.Context) func(controller.Freeze) bool {
 			projects[r.Metadata.Name] = r.Spec.Project
 		}
 	}
-	return func(f controller.Freeze) bool {
+	return func(f hold.Freeze) bool {
 		project, known := projects[f.Release]
 		return f.Release == "" || (known && p.Can(access.Viewer, project))
 	}
@@ -164,7 +159,7 @@ func (a *API) freezeVisible(ctx context.Context) func(controller.Freeze) bool {
 func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, release := r.PathValue("id"), r.PathValue("release")
-	rec, err := a.d.Store.GetRecord(ctx, controller.RecordFreeze, id)
+	rec, err := a.d.Store.GetRecord(ctx, hold.RecordFreeze, id)
 	if errors.Is(err, store.ErrNotFound) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q not found: see flotilla freeze list", id))
 		return
@@ -178,7 +173,7 @@ func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Errorf("freeze %q is not a freeze of release %q", id, release))
 		return
 	}
-	if err := a.d.Store.DeleteRecord(ctx, controller.RecordFreeze, id, rec.Version); err != nil {
+	if err := a.d.Store.DeleteRecord(ctx, hold.RecordFreeze, id, rec.Version); err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			status = http.StatusConflict
@@ -202,7 +197,7 @@ func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, maxGateBody, &req, "", `{"reason": "..."}`) {
 		return
 	}
-	reason, err := checkReason(req.Reason, false)
+	reason, err := hold.CheckReason(req.Reason, false)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("suspend: %w", err))
 		return
@@ -210,15 +205,15 @@ func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	if !a.clusterExists(w, r, name) {
 		return
 	}
-	s := controller.Suspension{Cluster: name, Reason: reason, Actor: httpapi.Actor(ctx), Since: a.d.Clock.Now().UTC()}
+	s := hold.Suspension{Cluster: name, Reason: reason, Actor: httpapi.Actor(ctx), Since: a.d.Clock.Now().UTC()}
 	data, err := json.Marshal(s)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: controller.RecordSuspend, Key: name, Data: data}, 0); err != nil {
+	if _, err := a.d.Store.PutRecord(ctx, store.Record{Kind: hold.RecordSuspend, Key: name, Data: data}, 0); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			if rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name); err == nil {
+			if rec, err := a.d.Store.GetRecord(ctx, hold.RecordSuspend, name); err == nil {
 				httpapi.WriteJSON(w, http.StatusOK, suspensionView(decodeSuspension(rec), false))
 				return
 			}
@@ -243,7 +238,7 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 	if !a.clusterExists(w, r, name) {
 		return
 	}
-	rec, err := a.d.Store.GetRecord(ctx, controller.RecordSuspend, name)
+	rec, err := a.d.Store.GetRecord(ctx, hold.RecordSuspend, name)
 	if errors.Is(err, store.ErrNotFound) {
 		httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
 		return
@@ -252,7 +247,7 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, fmt.Errorf("suspension of cluster %q: %w", name, err))
 		return
 	}
-	if err := a.d.Store.DeleteRecord(ctx, controller.RecordSuspend, name, rec.Version); err != nil {
+	if err := a.d.Store.DeleteRecord(ctx, hold.RecordSuspend, name, rec.Version); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
 			return
@@ -285,73 +280,33 @@ func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, name string)
 	return true
 }
 
-// checkReason trims a reason and refuses one too long, or with a line break or another
-// control character: it is shown on one status line.
-func checkReason(reason string, required bool) (string, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "" && required:
-		return "", errors.New("a reason is required: it is shown in the status of every release held back, and recorded in the audit trail")
-	case len(reason) > maxGateReason:
-		return "", fmt.Errorf("reason of %d bytes: at most %d", len(reason), maxGateReason)
-	case strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "", errors.New("the reason has a line break or another control character: it must fit on one status line")
-	}
-	return reason, nil
-}
-
-// checkSelector refuses a selector no cluster label could match.
-func checkSelector(sel map[string]string) error {
-	if len(sel) > maxFreezeSelectorKeys {
-		return fmt.Errorf("selector of %d labels: at most %d", len(sel), maxFreezeSelectorKeys)
-	}
-	for _, k := range slices.Sorted(maps.Keys(sel)) {
-		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
-			return fmt.Errorf("selector: label key %q is invalid: %s", k, strings.Join(msgs, "; "))
-		}
-		if msgs := content.IsLabelValue(sel[k]); len(msgs) > 0 {
-			return fmt.Errorf("selector: label value %q of %s is invalid: %s", sel[k], k, strings.Join(msgs, "; "))
-		}
-	}
-	return nil
-}
-
 // decodeFreeze reads a freeze record; one that does not decode is shown as the controller
 // treats it, a freeze of everything.
-func decodeFreeze(rec store.Record) controller.Freeze {
-	var f controller.Freeze
-	if err := json.Unmarshal(rec.Data, &f); err != nil {
-		f = controller.Freeze{Reason: fmt.Sprintf("freeze record %q does not decode: %v", rec.Key, err), Created: rec.UpdatedAt}
-	}
-	f.ID = rec.Key
+func decodeFreeze(rec store.Record) hold.Freeze {
+	f, _ := hold.DecodeFreeze(rec.Key, rec.Data, rec.UpdatedAt)
 	return f
 }
 
-func decodeSuspension(rec store.Record) controller.Suspension {
-	var s controller.Suspension
-	if err := json.Unmarshal(rec.Data, &s); err != nil {
-		s = controller.Suspension{Reason: fmt.Sprintf("suspension record does not decode: %v", err), Since: rec.UpdatedAt}
-	}
-	s.Cluster = rec.Key
+func decodeSuspension(rec store.Record) hold.Suspension {
+	s, _ := hold.DecodeSuspension(rec.Key, rec.Data, rec.UpdatedAt)
 	return s
 }
 
 // freezeView shows f with the number of clusters it matches; clusters nil: read them.
-func (a *API) freezeView(ctx context.Context, f controller.Freeze, clusters []store.Cluster) hubapi.FreezeView {
+func (a *API) freezeView(ctx context.Context, f hold.Freeze, clusters []store.Cluster) hubapi.FreezeView {
 	if clusters == nil {
 		clusters, _ = a.d.Store.ListClusters(ctx) // a count of 0 on a failed read is only shown
 	}
 	n := 0
-	sel := v1alpha1.LabelSelector{MatchLabels: f.Selector}
 	for _, c := range clusters {
-		if sel.Matches(c.Labels) {
+		if f.Covers(c.Labels) {
 			n++
 		}
 	}
 	return hubapi.FreezeView{ID: f.ID, Release: f.Release, Selector: f.Selector, Reason: f.Reason, Actor: f.Actor, Created: f.Created, Clusters: n}
 }
 
-func freezeDetail(f controller.Freeze) map[string]any {
+func freezeDetail(f hold.Freeze) map[string]any {
 	d := map[string]any{"id": f.ID, "reason": f.Reason}
 	if f.Release == "" {
 		d["releases"] = "all"
@@ -364,7 +319,7 @@ func freezeDetail(f controller.Freeze) map[string]any {
 	return d
 }
 
-func suspensionView(s controller.Suspension, changed bool) hubapi.SuspensionView {
+func suspensionView(s hold.Suspension, changed bool) hubapi.SuspensionView {
 	since := s.Since
 	return hubapi.SuspensionView{Cluster: s.Cluster, Suspended: true, Reason: s.Reason, Actor: s.Actor, Since: &since, Changed: changed}
 }

@@ -15,11 +15,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // gatesOf waits until cluster's stored document satisfies ok and returns its gates.
@@ -233,7 +233,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 	if err := admin.RemoveCluster(ctx, staging); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Store.GetRecord(ctx, controller.RecordSuspend, staging); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.Store.GetRecord(ctx, hold.RecordSuspend, staging); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("suspension of a removed cluster: %v, want none", err)
 	}
 }

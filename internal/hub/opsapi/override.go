@@ -10,9 +10,9 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/access"
-	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
 	"github.com/flotilla/flotilla/internal/window"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // maxVerdictSteps bounds the instants checkOverride evaluates a window at over a request's
@@ -45,11 +45,11 @@ func (a *API) checkOverride(ctx context.Context, p access.Principal, fleet *v1al
 			on[c] = true
 		}
 	}
-	freezes, err := a.d.Store.ListRecords(ctx, controller.RecordFreeze)
+	freezes, err := a.d.Store.ListRecords(ctx, hold.RecordFreeze)
 	if err != nil {
 		return http.StatusServiceUnavailable, fmt.Errorf("override: read the freezes in force: %w", err)
 	}
-	suspended, err := a.d.Store.ListRecords(ctx, controller.RecordSuspend)
+	suspended, err := a.d.Store.ListRecords(ctx, hold.RecordSuspend)
 	if err != nil {
 		return http.StatusServiceUnavailable, fmt.Errorf("override: read the suspended clusters: %w", err)
 	}
@@ -69,7 +69,7 @@ func (a *API) checkOverride(ctx context.Context, p access.Principal, fleet *v1al
 		}
 		for _, rec := range freezes {
 			f := decodeFreeze(rec)
-			if f.Release != "" || !(v1alpha1.LabelSelector{MatchLabels: f.Selector}).Matches(c.Labels) {
+			if f.Release != "" || !f.Covers(c.Labels) {
 				continue // a freeze of one release: of this one (the route checked p deploys it) or of another
 			}
 			return http.StatusForbidden, fmt.Errorf("override refused: freeze %q covers every project; lifting it needs an admin or a deployer of every project", f.ID)

@@ -17,11 +17,12 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // gateFixture is what a case starts with: freeze and suspension records and the fleet's windows.
 type gateFixture struct {
-	freezes   []controller.Freeze
+	freezes   []hold.Freeze
 	suspended []string
 	windows   []v1alpha1.Window
 }
@@ -51,10 +52,10 @@ func newGateAPI(t *testing.T, now time.Time, fx gateFixture) http.Handler {
 		}
 	}
 	for _, f := range fx.freezes {
-		put(controller.RecordFreeze, f.ID, f)
+		put(hold.RecordFreeze, f.ID, f)
 	}
 	for _, c := range fx.suspended {
-		put(controller.RecordSuspend, c, controller.Suspension{Cluster: c, Reason: "maintenance", Actor: "token:platform"})
+		put(hold.RecordSuspend, c, hold.Suspension{Cluster: c, Reason: "maintenance", Actor: "token:platform"})
 	}
 	fleet := &v1alpha1.Fleet{
 		Projects: []v1alpha1.Project{{Metadata: v1alpha1.ObjectMeta{Name: "team-a"},
@@ -87,8 +88,8 @@ func denyWindow(name, schedule string, releases ...string) v1alpha1.Window {
 func TestOverrideNeedsTheRightsToLiftTheGate(t *testing.T) {
 	now := time.Date(2026, 12, 1, 21, 10, 0, 0, time.UTC) // 21:10 UTC
 	const override = `{"override": true, "reason": "hotfix"}`
-	fleetFreeze := controller.Freeze{ID: "fleet-wide", Reason: "incident 4711", Actor: "token:platform", Created: now}
-	webFreeze := controller.Freeze{ID: "frz-web", Release: "web", Reason: "team pause", Actor: "oidc:alice", Created: now}
+	fleetFreeze := hold.Freeze{ID: "fleet-wide", Reason: "incident 4711", Actor: "token:platform", Created: now}
+	webFreeze := hold.Freeze{ID: "frz-web", Release: "web", Reason: "team pause", Actor: "oidc:alice", Created: now}
 	tests := []struct {
 		name   string
 		fx     gateFixture
@@ -97,12 +98,12 @@ func TestOverrideNeedsTheRightsToLiftTheGate(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"a fleet-wide freeze", gateFixture{freezes: []controller.Freeze{fleetFreeze}}, "team-a-token", override, http.StatusForbidden,
+		{"a fleet-wide freeze", gateFixture{freezes: []hold.Freeze{fleetFreeze}}, "team-a-token", override, http.StatusForbidden,
 			`override refused: freeze "fleet-wide" covers every project; lifting it needs an admin or a deployer of every project`},
-		{"a fleet-wide freeze, by an admin", gateFixture{freezes: []controller.Freeze{fleetFreeze}}, "admin-token", override, http.StatusAccepted, ""},
-		{"a fleet-wide freeze, by a deployer of every project", gateFixture{freezes: []controller.Freeze{fleetFreeze}}, "platform-token", override, http.StatusAccepted, ""},
-		{"a fleet-wide freeze without override", gateFixture{freezes: []controller.Freeze{fleetFreeze}}, "team-a-token", `{}`, http.StatusAccepted, ""},
-		{"a freeze of its own release", gateFixture{freezes: []controller.Freeze{webFreeze}}, "team-a-token", override, http.StatusAccepted, ""},
+		{"a fleet-wide freeze, by an admin", gateFixture{freezes: []hold.Freeze{fleetFreeze}}, "admin-token", override, http.StatusAccepted, ""},
+		{"a fleet-wide freeze, by a deployer of every project", gateFixture{freezes: []hold.Freeze{fleetFreeze}}, "platform-token", override, http.StatusAccepted, ""},
+		{"a fleet-wide freeze without override", gateFixture{freezes: []hold.Freeze{fleetFreeze}}, "team-a-token", `{}`, http.StatusAccepted, ""},
+		{"a freeze of its own release", gateFixture{freezes: []hold.Freeze{webFreeze}}, "team-a-token", override, http.StatusAccepted, ""},
 		{"a cluster suspension", gateFixture{suspended: []string{"a1"}}, "team-a-token", `{"cluster": "a1", "override": true, "reason": "hotfix"}`, http.StatusForbidden,
 			`override refused: suspension of cluster "a1" covers every project on it; lifting it needs an admin or a deployer of every project`},
 		{"a cluster suspension, by an admin", gateFixture{suspended: []string{"a1"}}, "admin-token", `{"cluster": "a1", "override": true, "reason": "hotfix"}`, http.StatusAccepted, ""},

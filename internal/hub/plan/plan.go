@@ -31,6 +31,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/window"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // Limits bound one plan.
@@ -390,7 +391,7 @@ func (vc verdictCache) evaluate(gates []window.Gate, release string, now time.Ti
 func candidateGates(f *v1alpha1.Fleet, c schedule.Cluster, current []schedule.Gate) []window.Gate {
 	var gates []window.Gate
 	for _, g := range current {
-		if g.Kind == window.KindFreeze || (g.Kind == window.KindSuspend && len(g.Releases) == 0) {
+		if hold.IsFreeze(g) || hold.IsClusterSuspension(g) {
 			gates = append(gates, g)
 		}
 	}

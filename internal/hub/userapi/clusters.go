@@ -11,11 +11,11 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
-	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 func (api *API) addCluster(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +171,7 @@ func (api *API) removeCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A cluster registered again under this name starts unsuspended.
-	if err := api.d.Store.DeleteRecord(r.Context(), controller.RecordSuspend, name, store.AnyVersion); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := api.d.Store.DeleteRecord(r.Context(), hold.RecordSuspend, name, store.AnyVersion); err != nil && !errors.Is(err, store.ErrNotFound) {
 		api.d.Logger.Warn("cluster removed, but its suspension was not; it holds a cluster registered again under this name until `flotilla cluster resume`",
 			"cluster", name, "error", err)
 	}
