@@ -16,4 +16,9 @@ func TestLayers(t *testing.T) {
 	t.Run("the agent imports nothing of the hub", func(t *testing.T) {
 		deptest.Check(t, m+"agent/...", []deptest.Rule{{Prefix: m + "hub/", Why: "the hub's code (share through internal/render and the proto)"}})
 	})
+	t.Run("notifications and gates import nothing of the hub", func(t *testing.T) {
+		for _, pkg := range []string{m + "notify", m + "window/..."} {
+			deptest.Check(t, pkg, []deptest.Rule{{Prefix: m + "hub", Why: "the hub's code (the hub wires the notification runner through notify.Deps)"}})
+		}
+	})
 }

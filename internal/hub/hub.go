@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/notify"
 	"github.com/flotilla/flotilla/internal/pki"
 	"github.com/flotilla/flotilla/internal/secrets"
 )
@@ -112,7 +113,7 @@ type Options struct {
 	// store. Default 1h; negative: no checkpoints, every check is a full record.
 	AuditCheckpoint time.Duration
 	// Notify configures the evaluation and delivery of the fleet's Notification objects.
-	Notify NotifyOptions
+	Notify notify.Options
 	// OIDC configures sign-in with ID tokens of an OpenID Connect issuer (docs/access.md);
 	// no Issuer: none.
 	OIDC access.OIDCOptions
@@ -180,7 +181,7 @@ func (o *Options) setDefaults() {
 	if o.AuditCheckpoint == 0 { // negative turns checkpoints off
 		o.AuditCheckpoint = DefaultAuditCheckpoint
 	}
-	o.Notify.setDefaults()
+	o.Notify.SetDefaults()
 	orDefault(&o.Replica.LeaseTTL, DefaultLeaseTTL)
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
@@ -235,7 +236,7 @@ type Hub struct {
 	agent          *agentapi.Server
 	desired        *desired.Cache
 	auditSink      *audit.Sink // nil without Options.AuditSink
-	notifier       *notifier
+	notifier       *notify.Runner
 	repl           *replica.Replication
 	user           *userapi.API // nil until New has bound both listeners
 	userHandler    http.Handler // the user-facing APIs on one httpapi.Server (userapi.go)
@@ -243,10 +244,13 @@ type Hub struct {
 	oci            *ociartifact.Fetcher
 }
 
-// AdminTokenFile and CAFile are the files the hub writes to its data dir on first start.
+// AdminTokenFile and CAFile are the files the hub writes to its data dir on first start;
+// NotifyStateFile is where it keeps what each notification has announced, so that a
+// restarted hub neither repeats it nor misses what happened while it was down.
 const (
-	AdminTokenFile = "admin.token"
-	CAFile         = "ca.crt"
+	AdminTokenFile  = "admin.token"
+	CAFile          = "ca.crt"
+	NotifyStateFile = "notifications.json"
 )
 
 // New prepares a hub: opens the store, creates or loads the CA and admin token, and binds
@@ -315,7 +319,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 		h.audit.Close()
 		return nil, err
 	}
-	h.notifier = newNotifier(h)
+	h.notifier = h.newNotifier()
 	if err := h.newAuditSink(ctx); err != nil {
 		h.audit.Close()
 		return nil, err
@@ -378,7 +382,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	g.Go(func() error { h.seen.Run(ctx); return nil })
 	g.Go(func() error { h.runReplication(ctx); return nil })
 	g.Go(func() error { h.runAuditSink(ctx); return nil })
-	g.Go(func() error { h.notifier.run(ctx); return nil })
+	g.Go(func() error { h.notifier.Run(ctx); return nil })
 	h.log.Info("hub serving", "agents", h.AgentURL(), "api", h.APIURL(), "fleet", source.Redact(h.opts.Fleet))
 	return g.Wait()
 }
@@ -402,7 +406,7 @@ func (h *Hub) newController() error {
 	// Rollouts judge reachability as the views do, and announce their events.
 	d.LastSeen = func(c store.Cluster) time.Time { t, _ := h.seen.Get(c); return t }
 	d.UnreachableAfter = h.opts.UnreachableAfter
-	d.RolloutEvent = func(release string, e hubapi.RolloutEvent) { h.notifier.rollout(release, e) }
+	d.RolloutEvent = func(release string, e hubapi.RolloutEvent) { h.notifier.Rollout(release, e) }
 	if h.repl.IsShared() {
 		d.Shared = h.repl
 		d.PublishView = func() { h.repl.Publish(replica.Event{Kind: replica.EventView}) }

@@ -40,4 +40,13 @@
 // the next message. [WebhookBody] and [SlackBody] build the request bodies, and a [Sender]
 // POSTs them, retrying network errors, 5xx and 429 (honouring Retry-After) with jittered
 // exponential backoff.
+//
+// # Runner
+//
+// A [Runner] is the loop around them: every Options.Interval it takes the status view
+// through [Deps], evaluates each configured notification, adds the rollout events queued by
+// [Runner.Rollout], throttles, and hands each message to a delivery goroutine of that
+// notification (a bounded queue; what does not fit is summarised later). It persists the
+// States in Deps.StateFile. It reads the hub only through Deps, so this package links
+// nothing of internal/hub; the hub wires it.
 package notify

@@ -1,4 +1,4 @@
-package hub
+package notify
 
 import (
 	"testing"
@@ -6,18 +6,17 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hubapi"
-	"github.com/flotilla/flotilla/internal/notify"
 )
 
 // Rollout events go to the notifications that listen to every event or to "rollout", for the
 // releases they select; the queue between the controller and the notifier is bounded.
 func TestRolloutNotifications(t *testing.T) {
-	n := &notifier{}
+	n := &Runner{}
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	n.rollout("web", hubapi.RolloutEvent{At: at, Type: "halted", Wave: "canary", Message: "halted"})
-	n.rollout("api", hubapi.RolloutEvent{At: at, Type: "completed"})
+	n.Rollout("web", hubapi.RolloutEvent{At: at, Type: "halted", Wave: "canary", Message: "halted"})
+	n.Rollout("api", hubapi.RolloutEvent{At: at, Type: "completed"})
 	events := n.takeRollouts()
-	if len(events) != 2 || events[0].Type != notify.Rollout || events[0].RolloutEvent != "halted" || events[0].Wave != "canary" {
+	if len(events) != 2 || events[0].Type != Rollout || events[0].RolloutEvent != "halted" || events[0].Wave != "canary" {
 		t.Fatalf("queued %+v", events)
 	}
 	if again := n.takeRollouts(); len(again) != 0 {
@@ -41,7 +40,7 @@ func TestRolloutNotifications(t *testing.T) {
 		}
 	}
 	for range maxPendingRollouts + 10 {
-		n.rollout("web", hubapi.RolloutEvent{At: at, Type: "wave-started"})
+		n.Rollout("web", hubapi.RolloutEvent{At: at, Type: "wave-started"})
 	}
 	if got := len(n.takeRollouts()); got != maxPendingRollouts {
 		t.Errorf("%d events queued, want at most %d", got, maxPendingRollouts)

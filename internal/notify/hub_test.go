@@ -1,4 +1,4 @@
-package hub
+package notify_test
 
 import (
 	"context"
@@ -17,10 +17,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/notify"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -118,13 +122,16 @@ spec:
 		t.Fatal(err)
 	}
 	defer st.Close()
-	opts := Options{
+	opts := hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetDir, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", FleetInterval: 200 * time.Millisecond,
-		Notify: NotifyOptions{Interval: 50 * time.Millisecond},
+		Notify: notify.Options{Interval: 50 * time.Millisecond},
 	}
 
-	th, stop := runHub(t, opts, st)
-	h, api := th.Hub, th.api
+	h, stop := runHub(t, opts, st)
+	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	j, err := api.AddCluster(t.Context(), "echo", map[string]string{"env": "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +140,13 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := func(h *Hub) agentv1connect.AgentServiceClient {
+	client := func(h *hub.Hub) agentv1connect.AgentServiceClient {
+		caPEM, err := os.ReadFile(h.CAPath())
+		if err != nil {
+			t.Fatal(err)
+		}
 		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(h.ca.CertPEM())
+		pool.AppendCertsFromPEM(caPEM)
 		hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{joined.Certificate}}}}
 		return agentv1connect.NewAgentServiceClient(hc, h.AgentURL())
 	}
@@ -185,11 +196,10 @@ spec:
 
 	// Restart while failed: the state on disk says "failed" was announced.
 	stop()
-	if _, err := os.Stat(filepath.Join(opts.DataDir, notifyStateFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(opts.DataDir, hub.NotifyStateFile)); err != nil {
 		t.Fatalf("notification state not saved: %v", err)
 	}
-	th, _ = runHub(t, opts, st)
-	h = th.Hub
+	h, _ = runHub(t, opts, st)
 	ag = client(h)
 	waitEvaluations(t, h, 20) // many evaluations of a still-failed assignment
 	if n, s := len(rv.got("/hook")), len(rv.got(slackPath)); n != 1 || s != 1 {
@@ -226,13 +236,13 @@ spec:
 
 // waitEvaluations waits until the hub's notifier has evaluated the fleet n more times: a
 // repeated message would have been queued by then.
-func waitEvaluations(t *testing.T, h *Hub, n int64) {
+func waitEvaluations(t *testing.T, h *hub.Hub, n int64) {
 	t.Helper()
-	target := h.notifier.evaluated.Load() + n
+	target := h.NotifyEvaluations() + n
 	deadline := time.Now().Add(30 * time.Second)
-	for h.notifier.evaluated.Load() < target {
+	for h.NotifyEvaluations() < target {
 		if time.Now().After(deadline) {
-			t.Fatalf("the notifier evaluated %d times in 30s, want %d", h.notifier.evaluated.Load()-target+n, n)
+			t.Fatalf("the hub evaluated its notifications %d times in 30s, want %d", h.NotifyEvaluations()-target+n, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -269,25 +279,62 @@ func waitAssignment(t *testing.T, c agentv1connect.AgentServiceClient) *agentv1.
 	return nil
 }
 
-func TestAssignmentOf(t *testing.T) {
-	seen := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name      string
-		v         hubapi.AssignmentView
-		wantPhase hubapi.Phase
-		wantSeen  time.Time
-	}{
-		{name: "reported phase kept", v: hubapi.AssignmentView{Phase: "Failed", ReportedPhase: "Failed", LastSeen: &seen, Reachable: true}, wantPhase: "Failed", wantSeen: seen},
-		{name: "an unreachable cluster keeps its last reported phase", v: hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, ReportedPhase: "Failed", LastSeen: &seen}, wantPhase: "Failed", wantSeen: seen},
-		{name: "unreachable before any report", v: hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, LastSeen: &seen}, wantPhase: hubapi.PhaseUnreachable, wantSeen: seen},
-		{name: "never seen", v: hubapi.AssignmentView{Phase: hubapi.PhasePending}, wantPhase: hubapi.PhasePending},
+// runHub runs a hub on st until the test ends or stop is called; it may read file://
+// sources under the temp dir, where the test's repository lives.
+func runHub(t *testing.T, opts hub.Options, st store.Store) (*hub.Hub, func()) {
+	t.Helper()
+	if opts.AllowFileSources == nil {
+		opts.AllowFileSources = []string{os.TempDir()}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := assignmentOf(tt.v, map[string]string{"env": "prod"})
-			if a.Phase != tt.wantPhase || !a.LastSeen.Equal(tt.wantSeen) || a.ClusterLabels["env"] != "prod" || a.Reachable != tt.v.Reachable {
-				t.Errorf("assignmentOf = %+v; want phase %s, last seen %v", a, tt.wantPhase, tt.wantSeen)
-			}
-		})
+	h, err := hub.New(t.Context(), opts, st)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.Run(ctx); err != nil {
+			t.Errorf("hub: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return h, stop
+}
+
+// commitFiles makes dir a Git repository whose branch main has one commit of files.
+func commitFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wt.Commit("initial", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scrape is the hub's metrics as Prometheus reads them.
+func scrape(h *hub.Hub) string {
+	rec := httptest.NewRecorder()
+	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
 }
