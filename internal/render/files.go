@@ -83,6 +83,9 @@ type walker struct {
 	// root (cause wraps ErrOutsideRoot), cannot be resolved, or loops back to a directory being
 	// walked. isDir says whether it leads to a directory. Returning nil leaves the entry out.
 	problem func(rel string, isDir bool, cause error) error
+	// visit, when set, is told of every directory about to be read and every file returned,
+	// and stops the walk with its error: Closure bounds a walk with it.
+	visit func(rel string, isDir bool) error
 }
 
 // walk returns the files under the directory rel (real path dir), sorted by path.
@@ -98,6 +101,9 @@ func (w *walker) walk(ctx context.Context, rel, dir string) ([]file, error) {
 
 func (w *walker) walkDir(ctx context.Context, rel, dir string, chain []string, files *[]file) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.tell(rel, true); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(dir)
@@ -144,6 +150,9 @@ func (w *walker) walkDir(ctx context.Context, rel, dir string, chain []string, f
 					return err
 				}
 			} else if fi.Mode().IsRegular() && w.want(name) {
+				if err := w.tell(entRel, false); err != nil {
+					return err
+				}
 				*files = append(*files, file{rel: entRel, real: target})
 			}
 			continue
@@ -157,10 +166,20 @@ func (w *walker) walkDir(ctx context.Context, rel, dir string, chain []string, f
 				return err
 			}
 		case typ.IsRegular() && w.want(name):
+			if err := w.tell(entRel, false); err != nil {
+				return err
+			}
 			*files = append(*files, file{rel: entRel, real: full})
 		}
 	}
 	return nil
+}
+
+func (w *walker) tell(rel string, isDir bool) error {
+	if w.visit == nil {
+		return nil
+	}
+	return w.visit(rel, isDir)
 }
 
 func isHidden(name string) bool { return strings.HasPrefix(name, ".") }

@@ -146,22 +146,7 @@ func kustomizeObjects(m resmap.ResMap, rel, kustPath string, addedOrigin bool) (
 // kustomization referring to one gets an error naming it rather than "file not found".
 func loadRoot(ctx context.Context, root string) (filesys.FileSystem, map[string]bool, error) {
 	outside := map[string]bool{}
-	w := &walker{
-		root: root,
-		// .git is never needed to build and can be large; other hidden files can be
-		// (configMapGenerator envs: [.env]).
-		skip: func(name string, isDir bool) bool { return isDir && name == ".git" },
-		want: func(string) bool { return true },
-		// Unusable symlinks are left out: kustomize reports any it needed as missing, and
-		// one leading outside is remembered to say so when a kustomization refers to it.
-		problem: func(rel string, _ bool, cause error) error {
-			if errors.Is(cause, ErrOutsideRoot) {
-				outside[rel] = true
-			}
-			return nil
-		},
-	}
-	files, err := w.walk(ctx, ".", root)
+	files, err := copyWalker(root, outside).walk(ctx, ".", root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,6 +161,26 @@ func loadRoot(ctx context.Context, root string) (filesys.FileSystem, map[string]
 		}
 	}
 	return fsys, outside, nil
+}
+
+// copyWalker lists the files of the root that kustomize's in-memory copy holds, and
+// records in outside the symlinks that lead out of the root.
+func copyWalker(root string, outside map[string]bool) *walker {
+	return &walker{
+		root: root,
+		// .git is never needed to build and can be large; other hidden files can be
+		// (configMapGenerator envs: [.env]).
+		skip: func(name string, isDir bool) bool { return isDir && name == ".git" },
+		want: func(string) bool { return true },
+		// Unusable symlinks are left out: kustomize reports any it needed as missing, and
+		// one leading outside is remembered to say so when a kustomization refers to it.
+		problem: func(rel string, _ bool, cause error) error {
+			if errors.Is(cause, ErrOutsideRoot) {
+				outside[rel] = true
+			}
+			return nil
+		},
+	}
 }
 
 // requestOrigins adds originAnnotations to the buildMetadata of the in-memory copy of the

@@ -12,18 +12,7 @@ import (
 // documents decrypted as dec says. maxBytes, when above zero, bounds the files read: past it
 // the error is errNeedsChild, with no more of them read.
 func readPlain(ctx context.Context, root, rel, dir string, dec decryption, maxBytes int64) ([]object, error) {
-	w := &walker{
-		root: root,
-		skip: func(name string, _ bool) bool { return isHidden(name) },
-		want: func(name string) bool { return isManifest(name) || isKustomizationFile(name) },
-		problem: func(rel string, isDir bool, cause error) error {
-			if !isDir && !isManifest(path.Base(rel)) {
-				return nil // never read, so harmless
-			}
-			return &Error{File: rel, Err: cause}
-		},
-	}
-	files, err := w.walk(ctx, rel, dir)
+	files, err := plainWalker(root).walk(ctx, rel, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +41,22 @@ func readPlain(ctx context.Context, root, rel, dir string, dec decryption, maxBy
 		}
 	}
 	return objs, nil
+}
+
+// plainWalker lists the files a plain directory's render reads: its manifests, and the
+// kustomization files it refuses to read as objects.
+func plainWalker(root string) *walker {
+	return &walker{
+		root: root,
+		skip: func(name string, _ bool) bool { return isHidden(name) },
+		want: func(name string) bool { return isManifest(name) || isKustomizationFile(name) },
+		problem: func(rel string, isDir bool, cause error) error {
+			if !isDir && !isManifest(path.Base(rel)) {
+				return nil // never read, so harmless
+			}
+			return &Error{File: rel, Err: cause}
+		},
+	}
 }
 
 // readFile reads the file at p; when bounded, at most *left bytes (counted down), else

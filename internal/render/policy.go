@@ -61,19 +61,8 @@ func (c *checker) checkDir(dir string) error {
 	}
 
 	// Entries that may name another kustomization directory.
-	dirRefs := []struct {
-		field string
-		refs  []string
-	}{
-		{"resources", k.Resources},
-		{"bases", k.Bases},
-		{"components", k.Components},
-		{"generators", k.Generators},
-		{"transformers", k.Transformers},
-		{"validators", k.Validators},
-	}
-	for _, d := range dirRefs {
-		isPluginConfig := d.field == "generators" || d.field == "transformers" || d.field == "validators"
+	for _, d := range dirRefs(&k) {
+		isPluginConfig := d.isPluginConfig()
 		for i, ref := range d.refs {
 			field := fmt.Sprintf("%s[%d]", d.field, i)
 			if isPluginConfig && IsInlineEntry(ref) {
@@ -107,47 +96,7 @@ func (c *checker) checkDir(dir string) error {
 	}
 
 	// Entries that name files.
-	var files []struct{ field, ref string }
-	add := func(field string, ref string) {
-		if ref != "" {
-			files = append(files, struct{ field, ref string }{field, ref})
-		}
-	}
-	addAll := func(field string, refs []string) {
-		for i, r := range refs {
-			add(fmt.Sprintf("%s[%d]", field, i), r)
-		}
-	}
-	addAll("crds", k.Crds)
-	addAll("configurations", k.Configurations)
-	add("openapi.path", k.OpenAPI["path"])
-	for i, p := range k.Patches {
-		add(fmt.Sprintf("patches[%d].path", i), p.Path)
-	}
-	for i, p := range k.PatchesJson6902 {
-		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
-	}
-	for i, p := range k.PatchesStrategicMerge {
-		if !IsInlineEntry(string(p)) {
-			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
-		}
-	}
-	for i, r := range k.Replacements {
-		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
-	}
-	for i, g := range k.ConfigMapGenerator {
-		f := fmt.Sprintf("configMapGenerator[%d]", i)
-		addAll(f+".files", FileSourcePaths(g.FileSources))
-		addAll(f+".envs", g.EnvSources)
-		add(f+".env", g.EnvSource)
-	}
-	for i, g := range k.SecretGenerator {
-		f := fmt.Sprintf("secretGenerator[%d]", i)
-		addAll(f+".files", FileSourcePaths(g.FileSources))
-		addAll(f+".envs", g.EnvSources)
-		add(f+".env", g.EnvSource)
-	}
-	for _, f := range files {
+	for _, f := range fileRefs(&k) {
 		if _, err := c.local(kf, dir, f.field, f.ref); err != nil {
 			return err
 		}
@@ -199,38 +148,117 @@ func (c *checker) checkPluginConfigs(file, dir, prefix string, data []byte) erro
 		if pc.Kind == "HelmChartInflationGenerator" {
 			return &Error{File: file, Err: fmt.Errorf("%sHelmChartInflationGenerator refused: %w", prefix, ErrHelmNotAllowed)}
 		}
-		var refs []struct{ field, ref string }
-		add := func(field, ref string) {
-			if ref != "" {
-				refs = append(refs, struct{ field, ref string }{obj + field, ref})
-			}
-		}
-		for i, f := range FileSourcePaths(pc.Files) {
-			add(fmt.Sprintf("files[%d]", i), f)
-		}
-		for i, f := range pc.Envs {
-			add(fmt.Sprintf("envs[%d]", i), f)
-		}
-		add("env", pc.Env)
-		add("path", pc.Path)
-		for i, p := range pc.Paths {
-			if !IsInlineEntry(p) {
-				add(fmt.Sprintf("paths[%d]", i), p)
-			}
-		}
-		for i, r := range pc.Replacements {
-			add(fmt.Sprintf("replacements[%d].path", i), r.Path)
-		}
-		add("targetFilePath", pc.TargetFilePath)
 		if looksRemote(pc.Value) {
 			return &Error{File: file, Err: remoteRefused(obj+"value", pc.Value)}
 		}
-		for _, r := range refs {
+		for _, r := range pc.fileRefs(obj) {
 			if _, err := c.local(file, dir, r.field, r.ref); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// refList is a field of a kustomization whose entries may name a directory: a base, a
+// component, or (for generators, transformers and validators) a plugin config.
+type refList struct {
+	field string
+	refs  []string
+}
+
+func (l refList) isPluginConfig() bool {
+	return l.field == "generators" || l.field == "transformers" || l.field == "validators"
+}
+
+// dirRefs lists the fields of k that may name another kustomization directory: what the
+// checker follows, and what Closure follows, so that the two read the same references.
+func dirRefs(k *types.Kustomization) []refList {
+	return []refList{
+		{"resources", k.Resources},
+		{"bases", k.Bases},
+		{"components", k.Components},
+		{"generators", k.Generators},
+		{"transformers", k.Transformers},
+		{"validators", k.Validators},
+	}
+}
+
+// fieldRef is one entry of a field that names a file, with the field as errors name it
+// ("patches[0].path").
+type fieldRef struct{ field, ref string }
+
+// fileRefs lists the entries of k that name files (never a base), inline entries left out.
+func fileRefs(k *types.Kustomization) []fieldRef {
+	var files []fieldRef
+	add := func(field string, ref string) {
+		if ref != "" {
+			files = append(files, fieldRef{field, ref})
+		}
+	}
+	addAll := func(field string, refs []string) {
+		for i, r := range refs {
+			add(fmt.Sprintf("%s[%d]", field, i), r)
+		}
+	}
+	addAll("crds", k.Crds)
+	addAll("configurations", k.Configurations)
+	add("openapi.path", k.OpenAPI["path"])
+	for i, p := range k.Patches {
+		add(fmt.Sprintf("patches[%d].path", i), p.Path)
+	}
+	for i, p := range k.PatchesJson6902 {
+		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
+	}
+	for i, p := range k.PatchesStrategicMerge {
+		if !IsInlineEntry(string(p)) {
+			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
+		}
+	}
+	for i, r := range k.Replacements {
+		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
+	}
+	for i, g := range k.ConfigMapGenerator {
+		f := fmt.Sprintf("configMapGenerator[%d]", i)
+		addAll(f+".files", FileSourcePaths(g.FileSources))
+		addAll(f+".envs", g.EnvSources)
+		add(f+".env", g.EnvSource)
+	}
+	for i, g := range k.SecretGenerator {
+		f := fmt.Sprintf("secretGenerator[%d]", i)
+		addAll(f+".files", FileSourcePaths(g.FileSources))
+		addAll(f+".envs", g.EnvSources)
+		add(f+".env", g.EnvSource)
+	}
+	return files
+}
+
+// fileRefs lists the entries of a built-in plugin config that name files, each field
+// prefixed with obj (the config as errors name it).
+func (pc *pluginConfig) fileRefs(obj string) []fieldRef {
+	var refs []fieldRef
+	add := func(field, ref string) {
+		if ref != "" {
+			refs = append(refs, fieldRef{obj + field, ref})
+		}
+	}
+	for i, f := range FileSourcePaths(pc.Files) {
+		add(fmt.Sprintf("files[%d]", i), f)
+	}
+	for i, f := range pc.Envs {
+		add(fmt.Sprintf("envs[%d]", i), f)
+	}
+	add("env", pc.Env)
+	add("path", pc.Path)
+	for i, p := range pc.Paths {
+		if !IsInlineEntry(p) {
+			add(fmt.Sprintf("paths[%d]", i), p)
+		}
+	}
+	for i, r := range pc.Replacements {
+		add(fmt.Sprintf("replacements[%d].path", i), r.Path)
+	}
+	add("targetFilePath", pc.TargetFilePath)
+	return refs
 }
 
 // kustomizationIn returns the path of the kustomization file in dir, or "" if there is none.
