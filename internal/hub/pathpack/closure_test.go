@@ -11,9 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/render"
-	"github.com/google/go-cmp/cmp"
 )
 
 // writeTree creates files under root; a value "->x" makes a symlink to x.
@@ -207,10 +208,11 @@ var layouts = []struct {
 		want: []string{"a/cm.yaml", "a/kustomization.yaml", "b/kustomization.yaml"},
 	},
 	{
-		name: "a symlink escaping the source and a symlink loop are left out",
+		// A symlink out of the source is refused (render.Closure), but no source artifact
+		// holds one: artifact.Pack refuses them.
+		name: "a symlink loop is left out, a symlink up a level not followed",
 		files: with(map[string]string{
-			"app/kustomization.yaml": "resources:\n- ../base\n- escape.yaml\n- loop.yaml\n",
-			"app/escape.yaml":        "->../../../etc/passwd",
+			"app/kustomization.yaml": "resources:\n- ../base\n- loop.yaml\n",
 			"app/loop.yaml":          "->loop.yaml",
 			"plain2/a.yaml":          cm("a"),
 			"plain2/up":              "->..",
@@ -247,7 +249,7 @@ func TestClosure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			writeTree(t, root, tc.files)
-			got, err := Closure(context.Background(), root, tc.path, DefaultLimits())
+			got, err := render.Closure(context.Background(), root, tc.path, render.DefaultClosureLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +271,7 @@ func TestClosureRendersAsTheSource(t *testing.T) {
 			}
 			root := t.TempDir()
 			writeTree(t, root, tc.files)
-			entries, err := Closure(context.Background(), root, tc.path, DefaultLimits())
+			entries, err := render.Closure(context.Background(), root, tc.path, render.DefaultClosureLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,23 +324,23 @@ func TestClosureLimits(t *testing.T) {
 	writeTree(t, root, with(chain))
 	for _, tc := range []struct {
 		name string
-		lim  Limits
+		lim  render.ClosureLimits
 		want string
 	}{
-		{"entries", Limits{MaxEntries: 5, MaxBytes: 1 << 20, MaxKustomizations: 100, MaxDepth: 64}, `closure of path "k/a": more than 5 entries`},
-		{"bytes", Limits{MaxEntries: 1000, MaxBytes: 100, MaxKustomizations: 100, MaxDepth: 64}, `closure of path "k/a": more than 100 bytes`},
-		{"kustomizations", Limits{MaxEntries: 1000, MaxBytes: 1 << 20, MaxKustomizations: 3, MaxDepth: 64}, `closure of path "k/a": more than 3 kustomizations`},
-		{"depth", Limits{MaxEntries: 1000, MaxBytes: 1 << 20, MaxKustomizations: 100, MaxDepth: 4}, `closure of path "k/a": more than 4 levels deep`},
+		{"entries", render.ClosureLimits{MaxEntries: 5, MaxBytes: 1 << 20, MaxKustomizations: 100, MaxDepth: 64}, `closure of path "k/a": k/c/kustomization.yaml: more than 5 entries`},
+		{"bytes", render.ClosureLimits{MaxEntries: 1000, MaxBytes: 100, MaxKustomizations: 100, MaxDepth: 64}, `closure of path "k/a": k/d/kustomization.yaml: more than 100 bytes`},
+		{"kustomizations", render.ClosureLimits{MaxEntries: 1000, MaxBytes: 1 << 20, MaxKustomizations: 3, MaxDepth: 64}, `closure of path "k/a": k/d: more than 3 kustomizations`},
+		{"depth", render.ClosureLimits{MaxEntries: 1000, MaxBytes: 1 << 20, MaxKustomizations: 100, MaxDepth: 4}, `closure of path "k/a": k/f: more than 4 levels deep`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Closure(context.Background(), root, "k/a", tc.lim)
-			var le *LimitError
+			_, err := render.Closure(context.Background(), root, "k/a", tc.lim)
+			var le *render.ClosureLimitError
 			if !errors.As(err, &le) || err.Error() != tc.want {
 				t.Errorf("Closure = %v, want the LimitError %q", err, tc.want)
 			}
 		})
 	}
-	got, err := Closure(context.Background(), root, "k/a", DefaultLimits())
+	got, err := render.Closure(context.Background(), root, "k/a", render.DefaultClosureLimits())
 	if err != nil || !slices.Contains(got, "k/j/cm.yaml") {
 		t.Errorf("within the default limits: %v, %v; want the whole chain", got, err)
 	}
@@ -349,7 +351,7 @@ func TestClosureHonoursContext(t *testing.T) {
 	writeTree(t, root, layouts[0].files)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Closure(ctx, root, "overlays/prod", DefaultLimits()); !errors.Is(err, context.Canceled) {
+	if _, err := render.Closure(ctx, root, "overlays/prod", render.DefaultClosureLimits()); !errors.Is(err, context.Canceled) {
 		t.Errorf("Closure with a cancelled context = %v, want context.Canceled", err)
 	}
 }

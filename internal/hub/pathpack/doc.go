@@ -2,9 +2,11 @@
 // source the agent's renderer may read for that path: its closure. Clusters then download
 // only what their own releases render, never the manifests of other clusters' paths.
 //
-// The closure is computed without rendering, as internal/render reads a path:
+// The closure is [render.Closure]'s: the renderer's own code decides what a path reads, so
+// the two cannot drift apart. In short:
 //
-//   - a directory holding Chart.yaml is a chart: the whole directory;
+//   - a directory holding Chart.yaml is a chart: every file Helm loads from it (its
+//     .helmignore and what that keeps), subcharts in charts/ included;
 //   - a directory holding a kustomization: the kustomization file and everything its fields
 //     name (resources, bases, components and the directories they reach, patches, generator
 //     and transformer files, crds, configurations, openapi, replacements), recursively,
@@ -14,9 +16,10 @@
 //   - a file (a Helm values file): the file.
 //
 // Symlinks inside the source are kept as symlinks, with what they point to. A reference that
-// leaves the source, does not exist or names a remote location is left out: the agent's
+// is remote, absolute, climbs above the source or names nothing is left out: the agent's
 // render then fails as it would have on the whole source, with the renderer's error. A
-// closure is never widened to the whole source. The walk is bounded ([Limits]).
+// closure is never widened to the whole source. The walk is bounded
+// ([render.ClosureLimits]); a path over a bound, or one Closure refuses, is not packed.
 //
 // The artifact keeps every file at its path in the source, so the assignment's path and the
 // relative references in kustomizations are unchanged. It is deterministic: the same files

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // Store is where the artifacts are: an *artifact.Store.
@@ -29,9 +30,9 @@ type Options struct {
 	// Share makes an artifact available to the other replicas before it is assigned; nil
 	// for a hub without replicas.
 	Share func(ctx context.Context, digest string) error
-	// Limits bound each closure; zero: DefaultLimits. Unpack bounds each source unpacked;
-	// zero: artifact.DefaultLimits.
-	Limits Limits
+	// Limits bound each closure; zero fields: render.DefaultClosureLimits'. Unpack bounds
+	// each source unpacked; zero: artifact.DefaultLimits.
+	Limits render.ClosureLimits
 	Unpack artifact.Limits
 }
 
@@ -57,9 +58,6 @@ type key struct{ digest, path string }
 
 // New returns a Packer.
 func New(o Options) *Packer {
-	if o.Limits == (Limits{}) {
-		o.Limits = DefaultLimits()
-	}
 	if o.Share == nil {
 		o.Share = func(context.Context, string) error { return nil }
 	}
@@ -91,7 +89,7 @@ func (p *Packer) Narrow(ctx context.Context, digest, path string) (string, error
 	if err != nil {
 		return "", err
 	}
-	names, err := Closure(ctx, tree, path, p.o.Limits)
+	names, err := render.Closure(ctx, tree, path, p.o.Limits)
 	if err != nil {
 		return "", fmt.Errorf("artifact %s: %w", digest, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/render"
 )
 
 // fleetTree is a fleet repository: a shared base and one directory per cluster.
@@ -64,7 +65,7 @@ func unpackedFiles(t *testing.T, store *artifact.Store, digest string) []string 
 	if err := artifact.Unpack(context.Background(), f, dir, artifact.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := Closure(context.Background(), dir, ".", DefaultLimits())
+	entries, err := render.Closure(context.Background(), dir, ".", render.DefaultClosureLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +162,13 @@ func TestNarrowFails(t *testing.T) {
 		t.Errorf("Narrow of a missing artifact = %v, want an error naming it", err)
 	}
 	src := putSource(t, store, fleetTree)
-	p.o.Limits = Limits{MaxEntries: 2, MaxBytes: 1 << 20, MaxKustomizations: 10, MaxDepth: 10}
+	p.o.Limits = render.ClosureLimits{MaxEntries: 2, MaxBytes: 1 << 20, MaxKustomizations: 10, MaxDepth: 10}
 	_, err := p.Narrow(ctx, src, "clusters/a")
-	var le *LimitError
+	var le *render.ClosureLimitError
 	if !errors.As(err, &le) {
 		t.Errorf("Narrow over the limits = %v, want a LimitError", err)
 	}
-	p.o.Limits = DefaultLimits()
+	p.o.Limits = render.DefaultClosureLimits()
 	p.o.Share = func(context.Context, string) error { return errors.New("shared store down") }
 	if _, err := p.Narrow(ctx, src, "clusters/b"); err == nil || !strings.Contains(err.Error(), "shared store down") {
 		t.Errorf("Narrow when sharing fails = %v, want that error (never assigned unshared)", err)
@@ -248,8 +249,8 @@ func TestApply(t *testing.T) {
 		msgs = append(msgs, pr.String())
 	}
 	want := []string{
-		`Release/broken on cluster a: per-path artifact of path "clusters/big" at r1 not packed: artifact ` + src + `: closure of path "clusters/big": more than 8 entries; not assigned`,
-		`Release/broken on cluster b: per-path artifact of path "clusters/big" at r1 not packed: artifact ` + src + `: closure of path "clusters/big": more than 8 entries; kept the previous assignment (revision r0)`,
+		`Release/broken on cluster a: per-path artifact of path "clusters/big" at r1 not packed: artifact ` + src + `: closure of path "clusters/big": clusters/big/7.yaml: more than 8 entries; not assigned`,
+		`Release/broken on cluster b: per-path artifact of path "clusters/big" at r1 not packed: artifact ` + src + `: closure of path "clusters/big": clusters/big/7.yaml: more than 8 entries; kept the previous assignment (revision r0)`,
 	}
 	if len(msgs) != 2 {
 		t.Fatalf("problems %q, want one per cluster for broken", msgs)
