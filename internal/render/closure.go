@@ -306,25 +306,16 @@ func (c *closure) walk(w *walker, rel, dir string) error {
 	return nil
 }
 
-// chart adds the chart in directory rel (real path dir) as the renderer loads it: its
-// .helmignore and every file Helm's rules keep, subcharts in charts/ included. The loader's
-// errors (a symlink out of the root, a chart over the renderer's limits) are the render's.
+// chart adds the chart in directory rel (real path dir): the whole directory, subcharts in
+// charts/ and what .helmignore leaves out included, as a chart is one unit. It is loaded
+// first as the renderer loads it, so that what the render refuses (a symlink out of the
+// root, a chart over the renderer's limits) is refused here with the render's error; what
+// is left of the directory then holds no symlink Helm would read.
 func (c *closure) chart(rel, dir string) error {
-	files, err := loadChartFiles(c.ctx, c.root, rel, dir, defaultHelmLimits)
-	if err != nil {
+	if _, err := loadChartFiles(c.ctx, c.root, rel, dir, defaultHelmLimits); err != nil {
 		return err
 	}
-	if _, err := os.Lstat(filepath.Join(dir, ".helmignore")); err == nil {
-		if _, err := c.addPath(joinRel(rel, ".helmignore")); err != nil {
-			return err
-		}
-	}
-	for _, f := range files {
-		if _, err := c.addPath(joinRel(rel, f.Name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.walk(copyWalker(c.root, map[string]bool{}), rel, dir)
 }
 
 // read reads a resolved file, at most MaxBytes of it.

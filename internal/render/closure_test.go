@@ -236,7 +236,7 @@ func TestClosureLists(t *testing.T) {
 			"closure/overlay/secret.env", "closure/overlay/sm.yaml", "closure/shared/config.json", "closure/shared/generated.txt",
 		}},
 		{"closure/chart", []string{
-			"closure/chart/.helmignore", "closure/chart/Chart.yaml", "closure/chart/charts/sub/Chart.yaml",
+			"closure/chart/.helmignore", "closure/chart/Chart.yaml", "closure/chart/NOTES.md", "closure/chart/charts/sub/Chart.yaml",
 			"closure/chart/charts/sub/templates/cm.yaml", "closure/chart/files/data.txt", "closure/chart/templates/cm.yaml", "closure/chart/values.yaml",
 		}},
 		{"closure/plain", []string{"closure/plain/a.yaml", "closure/plain/linked.yaml", "closure/plain/sub/b.json", "closure/shared/linked.yaml"}},

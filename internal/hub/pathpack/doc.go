@@ -5,8 +5,8 @@
 // The closure is [render.Closure]'s: the renderer's own code decides what a path reads, so
 // the two cannot drift apart. In short:
 //
-//   - a directory holding Chart.yaml is a chart: every file Helm loads from it (its
-//     .helmignore and what that keeps), subcharts in charts/ included;
+//   - a directory holding Chart.yaml is a chart: the whole directory, hidden files and
+//     subcharts in charts/ included;
 //   - a directory holding a kustomization: the kustomization file and everything its fields
 //     name (resources, bases, components and the directories they reach, patches, generator
 //     and transformer files, crds, configurations, openapi, replacements), recursively,
