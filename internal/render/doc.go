@@ -74,6 +74,18 @@
 // Substitution runs even when Vars is empty; objects without "${" or "$$" cost a scan of their
 // strings and nothing more. [ClusterVars] gives the variables a cluster contributes.
 //
+// # Closure
+//
+// [Closure] lists what rendering a path reads (the hub packs just that for a cluster), with
+// the code above rather than beside it: the chart loader for a chart (then the whole chart
+// directory), the plain walker for a plain directory, and for a kustomization kustomize's
+// own types with the reference lists the checks before kustomize walk. A copy of those
+// entries renders to the same objects, or the same error, as the whole tree; the test holds
+// it to that over every fixture of this package and Helm's test charts. What the render
+// refuses by a reference's text is left out (the kustomization naming it is kept, so the
+// render refuses it again); what a copy could not reproduce is refused by Closure with the
+// render's own error. The walk is bounded ([ClosureLimits]).
+//
 // # Errors
 //
 // Every error is an [*Error] carrying the file (relative to Root), the line when known and the
