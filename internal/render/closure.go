@@ -223,6 +223,17 @@ func (c *closure) add(t target) error {
 	return c.entry(t.real, size)
 }
 
+// addLink adds a symlink that resolves to nothing (t.real) with the symlinks that led to
+// its directory.
+func (c *closure) addLink(t target) error {
+	for _, l := range append(t.links, t.real) {
+		if err := c.entry(l, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *closure) entry(rel string, size int64) error {
 	if err := c.ctx.Err(); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path"
 	"strings"
 
@@ -34,6 +36,11 @@ func (c *closure) kustomization(dir string, depth int) error {
 		t, err := c.resolve(p)
 		if errors.Is(err, ErrOutsideRoot) && kf == "" {
 			return &Error{File: p, Err: fmt.Errorf("symlink %w", ErrOutsideRoot)} // the checker's refusal
+		}
+		if errors.Is(err, errMissing) {
+			if err := c.brokenLink(p); err != nil {
+				return err
+			}
 		}
 		if err != nil || !t.info.Mode().IsRegular() {
 			continue
@@ -97,6 +104,22 @@ func (c *closure) kustomization(dir string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// brokenLink adds rel when it is a symlink that resolves to nothing: the renderer decides
+// that a directory holds a kustomization by its name alone (findKustomization), and a copy
+// without the link would render the directory as plain manifests instead of failing.
+func (c *closure) brokenLink(rel string) error {
+	parent, err := c.resolve(path.Dir(rel))
+	if err != nil {
+		return nil
+	}
+	link := path.Join(parent.real, path.Base(rel))
+	if fi, err := os.Lstat(c.abs(link)); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	parent.real, parent.info = link, nil
+	return c.addLink(parent)
 }
 
 // ref resolves entry ref of field in kustomization file kf (in directory dir) and adds it.

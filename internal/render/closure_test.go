@@ -446,3 +446,16 @@ func TestClosureOfEncryptedFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestClosureKeepsABrokenKustomizationLink: a kustomization file that is a broken symlink
+// still makes its directory a kustomization for the renderer (which then fails), so the
+// closure keeps the link: without it, the copy would render as a plain directory.
+func TestClosureKeepsABrokenKustomizationLink(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"apps/kustomization.yaml": "->gone.yaml",
+		"apps/cm.yaml":            configMap("a"),
+	})
+	if got := sameRender(t, render.Options{Root: root, Path: "apps"}); got != "failed" {
+		t.Errorf("render: %s, want both renders to fail alike", got)
+	}
+}
