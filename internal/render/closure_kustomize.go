@@ -80,9 +80,11 @@ func (c *closure) kustomization(dir string, depth int) error {
 				continue
 			}
 			switch {
+			case t.info.IsDir() && d.isPluginConfig():
+				// The checker's refusal: a copy would hold the directory only if some file
+				// below it were in the closure, and the checker tells it by that.
+				return &Error{File: kf, Err: fmt.Errorf("%s: %q is a directory: %w", field, ref, ErrConfigNotCheckable)}
 			case t.info.IsDir():
-				// Under generators, transformers or validators too: its kustomization is
-				// what the render refuses (ErrConfigNotCheckable).
 				if err := c.kustomization(rel, depth+1); err != nil {
 					return err
 				}

@@ -459,3 +459,23 @@ func TestClosureKeepsABrokenKustomizationLink(t *testing.T) {
 		t.Errorf("render: %s, want both renders to fail alike", got)
 	}
 }
+
+// TestClosureRefusesAPluginConfigDirectory: a directory under generators is refused, by
+// Closure as by the render, whether or not a kustomization is in it.
+func TestClosureRefusesAPluginConfigDirectory(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"apps/kustomization.yaml":      "generators:\n- gen\n",
+		"apps/gen/config.yaml":         configMap("x"),
+		"built/kustomization.yaml":     "transformers:\n- gen\n",
+		"built/gen/kustomization.yaml": "resources:\n- cm.yaml\n",
+		"built/gen/cm.yaml":            configMap("y"),
+	})
+	for _, p := range []string{"apps", "built"} {
+		if got := sameRender(t, render.Options{Root: root, Path: p}); got != "refused" {
+			t.Errorf("render of %s: %s, want Closure to refuse it as the render does", p, got)
+		}
+		if _, err := render.Closure(context.Background(), root, p, render.ClosureLimits{}); !errors.Is(err, render.ErrConfigNotCheckable) {
+			t.Errorf("Closure of %s = %v, want ErrConfigNotCheckable", p, err)
+		}
+	}
+}
