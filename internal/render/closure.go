@@ -258,12 +258,12 @@ func (c *closure) limit(file, what string, n int64) error {
 
 // addPath resolves the path rel, which the renderer reads, and adds it; a path the renderer
 // found through symlinks that resolve does not follow is reported, not left out.
-func (c *closure) addPath(rel string) (target, error) {
+func (c *closure) addPath(rel string) error {
 	t, err := c.resolve(rel)
 	if err != nil {
-		return target{}, &Error{File: rel, Err: fmt.Errorf("closure: resolve: %w", err)}
+		return &Error{File: rel, Err: fmt.Errorf("closure: resolve: %w", err)}
 	}
-	return t, c.add(t)
+	return c.add(t)
 }
 
 // top adds the closure of the release path rel.
@@ -310,7 +310,7 @@ func (c *closure) walk(w *walker, rel, dir string) error {
 		return err
 	}
 	for _, f := range files {
-		if _, err := c.addPath(f.rel); err != nil {
+		if err := c.addPath(f.rel); err != nil {
 			return err
 		}
 	}
