@@ -62,7 +62,7 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 	web.DependsOn = []string{"db"}
 	r.target.setFail("db", true)
 	// web comes first in the document; db is reconciled first all the same.
-	r.a.setDesired(desired(1, nil, web, app("db", "main@1", dbv)))
+	r.a.setDesired(desiredAt(1, nil, web, app("db", "main@1", dbv)))
 	r.idleWhen("db failed, web waits", r.reported("web", 1), "db@v1 prune=true selfHeal=true")
 	r.expect("web", wantStatus{phase: "Waiting", waiting: `release "db" is not Ready`, pending: "main@1"})
 
@@ -77,7 +77,7 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 	web2 := app("web", "main@2", webv2)
 	web2.DependsOn = []string{"db"}
 	r.target.setFail("db", true)
-	r.a.setDesired(desired(2, nil, web2, app("db", "main@2", dbv2)))
+	r.a.setDesired(desiredAt(2, nil, web2, app("db", "main@2", dbv2)))
 	r.idle("db v2 failed; web kept at v1", "db@v1 prune=true selfHeal=true", "db@v1 prune=true selfHeal=true", "web@v1 prune=true selfHeal=true",
 		"db@v2 prune=true selfHeal=true", "web@v1 prune=true selfHeal=true")
 	r.expect("web", wantStatus{phase: "Waiting", revision: "main@1", waiting: `release "db" is not Ready`, pending: "main@2"})
@@ -98,7 +98,7 @@ func TestDependsOnWhatIsNotThere(t *testing.T) {
 	web.DependsOn = []string{"cache"}
 	a, b := app("a", "main@1", av), app("b", "main@1", bv)
 	a.DependsOn, b.DependsOn = []string{"b"}, []string{"a"}
-	r.a.setDesired(desired(1, nil, web, a, b))
+	r.a.setDesired(desiredAt(1, nil, web, a, b))
 	r.idleWhen("all wait", func() bool { return len(r.statuses("b")) == 1 })
 	r.expect("web", wantStatus{phase: "Waiting", waiting: `release "cache" is not assigned to this cluster`, pending: "main@1"})
 	r.expect("a", wantStatus{phase: "Waiting", waiting: `dependsOn cycle: "a" -> "b" -> "a"`, pending: "main@1"})

@@ -244,7 +244,7 @@ func app(release, revision, digest string) *agentv1.Assignment {
 		Prune: true, SelfHeal: true, IntervalSeconds: 24 * 3600}
 }
 
-func desired(gen int64, gates []*agentv1.Gate, as ...*agentv1.Assignment) *agentv1.DesiredState {
+func desiredAt(gen int64, gates []*agentv1.Gate, as ...*agentv1.Assignment) *agentv1.DesiredState {
 	return &agentv1.DesiredState{Generation: gen, ExplicitRemovals: true, Assignments: as, Gates: gates}
 }
 
@@ -253,13 +253,13 @@ var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 func TestDenyWindowHoldsANewRevisionUntilItOpens(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
-	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("first revision applied", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
 
 	// A deny window open 11:00-14:00 UTC holds main@2; the agent keeps reconciling main@1.
 	freeze := &agentv1.Gate{Name: "change-freeze", Kind: "window", Type: "deny", Schedule: "0 11 * * *", DurationSeconds: 3 * 3600}
-	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
 	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: `window "change-freeze" closes 14:00 UTC`, pending: "main@2"})
 
@@ -283,7 +283,7 @@ func TestAllowWindowAndFreezeHoldAReleaseNeverApplied(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1 := r.version("app", "v1")
 	nightly := &agentv1.Gate{Name: "nightly", Kind: "window", Type: "allow", Schedule: "0 22 * * *", DurationSeconds: 3600, TimeZone: "Europe/Berlin"}
-	r.a.setDesired(desired(1, []*agentv1.Gate{nightly}, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, []*agentv1.Gate{nightly}, app("app", "main@1", v1)))
 	r.idleWhen("nothing applied", r.reported("app", 1))
 	r.expect("app", wantStatus{phase: "Waiting", waiting: `window "nightly" opens 22:00 Europe/Berlin`, pending: "main@1"})
 
@@ -297,7 +297,7 @@ func TestGatesOnPruneAndSelfHeal(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1 := r.version("app", "v1")
 	quiet := &agentv1.Gate{Name: "quiet", Kind: "window", Type: "deny", Schedule: "0 12 * * *", DurationSeconds: 1800, Blocks: []string{"prune", "selfHeal"}}
-	r.a.setDesired(desired(1, []*agentv1.Gate{quiet}, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, []*agentv1.Gate{quiet}, app("app", "main@1", v1)))
 	// Revisions are not blocked: main@1 lands, without prune and self-heal.
 	r.idle("applied without prune and self-heal", "app@v1 prune=false selfHeal=false")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
@@ -308,11 +308,11 @@ func TestGatesOnPruneAndSelfHeal(t *testing.T) {
 func TestGatesFailClosed(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
-	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	// A gate this agent cannot read (a newer hub's, or a corrupted one) holds everything.
 	odd := &agentv1.Gate{Name: "from-the-future", Kind: "window", Type: "deny", Schedule: "@weekly", DurationSeconds: 3600}
-	r.a.setDesired(desired(2, []*agentv1.Gate{odd}, app("app", "main@2", v2)))
+	r.a.setDesired(desiredAt(2, []*agentv1.Gate{odd}, app("app", "main@2", v2)))
 	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@2",
 		waiting: `window "from-the-future": schedule "@weekly": has 1 fields, want 5 (minute hour day-of-month month day-of-week); it holds everything`})
@@ -322,7 +322,7 @@ func TestGatesFailClosed(t *testing.T) {
 	for i := range many {
 		many[i] = &agentv1.Gate{Name: fmt.Sprint("f", i), Kind: "freeze"}
 	}
-	r.a.setDesired(desired(3, many, app("app", "main@2", v2)))
+	r.a.setDesired(desiredAt(3, many, app("app", "main@2", v2)))
 	r.idle("held by too many gates", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false", "app@v1 prune=false selfHeal=false")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@2",
 		waiting: "desired state generation 3 carries 1001 gates, more than 1000; everything is held back"})
@@ -331,20 +331,20 @@ func TestGatesFailClosed(t *testing.T) {
 func TestSettingsChangeUnderAFreeze(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1 := r.version("app", "v1")
-	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	// The same revision with self-heal off, under a freeze: settings are not held back.
 	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
 	as := app("app", "main@1", v1)
 	as.SelfHeal = false
-	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, as))
+	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, as))
 	r.idle("self-heal off at once", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
 	// A new path is new content: held.
 	v2 := r.version("other", "v2")
 	moved := app("app", "main@1", v2)
 	moved.Path = "other"
-	r.a.setDesired(desired(3, []*agentv1.Gate{freeze}, moved))
+	r.a.setDesired(desiredAt(3, []*agentv1.Gate{freeze}, moved))
 	r.idle("new content held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@1", waiting: "frozen by token:admin: incident 4711"})
 }
@@ -354,14 +354,14 @@ func TestSettingsChangeUnderAFreeze(t *testing.T) {
 func TestAReleaseThatLeftHasNothingInForce(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
-	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
-	left := desired(2, nil)
+	left := desiredAt(2, nil)
 	left.Removed = []*agentv1.Tombstone{{Release: "app", Reason: "release-deleted"}}
 	r.a.setDesired(left)
 	r.idleWhen("removed", func() bool { return r.a.st.applied("app") == nil }, "app@v1 prune=true selfHeal=true")
 	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident"}
-	r.a.setDesired(desired(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.a.setDesired(desiredAt(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
 	r.idleWhen("assigned again, frozen", r.reported("app", 2), "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", waiting: "frozen: incident", pending: "main@2"})
 }

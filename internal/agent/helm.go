@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -24,7 +25,11 @@ func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*rende
 	if err != nil {
 		return nil, err
 	}
-	h, err := render.HelmOptions(ctx, as, root, a.artifactRoot)
+	d, err := desired.FromProto(&agentv1.DesiredState{Assignments: []*agentv1.Assignment{as}})
+	if err != nil {
+		return nil, err
+	}
+	h, err := render.HelmOptions(ctx, d.Assignments[0], root, a.artifactRoot)
 	if h == nil || err != nil {
 		return nil, err
 	}

@@ -25,14 +25,14 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 	bomb1, bomb2 := r.version("bomb", "v1"), r.version("bomb", "v2")
 	next1, next2 := r.version("next", "v1"), r.version("next", "v2")
 	web1, web2 := r.version("web", "v1"), r.version("web", "v2")
-	r.a.setDesired(desired(1, nil, teamApp("bomb", "main@1", bomb1), teamApp("next", "main@1", next1), app("web", "main@1", web1)))
+	r.a.setDesired(desiredAt(1, nil, teamApp("bomb", "main@1", bomb1), teamApp("next", "main@1", next1), app("web", "main@1", web1)))
 	// The two lanes run side by side: only the order within a project is fixed.
 	r.idleUntil("first revisions applied", func(seen []string) bool {
 		return len(seen) == 3 && strings.Join(slices.DeleteFunc(slices.Clone(seen), func(c string) bool { return c == "web@v1 prune=true selfHeal=true" }), ",") == "bomb@v1 prune=true selfHeal=true,next@v1 prune=true selfHeal=true"
 	})
 
 	release := r.target.holdRelease("bomb")
-	r.a.setDesired(desired(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2)))
+	r.a.setDesired(desiredAt(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2)))
 	deadline := time.Now().Add(20 * time.Second)
 	for r.a.passes.Load() != 1 || r.last("web").GetRevision() != "main@2" {
 		if time.Now().After(deadline) {
@@ -53,7 +53,7 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 
 	// A request to sync every release reaches each release once, in both projects, and is
 	// remembered once both lanes have answered it.
-	d := desired(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
+	d := desiredAt(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
 	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
 	before := len(r.target.seen())
 	r.a.setDesired(d)
@@ -66,7 +66,7 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 	}
 	// The same request in the next generation: each release reconciles once for the new
 	// generation, and none answers the request again.
-	d = desired(3, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
+	d = desiredAt(3, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
 	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
 	r.a.setDesired(d)
 	r.idleUntil("the next generation reconciled", func(seen []string) bool { return len(seen) == before+6 })

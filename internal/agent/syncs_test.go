@@ -13,7 +13,7 @@ func TestSyncRequests(t *testing.T) {
 	r := newLoopRig(t, noon)
 	av, bv := r.version("a", "v1"), r.version("b", "v1")
 	ds := func(gen int64, syncs ...*agentv1.SyncRequest) *agentv1.DesiredState {
-		d := desired(gen, nil, app("a", "main@1", av), app("b", "main@1", bv))
+		d := desiredAt(gen, nil, app("a", "main@1", av), app("b", "main@1", bv))
 		d.Syncs = syncs
 		return d
 	}
@@ -72,22 +72,22 @@ func TestSyncRequests(t *testing.T) {
 func TestSyncOverridePassesAFreezeOnce(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
-	r.a.setDesired(desired(1, nil, app("app", "main@1", v1)))
+	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
-	r.a.setDesired(desired(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
 	r.idle("frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2"})
 
 	// A sync without override answers the request and stays frozen.
-	d := desired(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
+	d := desiredAt(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
 	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}}
 	r.a.setDesired(d)
 	r.idle("a plain sync", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2", syncID: "plain"})
 
 	// With override: main@2 lands through the freeze.
-	d = desired(4, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
+	d = desiredAt(4, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
 	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}, {Id: "override", Release: "app", Override: true, Actor: "token:admin"}}
 	r.a.setDesired(d)
 	r.idle("the override", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
@@ -95,7 +95,7 @@ func TestSyncOverridePassesAFreezeOnce(t *testing.T) {
 
 	// It is now in force: the freeze holds the next revision, not this one.
 	v3 := r.version("app", "v3")
-	r.a.setDesired(desired(5, []*agentv1.Gate{freeze}, app("app", "main@3", v3)))
+	r.a.setDesired(desiredAt(5, []*agentv1.Gate{freeze}, app("app", "main@3", v3)))
 	r.idle("the next revision is frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@2", waiting: "frozen by token:admin: incident 4711", pending: "main@3"})
 }

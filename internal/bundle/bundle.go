@@ -102,7 +102,7 @@ const (
 
 // NeededDigests are the artifacts a desired state needs, each once, in the order of its
 // assignments: each assignment's own and those of its Helm values and post-render files (the
-// hub's schedule.Assignment.Digests).
+// desired.Assignment.Digests).
 func NeededDigests(ds *agentv1.DesiredState) []string {
 	var out []string
 	add := func(d string) {

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window"
 )
 
 // Usage errors exit 2 before any connection; --help has examples.
@@ -62,7 +63,7 @@ func TestFreezeCommands(t *testing.T) {
 		}
 		return out.String() + errOut.String()
 	}
-	gates := func(cluster string, ok func([]schedule.Gate) bool) []schedule.Gate {
+	gates := func(cluster string, ok func([]window.Gate) bool) []window.Gate {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -70,7 +71,7 @@ func TestFreezeCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc, err := schedule.DecodeDocument(ds.Document)
+			doc, err := desired.DecodeDocument(ds.Document)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,8 +95,8 @@ func TestFreezeCommands(t *testing.T) {
 	if !strings.HasPrefix(out, "Frozen: every release on every cluster (2 clusters now) (frz-") || !strings.Contains(out, "Lift it with: flotilla unfreeze frz-") {
 		t.Errorf("freeze:\n%s", out)
 	}
-	got := gates(prod, func(gs []schedule.Gate) bool { return len(gs) == 2 })
-	if !slices.ContainsFunc(got, func(g schedule.Gate) bool {
+	got := gates(prod, func(gs []window.Gate) bool { return len(gs) == 2 })
+	if !slices.ContainsFunc(got, func(g window.Gate) bool {
 		return g.Name == web.ID && g.Kind == "freeze" && slices.Equal(g.Releases, []string{f.Releases[0]}) && g.Reason == "bad config" && g.Actor == "token:admin"
 	}) {
 		t.Errorf("%s's gates: %+v", prod, got)
@@ -125,7 +126,7 @@ func TestFreezeCommands(t *testing.T) {
 	if out := run(t, 0, "unfreeze", "--all"); out != "Nothing to unfreeze.\n" {
 		t.Errorf("unfreeze --all with nothing frozen:\n%s", out)
 	}
-	gates(prod, func(gs []schedule.Gate) bool { return len(gs) == 0 })
+	gates(prod, func(gs []window.Gate) bool { return len(gs) == 0 })
 
 	if out := run(t, 0, "cluster", "suspend", prod, "--reason", "node pool upgrade"); !strings.HasPrefix(out, "Cluster "+prod+" suspended by token:admin since ") ||
 		!strings.Contains(out, ": node pool upgrade.\nResume it with: flotilla cluster resume "+prod) {
@@ -134,8 +135,8 @@ func TestFreezeCommands(t *testing.T) {
 	if out := run(t, 0, "cluster", "suspend", prod); !strings.HasPrefix(out, "Cluster "+prod+" already suspended by token:admin since ") {
 		t.Errorf("cluster suspend again:\n%s", out)
 	}
-	got = gates(prod, func(gs []schedule.Gate) bool { return len(gs) == 1 })
-	if want := (schedule.Gate{Name: prod, Kind: "suspend", Type: "deny", Reason: "node pool upgrade", Actor: "token:admin"}); got[0].Name != want.Name || got[0].Kind != want.Kind || got[0].Reason != want.Reason || got[0].Actor != want.Actor || len(got[0].Releases) != 0 {
+	got = gates(prod, func(gs []window.Gate) bool { return len(gs) == 1 })
+	if want := (window.Gate{Name: prod, Kind: "suspend", Type: "deny", Reason: "node pool upgrade", Actor: "token:admin"}); got[0].Name != want.Name || got[0].Kind != want.Kind || got[0].Reason != want.Reason || got[0].Actor != want.Actor || len(got[0].Releases) != 0 {
 		t.Errorf("%s's gates after suspend: %+v, want %+v", prod, got, want)
 	}
 	if out := run(t, 1, "cluster", "suspend", "nope"); !strings.Contains(out, `cluster "nope" not found`) {
@@ -147,5 +148,5 @@ func TestFreezeCommands(t *testing.T) {
 	if out := run(t, 0, "cluster", "resume", prod); out != "Cluster "+prod+" was not suspended.\n" {
 		t.Errorf("cluster resume again:\n%s", out)
 	}
-	gates(prod, func(gs []schedule.Gate) bool { return len(gs) == 0 })
+	gates(prod, func(gs []window.Gate) bool { return len(gs) == 0 })
 }

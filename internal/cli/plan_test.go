@@ -19,8 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -192,7 +192,7 @@ func startPlanHub(t *testing.T) *planFixture {
 		for {
 			ds, err := st.GetDesiredState(ctx, c.name)
 			if err == nil {
-				if as, err := schedule.Decode(ds.Document); err == nil && len(as) == 2 {
+				if as, err := desired.Decode(ds.Document); err == nil && len(as) == 2 {
 					break
 				}
 			}

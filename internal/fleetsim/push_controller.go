@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hub/helmwire"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/render"
 )
@@ -143,10 +143,10 @@ func (p *pusher) sync(ctx context.Context, commit string) PushResult {
 	return res
 }
 
-func (p *pusher) pushAssignment(ctx context.Context, cluster, root string, a schedule.Assignment, sent, unchanged *atomic.Int64) error {
+func (p *pusher) pushAssignment(ctx context.Context, cluster, root string, a desired.Assignment, sent, unchanged *atomic.Int64) error {
 	// A chart renders with its Helm settings as the agent's would (the simulator's sources
 	// are all the one checkout), with Helm's default capabilities.
-	helm, err := helmwire.Options(ctx, a, root, func(context.Context, string) (string, error) { return root, nil })
+	helm, err := render.HelmOptions(ctx, a, root, func(context.Context, string) (string, error) { return root, nil })
 	if err != nil {
 		return err
 	}

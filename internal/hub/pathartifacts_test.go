@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/artifact"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // TestArtifactsPerReleasePath: with a release whose path is clusters/{{ .Cluster.Name }}
@@ -70,7 +70,7 @@ spec:
 		agents[c] = th.addAgent(t, c, nil)
 	}
 
-	first := waitAssigned(t, th, clusters, func(map[string]schedule.Assignment) bool { return true })
+	first := waitAssigned(t, th, clusters, func(map[string]desired.Assignment) bool { return true })
 	rev1 := first["alpha"]["own"].Revision
 	for _, c := range clusters {
 		own := first[c]["own"]
@@ -106,7 +106,7 @@ spec:
 
 	// A commit that touches alpha's directory only.
 	commitMore(t, repoDir, map[string][]byte{"clusters/alpha/own.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {cluster: alpha, v: '2'}\n")})
-	second := waitAssigned(t, th, clusters, func(m map[string]schedule.Assignment) bool { return m["own"].Revision != rev1 })
+	second := waitAssigned(t, th, clusters, func(m map[string]desired.Assignment) bool { return m["own"].Revision != rev1 })
 	for _, c := range clusters {
 		for _, r := range []string{"own", "common"} {
 			before, after := first[c][r], second[c][r]
@@ -132,14 +132,14 @@ spec:
 
 // waitAssigned waits until every cluster's desired state assigns own and common and done
 // accepts each, and returns them by cluster and release.
-func waitAssigned(t *testing.T, th *testHub, clusters []string, done func(map[string]schedule.Assignment) bool) map[string]map[string]schedule.Assignment {
+func waitAssigned(t *testing.T, th *testHub, clusters []string, done func(map[string]desired.Assignment) bool) map[string]map[string]desired.Assignment {
 	t.Helper()
-	out := map[string]map[string]schedule.Assignment{}
+	out := map[string]map[string]desired.Assignment{}
 	for _, c := range clusters {
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			m := map[string]schedule.Assignment{}
+			m := map[string]desired.Assignment{}
 			if ds, err := th.store.GetDesiredState(t.Context(), c); err == nil {
-				as, err := schedule.Decode(ds.Document)
+				as, err := desired.Decode(ds.Document)
 				if err != nil {
 					t.Fatal(err)
 				}

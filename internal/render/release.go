@@ -1,12 +1,13 @@
 // This file turns a release's Helm settings, as an assignment carries them, into the options
 // the renderer takes, reading its values and patch files from their artifacts: for the agent
-// and the renders outside it (the hub's plan, the fleet simulator, through
-// internal/hub/helmwire). It also reads a file inside an artifact and tells a chart directory.
+// and the renders outside it (the hub's plan, the fleet simulator). It also reads a file
+// inside an artifact and tells a chart directory.
 
 package render
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -22,57 +24,63 @@ import (
 // values together.
 const MaxHelmFileBytes = 4 << 20
 
-// HelmOptions returns the render options of an assignment as the agent receives it, or nil
-// when its path in root is not a chart and it has no Helm settings: the one place that turns
-// Helm settings into render options, for the agent and the hub's renders alike. The caller
-// adds the cluster's capabilities.
-func HelmOptions(ctx context.Context, as *agentv1.Assignment, root string, dir func(context.Context, string) (string, error)) (*Helm, error) {
-	if !IsChart(root, as.GetPath()) {
-		if as.GetHelm() != nil {
-			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.GetRelease(), as.GetPath(), as.GetRevision())
+// HelmOptions returns the render options of an assignment, or nil when its path in root is
+// not a chart and it has no Helm settings: the one place that turns Helm settings into render
+// options, for the agent and the hub's renders alike. The caller adds the cluster's
+// capabilities (the hub, which reads no cluster, renders with Helm's defaults).
+func HelmOptions(ctx context.Context, as desired.Assignment, root string, dir func(context.Context, string) (string, error)) (*Helm, error) {
+	if !IsChart(root, as.Path) {
+		if as.Helm != nil {
+			return nil, fmt.Errorf("release %q has Helm settings but its path %q at revision %s is not a chart (it holds no Chart.yaml)", as.Release, as.Path, as.Revision)
 		}
 		return nil, nil
 	}
-	h := &Helm{ReleaseName: as.GetRelease(), Namespace: as.GetNamespace(), IncludeCRDs: true}
+	h := &Helm{ReleaseName: as.Release, Namespace: as.Namespace, IncludeCRDs: true}
 	if h.Namespace == "" {
 		h.Namespace = "default"
 	}
-	hr := as.GetHelm()
+	hr := as.Helm
 	if hr == nil {
 		return h, nil
 	}
-	if hr.GetReleaseName() != "" {
-		h.ReleaseName = hr.GetReleaseName()
+	if hr.ReleaseName != "" {
+		h.ReleaseName = hr.ReleaseName
 	}
-	h.IncludeCRDs = hr.GetIncludeCrds()
-	h.Values = hr.GetValuesJson()
-	read := func(what string, f *agentv1.FileRef) ([]byte, error) {
-		root, err := dir(ctx, f.GetDigest())
+	h.IncludeCRDs = hr.IncludeCRDs
+	if len(hr.Values) > 0 {
+		data, err := json.Marshal(hr.Values)
+		if err != nil {
+			return nil, fmt.Errorf("release %q: helm values: %w", as.Release, err)
+		}
+		h.Values = data
+	}
+	read := func(what string, f desired.FileRef) ([]byte, error) {
+		root, err := dir(ctx, f.Digest)
 		if err == nil {
 			var data []byte
-			if data, err = ReadArtifactFile(root, f.GetPath(), MaxHelmFileBytes); err == nil {
+			if data, err = ReadArtifactFile(root, f.Path, MaxHelmFileBytes); err == nil {
 				return data, nil
 			}
 		}
-		return nil, fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.GetPath(), f.GetSource(), f.GetRevision(), err)
+		return nil, fmt.Errorf("%s %q of source %q at revision %s: %w", what, f.Path, f.Source, f.Revision, err)
 	}
-	for _, f := range hr.GetValuesFiles() {
+	for _, f := range hr.ValuesFiles {
 		data, err := read("values file", f)
 		if err != nil {
 			return nil, err
 		}
-		h.ValuesFiles = append(h.ValuesFiles, ValuesFile{Name: HelmFileName(f.GetSource(), f.GetPath()), Data: data})
+		h.ValuesFiles = append(h.ValuesFiles, ValuesFile{Name: HelmFileName(f.Source, f.Path), Data: data})
 	}
-	for i, p := range hr.GetPostRender() {
-		patch := Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.GetPatch())}
-		if f := p.GetFile(); f != nil {
-			data, err := read("postRender patch file", f)
+	for i, p := range hr.PostRender {
+		patch := Patch{Name: fmt.Sprintf("postRender patch %d", i+1), Patch: []byte(p.Patch)}
+		if f := p.File; f != nil {
+			data, err := read("postRender patch file", *f)
 			if err != nil {
 				return nil, err
 			}
-			patch.Name, patch.Patch = HelmFileName(f.GetSource(), f.GetPath()), data
+			patch.Name, patch.Patch = HelmFileName(f.Source, f.Path), data
 		}
-		if t := p.GetTarget(); t != nil {
+		if t := p.Target; t != nil {
 			patch.Target = &PatchTarget{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
 				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -41,17 +41,17 @@ func (s *forgetfulStore) GetDesiredState(ctx context.Context, cluster string) (s
 	if err != nil || !on || cluster != s.cluster {
 		return ds, err
 	}
-	doc, err := schedule.DecodeDocument(ds.Document)
+	doc, err := desired.DecodeDocument(ds.Document)
 	if err != nil {
 		return ds, err
 	}
-	doc.Assignments = slices.DeleteFunc(doc.Assignments, func(a schedule.Assignment) bool { return a.Release == s.release })
+	doc.Assignments = slices.DeleteFunc(doc.Assignments, func(a desired.Assignment) bool { return a.Release == s.release })
 	ds.Generation += 1000
 	if tombstone {
-		doc.Removed = append(doc.Removed, schedule.Tombstone{Release: s.release, Reason: "release-deleted", FleetRevision: "e2e"})
+		doc.Removed = append(doc.Removed, desired.Tombstone{Release: s.release, Reason: "release-deleted", FleetRevision: "e2e"})
 		ds.Generation += 1000
 	}
-	ds.Document, err = schedule.Encode(doc)
+	ds.Document, err = desired.Encode(doc)
 	return ds, err
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
@@ -99,7 +99,7 @@ func (c *digestCache) of(ds store.DesiredState) digestSet {
 		return set
 	}
 	set = digestSet{generation: ds.Generation, hash: hash, digests: map[string]struct{}{}}
-	doc, err := schedule.DecodeDocument(ds.Document)
+	doc, err := desired.DecodeDocument(ds.Document)
 	c.decode.Add(1)
 	if err != nil {
 		set.err = fmt.Errorf("desired state of cluster %q: %w", ds.Cluster, err)

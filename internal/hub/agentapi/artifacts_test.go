@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/artifact"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
@@ -52,11 +52,11 @@ func (h *artifactHub) pack(content string) string {
 // assign stores cluster's desired state: one release per digest.
 func (h *artifactHub) assign(cluster string, digests ...string) {
 	h.t.Helper()
-	var doc schedule.Document
+	var doc desired.Document
 	for i, d := range digests {
-		doc.Assignments = append(doc.Assignments, schedule.Assignment{Release: fmt.Sprintf("release-%02d", i), Source: "apps", URL: "https://git.example/apps.git", Digest: d, Path: fmt.Sprintf("apps/%02d", i)})
+		doc.Assignments = append(doc.Assignments, desired.Assignment{Release: fmt.Sprintf("release-%02d", i), Source: "apps", URL: "https://git.example/apps.git", Digest: d, Path: fmt.Sprintf("apps/%02d", i)})
 	}
-	data, err := schedule.Encode(doc)
+	data, err := desired.Encode(doc)
 	if err != nil {
 		h.t.Fatal(err)
 	}

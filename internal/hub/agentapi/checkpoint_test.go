@@ -16,7 +16,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -72,9 +72,9 @@ func newAuditFleet(t testing.TB, open func(t testing.TB) store.Store, every time
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.log.Close() })
-	var doc schedule.Document
+	var doc desired.Document
 	for _, r := range releases {
-		doc.Assignments = append(doc.Assignments, schedule.Assignment{Release: r, Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}})
+		doc.Assignments = append(doc.Assignments, desired.Assignment{Release: r, Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}})
 	}
 	for _, c := range clusters {
 		if err := h.store.AddCluster(t.Context(), store.Cluster{Name: c, CreatedAt: auditT0}); err != nil {
@@ -96,11 +96,11 @@ func newAuditFleet(t testing.TB, open func(t testing.TB) store.Store, every time
 	return h
 }
 
-func (h *auditHub) assign(doc schedule.Document) { h.assignTo("eu-1", doc) }
+func (h *auditHub) assign(doc desired.Document) { h.assignTo("eu-1", doc) }
 
-func (h *auditHub) assignTo(cluster string, doc schedule.Document) {
+func (h *auditHub) assignTo(cluster string, doc desired.Document) {
 	h.t.Helper()
-	data, err := schedule.Encode(doc)
+	data, err := desired.Encode(doc)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestAuditCheckpoints(t *testing.T) {
 			{10 * time.Minute, ready("r1"), false, nil},
 			{10 * time.Minute, changed(ready("r1"), func(st *agentv1.AssignmentStatus) {
 				st.Phase, st.Pruned, st.Objects, st.Health = string(hubapi.PhaseRemoved), 3, 0, ""
-				st.Removal = &agentv1.Removal{Reason: schedule.ReasonNotSelected, FleetRevision: "f2", Actor: "admin",
+				st.Removal = &agentv1.Removal{Reason: desired.ReasonNotSelected, FleetRevision: "f2", Actor: "admin",
 					PrunedObjects: []string{"configmap/web in web", "service/web in web", "deployment/web in web"}, KeptObjects: []string{"secret/keep in web"}}
 			}), true,
 				[]string{`release.removed revision=r1 pruned=3 reason=not-selected fleetRevision=f2 removedBy=admin prunedObjects=["configmap/web in web","service/web in web","deployment/web in web"] keptObjects=["secret/keep in web"] verified.count=1`}},
@@ -274,9 +274,9 @@ func TestAuditCheckpoints(t *testing.T) {
 					for i, s := range tt.steps {
 						h.clock.Advance(s.after)
 						if s.tombstone {
-							h.assign(schedule.Document{Removed: []schedule.Tombstone{{Release: "web", Reason: schedule.ReasonReleaseDeleted, FleetRevision: "f2"}}})
+							h.assign(desired.Document{Removed: []desired.Tombstone{{Release: "web", Reason: desired.ReasonReleaseDeleted, FleetRevision: "f2"}}})
 						} else if i > 0 && tt.steps[i-1].tombstone {
-							h.assign(schedule.Document{Assignments: []schedule.Assignment{{Release: "web", Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}}}})
+							h.assign(desired.Document{Assignments: []desired.Assignment{{Release: "web", Source: "apps", URL: "https://git.example/apps.git", Vars: map[string]string{}}}})
 						}
 						recs := h.report(s.status)
 						got := make([]string, len(recs))

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/fuzzseed"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -44,7 +44,7 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{
+	doc, err := desired.Encode(desired.Document{Assignments: []desired.Assignment{
 		{
 			Release: "baseline", Source: "platform", URL: "https://hub/artifacts/sha256/aaaa", Revision: "main@sha1:1111",
 			Digest: "sha256:aaaa", Path: "clusters/eu", Namespace: "platform-system", CreateNamespace: true,
@@ -52,7 +52,7 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 			Vars: map[string]string{"cluster_name": "c", "cluster_label_region": "eu"},
 		},
 		{Release: "apps", Source: "apps", Digest: "sha256:bbbb", Wait: true, Timeout: 90 * time.Second},
-	}, Removed: []schedule.Tombstone{{Release: "old", Reason: schedule.ReasonReleaseDeleted, FleetRevision: "r1"}}})
+	}, Removed: []desired.Tombstone{{Release: "old", Reason: desired.ReasonReleaseDeleted, FleetRevision: "r1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +129,9 @@ func FuzzDesiredDocument(f *testing.F) {
 		if msg.GetCluster() != "c" || msg.GetGeneration() != 1 {
 			t.Fatalf("desired state is for cluster %q generation %d, want c and 1", msg.GetCluster(), msg.GetGeneration())
 		}
-		assignments, err := schedule.Decode(data)
+		assignments, err := desired.Decode(data)
 		if err != nil {
-			t.Fatalf("DesiredToProto accepted a document schedule.Decode refuses: %v", err)
+			t.Fatalf("DesiredToProto accepted a document desired.Decode refuses: %v", err)
 		}
 		if len(msg.GetAssignments()) != len(assignments) {
 			t.Fatalf("%d assignments in the message, %d in the document", len(msg.GetAssignments()), len(assignments))

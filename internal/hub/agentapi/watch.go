@@ -8,8 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/flotilla/flotilla/internal/hub/helmwire"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -94,59 +93,9 @@ func (s *Server) nextDesired(ctx context.Context, cluster string, known int64) (
 
 // DesiredToProto is a stored desired state as the agent receives it.
 func DesiredToProto(ds store.DesiredState) (*agentv1.DesiredState, error) {
-	doc, err := schedule.DecodeDocument(ds.Document)
+	doc, err := desired.DecodeDocument(ds.Document)
 	if err != nil {
 		return nil, fmt.Errorf("desired state of cluster %q: %w", ds.Cluster, err)
 	}
-	out := &agentv1.DesiredState{Cluster: ds.Cluster, Generation: ds.Generation, ExplicitRemovals: true}
-	for _, t := range doc.Removed {
-		out.Removed = append(out.Removed, &agentv1.Tombstone{
-			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest, Actor: t.Actor,
-		})
-	}
-	for _, a := range doc.Assignments {
-		pa := &agentv1.Assignment{
-			Release: a.Release, Source: a.Source, Url: a.URL, Revision: a.Revision, Digest: a.Digest,
-			Path: a.Path, Namespace: a.Namespace, CreateNamespace: a.CreateNamespace,
-			Prune: a.Prune, SelfHeal: a.SelfHeal, Wait: a.Wait,
-			TimeoutSeconds: int64(a.Timeout / time.Second), IntervalSeconds: int64(a.Interval / time.Second),
-			Vars: a.Vars,
-		}
-		if a.Project != nil {
-			pa.Project = a.Project.Proto() // unset: the platform project, no bounds
-		}
-		for _, r := range a.Ignore {
-			pa.Ignore = append(pa.Ignore, &agentv1.IgnoreRule{
-				Group: r.Target.Group, Kind: r.Target.Kind, Name: r.Target.Name, Namespace: r.Target.Namespace, Paths: r.Paths,
-			})
-		}
-		pa.RespectManagers, pa.DependsOn, pa.Rollout = a.RespectManagers, a.DependsOn, a.Rollout
-		if a.Adopt != nil {
-			pa.Adopt = &agentv1.AdoptRules{FromManagers: a.Adopt.FromManagers, HelmRelease: a.Adopt.HelmRelease, HelmReleaseNamespace: a.Adopt.HelmReleaseNamespace}
-		}
-		pa.Decryption = a.Decryption
-		if b := a.RenderBudget; b != nil {
-			pa.RenderBudget = &agentv1.RenderBudget{
-				MemoryBytes: b.MemoryBytes, CpuMillis: b.CPUTime.Milliseconds(), WallMillis: b.WallTime.Milliseconds(),
-				Objects: int64(b.Objects), OutputBytes: b.OutputBytes,
-			}
-		}
-		if a.Helm != nil {
-			if pa.Helm, err = helmwire.Proto(a.Helm); err != nil {
-				return nil, fmt.Errorf("desired state of cluster %q: release %q: %w", ds.Cluster, a.Release, err)
-			}
-		}
-		out.Assignments = append(out.Assignments, pa)
-	}
-	for _, g := range doc.Gates {
-		out.Gates = append(out.Gates, &agentv1.Gate{
-			Name: g.Name, Kind: g.Kind, Type: g.Type, Schedule: g.Schedule,
-			DurationSeconds: int64(g.Duration / time.Second), TimeZone: g.TimeZone,
-			Releases: g.Releases, Blocks: g.Blocks, Reason: g.Reason, Actor: g.Actor,
-		})
-	}
-	for _, r := range doc.Syncs {
-		out.Syncs = append(out.Syncs, &agentv1.SyncRequest{Id: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
-	}
-	return out, nil
+	return desired.ToProto(ds.Cluster, ds.Generation, doc)
 }

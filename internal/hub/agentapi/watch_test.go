@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/project"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -22,7 +22,7 @@ func TestDesiredToProtoCarriesProjectRules(t *testing.T) {
 		Deny:           []v1alpha1.GroupKind{{Kind: "Secret"}},
 		ServiceAccount: &v1alpha1.ServiceAccountRef{Namespace: "team-a", Name: "deployer"},
 	}
-	doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{
+	doc, err := desired.Encode(desired.Document{Assignments: []desired.Assignment{
 		{Release: "baseline", Source: "platform"},
 		{Release: "web", Source: "team-a", Project: rules},
 	}})

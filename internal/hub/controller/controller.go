@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/pathpack"
 	"github.com/flotilla/flotilla/internal/hub/rollout/fleetstep"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
@@ -173,7 +174,7 @@ type Controller struct {
 	}
 	// plan is every cluster's last stored document, by cluster; nil until loaded from the
 	// store in this lease term.
-	plan map[string]schedule.Document
+	plan map[string]desired.Document
 	// broken are the clusters whose stored document does not decode: left out of scheduling.
 	broken map[string]bool
 	// retryAt is when a reschedule that failed runs again; zero when none failed.

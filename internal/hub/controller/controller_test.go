@@ -16,7 +16,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
@@ -105,7 +105,7 @@ func (s *fakeStore) PutFleetStatus(context.Context, store.FleetStatus) error {
 	return s.failing("PutFleetStatus")
 }
 
-func (s *fakeStore) doc(t *testing.T, cluster string) (schedule.Document, int64) {
+func (s *fakeStore) doc(t *testing.T, cluster string) (desired.Document, int64) {
 	t.Helper()
 	s.mu.Lock()
 	ds, ok := s.docs[cluster]
@@ -113,7 +113,7 @@ func (s *fakeStore) doc(t *testing.T, cluster string) (schedule.Document, int64)
 	if !ok {
 		t.Fatalf("no desired state stored for %s", cluster)
 	}
-	doc, err := schedule.DecodeDocument(ds.Document)
+	doc, err := desired.DecodeDocument(ds.Document)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ spec:
 `
 
 // previousDoc is what an earlier hub process stored for c1: baseline at revision 1.
-var previousAssignment = schedule.Assignment{
+var previousAssignment = desired.Assignment{
 	Release: "baseline", Source: "platform", URL: "https://git.example.com/platform.git", Revision: "main@sha1:1111",
 	Digest: "sha256:" + fmt.Sprintf("%064d", 1), Path: "baseline", SelfHeal: true, Timeout: 5 * time.Minute,
 	Interval: 10 * time.Minute, Vars: map[string]string{"cluster_name": "c1", "cluster_label_env": "production"},
@@ -180,7 +180,7 @@ func newTestController(t *testing.T, st *fakeStore, clk clock.Clock) *Controller
 // process, c2 was registered since and has nothing stored.
 func restartedHub(t *testing.T) *fakeStore {
 	t.Helper()
-	doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{previousAssignment}})
+	doc, err := desired.Encode(desired.Document{Assignments: []desired.Assignment{previousAssignment}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestStoreFailureKeepsEveryDesiredState(t *testing.T) {
 func assertKeepsBaseline(t *testing.T, st *fakeStore, when string) {
 	t.Helper()
 	doc, gen := st.doc(t, "c1")
-	if diff := cmp.Diff([]schedule.Assignment{previousAssignment}, doc.Assignments); diff != "" {
+	if diff := cmp.Diff([]desired.Assignment{previousAssignment}, doc.Assignments); diff != "" {
 		t.Errorf("%s: c1's assignments changed (-want +got):\n%s", when, diff)
 	}
 	if len(doc.Removed) != 0 {

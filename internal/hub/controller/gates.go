@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/window"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
@@ -35,10 +37,10 @@ func (c *Controller) applyGates(ctx context.Context, fleet *v1alpha1.Fleet, clus
 		}
 	}
 	if plan.Gates == nil {
-		plan.Gates = make(map[string][]schedule.Gate, len(clusters))
+		plan.Gates = make(map[string][]window.Gate, len(clusters))
 	}
 	for _, cl := range clusters {
-		var gates []schedule.Gate
+		var gates []window.Gate
 		for _, w := range fleet.Windows {
 			if w.Spec.ClusterSelector.Matches(cl.Labels) {
 				gates = append(gates, windowGate(w))
@@ -60,8 +62,8 @@ func (c *Controller) applyGates(ctx context.Context, fleet *v1alpha1.Fleet, clus
 			gates = append(gates, s.Gate())
 		}
 		for _, r := range suspendedReleases {
-			if slices.ContainsFunc(plan.Assignments[cl.Name], func(a schedule.Assignment) bool { return a.Release == r }) {
-				gates = append(gates, schedule.Gate{Name: r, Kind: schedule.GateSuspend, Type: v1alpha1.WindowDeny, Releases: []string{r}})
+			if slices.ContainsFunc(plan.Assignments[cl.Name], func(a desired.Assignment) bool { return a.Release == r }) {
+				gates = append(gates, window.Gate{Name: r, Kind: window.KindSuspend, Type: v1alpha1.WindowDeny, Releases: []string{r}})
 			}
 		}
 		sortGates(gates)
@@ -120,17 +122,17 @@ func (c *Controller) retryGates(ctx context.Context) {
 }
 
 // windowGate is the gate of a fleet Window.
-func windowGate(w v1alpha1.Window) schedule.Gate {
-	return schedule.Gate{
-		Name: w.Metadata.Name, Kind: schedule.GateWindow, Type: w.Spec.Type,
+func windowGate(w v1alpha1.Window) window.Gate {
+	return window.Gate{
+		Name: w.Metadata.Name, Kind: window.KindWindow, Type: w.Spec.Type,
 		Schedule: w.Spec.Schedule, Duration: w.Spec.Duration.Duration, TimeZone: w.Spec.TimeZone,
 		Releases: slices.Clone(w.Spec.Releases), Blocks: slices.Clone(w.Spec.Blocks),
 	}
 }
 
 // kept returns the gates of prev that keep.
-func kept(prev []schedule.Gate, keep func(schedule.Gate) bool) []schedule.Gate {
-	var out []schedule.Gate
+func kept(prev []window.Gate, keep func(window.Gate) bool) []window.Gate {
+	var out []window.Gate
 	for _, g := range prev {
 		if keep(g) {
 			out = append(out, g)
@@ -140,8 +142,8 @@ func kept(prev []schedule.Gate, keep func(schedule.Gate) bool) []schedule.Gate {
 }
 
 // sortGates orders gates by kind, name and releases: the document is compared byte for byte.
-func sortGates(gates []schedule.Gate) {
-	slices.SortStableFunc(gates, func(a, b schedule.Gate) int {
+func sortGates(gates []window.Gate) {
+	slices.SortStableFunc(gates, func(a, b window.Gate) int {
 		return cmp.Or(
 			cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.Name, b.Name),

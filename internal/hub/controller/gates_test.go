@@ -120,15 +120,15 @@ func TestApplyGates(t *testing.T) {
 	putGateRecord(t, st, hold.RecordSuspend, "c2", hold.Suspension{Reason: "node upgrade", Actor: "token:ops", Since: now})
 	c.reschedule(t.Context())
 
-	businessHours := schedule.Gate{Name: "business-hours", Kind: "window", Type: "deny", Schedule: "0 9 * * 1-5", Duration: 9 * time.Hour,
+	businessHours := window.Gate{Name: "business-hours", Kind: "window", Type: "deny", Schedule: "0 9 * * 1-5", Duration: 9 * time.Hour,
 		TimeZone: "Europe/Berlin", Releases: []string{"baseline", "web-*"}, Blocks: []string{"revisions", "prune"}}
-	nights := schedule.Gate{Name: "nights", Kind: "window", Type: "allow", Schedule: "0 22 * * *", Duration: 6 * time.Hour}
-	weekends := schedule.Gate{Name: "staging-weekends", Kind: "window", Type: "deny", Schedule: "0 0 * * 6", Duration: 48 * time.Hour}
-	freezeAll := schedule.Gate{Name: "f-all", Kind: "freeze", Type: "deny", Reason: "incident 4711", Actor: "token:admin"}
-	freezeWeb := schedule.Gate{Name: "f-web-staging", Kind: "freeze", Type: "deny", Releases: []string{"web"}, Reason: "load test", Actor: "token:ops"}
-	baselineSuspended := schedule.Gate{Name: "baseline", Kind: "suspend", Type: "deny", Releases: []string{"baseline"}}
-	c2Suspended := schedule.Gate{Name: "c2", Kind: "suspend", Type: "deny", Reason: "node upgrade", Actor: "token:ops"}
-	want := map[string][]schedule.Gate{
+	nights := window.Gate{Name: "nights", Kind: "window", Type: "allow", Schedule: "0 22 * * *", Duration: 6 * time.Hour}
+	weekends := window.Gate{Name: "staging-weekends", Kind: "window", Type: "deny", Schedule: "0 0 * * 6", Duration: 48 * time.Hour}
+	freezeAll := window.Gate{Name: "f-all", Kind: "freeze", Type: "deny", Reason: "incident 4711", Actor: "token:admin"}
+	freezeWeb := window.Gate{Name: "f-web-staging", Kind: "freeze", Type: "deny", Releases: []string{"web"}, Reason: "load test", Actor: "token:ops"}
+	baselineSuspended := window.Gate{Name: "baseline", Kind: "suspend", Type: "deny", Releases: []string{"baseline"}}
+	c2Suspended := window.Gate{Name: "c2", Kind: "suspend", Type: "deny", Reason: "node upgrade", Actor: "token:ops"}
+	want := map[string][]window.Gate{
 		"c1": {freezeAll, baselineSuspended, businessHours, nights},
 		"c2": {freezeAll, baselineSuspended, c2Suspended, businessHours, nights},
 		"c3": {freezeAll, freezeWeb, nights, weekends},
@@ -200,10 +200,10 @@ func TestApplyGates(t *testing.T) {
 
 	st.failRecords = false
 	c.reschedule(t.Context())
-	freezeNew := schedule.Gate{Name: "f-new", Kind: "freeze", Type: "deny", Reason: "x", Actor: "token:admin"}
-	want["c1"] = append([]schedule.Gate{freezeNew}, want["c1"]...)
-	want["c2"] = []schedule.Gate{freezeNew, baselineSuspended, businessHours, nights}
-	want["c3"] = append([]schedule.Gate{freezeNew}, want["c3"]...)
+	freezeNew := window.Gate{Name: "f-new", Kind: "freeze", Type: "deny", Reason: "x", Actor: "token:admin"}
+	want["c1"] = append([]window.Gate{freezeNew}, want["c1"]...)
+	want["c2"] = []window.Gate{freezeNew, baselineSuspended, businessHours, nights}
+	want["c3"] = append([]window.Gate{freezeNew}, want["c3"]...)
 	check("the records read again")
 
 	// A freeze record that does not decode freezes everything, and says so.

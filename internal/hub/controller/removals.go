@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/flotilla/flotilla/internal/audit"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // relabels remembers who changed a cluster's labels since the last reschedule, so that a
@@ -43,18 +43,18 @@ func (c *Controller) Relabelled(cluster, actor string) {
 
 // attributeRemovals completes the tombstones this reschedule adds to a cluster's document
 // (releases prev assigned and doc does not) with who caused them, and returns them.
-func attributeRemovals(prev, doc schedule.Document, actor string) []schedule.Tombstone {
+func attributeRemovals(prev, doc desired.Document, actor string) []desired.Tombstone {
 	held := make(map[string]bool, len(prev.Assignments))
 	for _, a := range prev.Assignments {
 		held[a.Release] = true
 	}
-	var added []schedule.Tombstone
+	var added []desired.Tombstone
 	for i := range doc.Removed {
 		t := &doc.Removed[i]
 		if !held[t.Release] {
 			continue // an older tombstone, already attributed and audited
 		}
-		if t.Reason == schedule.ReasonNotSelected && t.Actor == "" {
+		if t.Reason == desired.ReasonNotSelected && t.Actor == "" {
 			// A tombstone a rollout held back already names who relabelled the cluster
 			// then; a later relabel is not its cause.
 			t.Actor = actor
@@ -66,7 +66,7 @@ func attributeRemovals(prev, doc schedule.Document, actor string) []schedule.Tom
 
 // auditRemovals records each release that left a cluster once its document is stored. The
 // cluster's agent prunes it when it next reads its desired state, and reports what it pruned.
-func (c *Controller) auditRemovals(ctx context.Context, cluster string, removed []schedule.Tombstone) {
+func (c *Controller) auditRemovals(ctx context.Context, cluster string, removed []desired.Tombstone) {
 	for _, t := range removed {
 		actor := t.Actor
 		if actor == "" {

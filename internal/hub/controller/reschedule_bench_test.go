@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
@@ -271,7 +272,7 @@ func (fx *rescheduleFixture) checkStored(b *testing.B, c *Controller) {
 	size := 0
 	for _, ds := range states {
 		size += len(ds.Document)
-		doc, err := schedule.DecodeDocument(ds.Document)
+		doc, err := desired.DecodeDocument(ds.Document)
 		if err != nil || len(doc.Assignments) != benchReleases || doc.Assignments[0].Revision != want {
 			b.Fatalf("cluster %s: %d assignments (error %v), want %d at %s", ds.Cluster, len(doc.Assignments), err, benchReleases, want)
 		}

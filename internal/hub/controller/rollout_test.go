@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -73,9 +74,9 @@ func newRolloutHarness(t *testing.T, s Store, extraYAML ...string) *rolloutHarne
 	fs.docs = map[string]store.DesiredState{}
 	fs.fail = map[string]int{}
 	for _, cl := range fs.clusters {
-		a := schedule.Assignment{Release: "web", Source: "platform", URL: rolloutArtifact(1).URL, Revision: rolloutArtifact(1).Revision,
+		a := desired.Assignment{Release: "web", Source: "platform", URL: rolloutArtifact(1).URL, Revision: rolloutArtifact(1).Revision,
 			Digest: rolloutArtifact(1).Digest, Path: "web"}
-		doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{a}})
+		doc, err := desired.Encode(desired.Document{Assignments: []desired.Assignment{a}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +345,7 @@ func TestDeletedReleaseLeavesAlongItsWaves(t *testing.T) {
 	h.want("c2", 1, "removal waits for wave rest")
 	h.want("c3", 1, "removal waits for wave rest")
 	doc, _ := h.st.doc(t, "c1")
-	if len(doc.Removed) != 1 || doc.Removed[0].Release != "web" || doc.Removed[0].Reason != schedule.ReasonReleaseDeleted {
+	if len(doc.Removed) != 1 || doc.Removed[0].Release != "web" || doc.Removed[0].Reason != desired.ReasonReleaseDeleted {
 		t.Errorf("c1's tombstones %+v, want web's", doc.Removed)
 	}
 	if doc, _ := h.st.doc(t, "c2"); len(doc.Removed) != 0 {
@@ -484,7 +485,7 @@ func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	h.want("c2", 1, "no longer selected: removal waits for wave rest")
 	h.want("c3", 1, "")
 	doc, _ := h.st.doc(t, "c1")
-	if len(doc.Removed) != 1 || doc.Removed[0].Reason != schedule.ReasonNotSelected || doc.Removed[0].Actor != "user:alice" {
+	if len(doc.Removed) != 1 || doc.Removed[0].Reason != desired.ReasonNotSelected || doc.Removed[0].Actor != "user:alice" {
 		t.Errorf("c1's tombstones %+v, want web's, not selected, by user:alice", doc.Removed)
 	}
 	if doc, _ := h.st.doc(t, "c2"); len(doc.Removed) != 0 {
@@ -508,7 +509,7 @@ func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	h.want("c2", 0, "")
 	h.want("c3", 1, "")
 	doc, _ = h.st.doc(t, "c2")
-	if len(doc.Removed) != 1 || doc.Removed[0].Reason != schedule.ReasonNotSelected || doc.Removed[0].Actor != "user:bob" {
+	if len(doc.Removed) != 1 || doc.Removed[0].Reason != desired.ReasonNotSelected || doc.Removed[0].Actor != "user:bob" {
 		t.Errorf("c2's tombstones %+v, want web's, not selected, by user:bob", doc.Removed)
 	}
 	if by := h.removedBy("c2"); len(by) != 1 || by[0] != "user:bob" {

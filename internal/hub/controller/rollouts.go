@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -12,7 +13,7 @@ import (
 // artifact its rollout assigns there instead of the newest (rollout/fleetstep does the
 // work). It remembers when the rollouts are due again and which artifacts they keep, and
 // has a reschedule retried when a rollout's state could not be read or stored.
-func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]schedule.Document) {
+func (c *Controller) applyRollouts(ctx context.Context, fleet *v1alpha1.Fleet, clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]desired.Document) {
 	c.mu.Lock()
 	arts := maps.Clone(c.artifacts)
 	c.mu.Unlock()

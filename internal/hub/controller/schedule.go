@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/pathpack"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -23,7 +24,7 @@ func (c *Controller) loadPlan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the stored desired states: %w", err)
 	}
-	c.plan = make(map[string]schedule.Document, len(states))
+	c.plan = make(map[string]desired.Document, len(states))
 	c.broken = map[string]bool{}
 	for _, ds := range states {
 		c.remember(ds)
@@ -33,12 +34,12 @@ func (c *Controller) loadPlan(ctx context.Context) error {
 
 // remember puts a stored document into the plan, or logs why it cannot.
 func (c *Controller) remember(ds store.DesiredState) {
-	doc, err := schedule.DecodeDocument(ds.Document)
+	doc, err := desired.DecodeDocument(ds.Document)
 	if err != nil {
 		c.log.Error("stored desired state does not decode; the cluster is left as it is until it is fixed",
 			"cluster", ds.Cluster, "generation", ds.Generation, "error", err)
 		c.broken[ds.Cluster] = true
-		c.plan[ds.Cluster] = schedule.Document{}
+		c.plan[ds.Cluster] = desired.Document{}
 		return
 	}
 	delete(c.broken, ds.Cluster)
@@ -74,7 +75,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 		return
 	}
 	in := make([]schedule.Cluster, 0, len(clusters))
-	previous := make(map[string]schedule.Document, len(clusters))
+	previous := make(map[string]desired.Document, len(clusters))
 	listed := make(map[string]bool, len(clusters))
 	allReadable := true
 	for _, cl := range clusters {
@@ -85,7 +86,7 @@ func (c *Controller) reschedule(ctx context.Context) {
 			ds, err := c.d.Store.GetDesiredState(ctx, cl.Name)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-				c.plan[cl.Name] = schedule.Document{Assignments: []schedule.Assignment{}}
+				c.plan[cl.Name] = desired.Document{Assignments: []desired.Assignment{}}
 			case err != nil:
 				c.skip(fmt.Errorf("desired state of cluster %q: %w", cl.Name, err))
 				return
@@ -123,14 +124,14 @@ func (c *Controller) reschedule(ctx context.Context) {
 	// assignments are 80 MB): the agents of a batch are woken as soon as it is stored.
 	for start := 0; start < len(in); start += store.DesiredBatchSize {
 		writes := make([]store.DesiredWrite, 0, store.DesiredBatchSize)
-		docs := make(map[string]schedule.Document, store.DesiredBatchSize)
-		removals := map[string][]schedule.Tombstone{}
+		docs := make(map[string]desired.Document, store.DesiredBatchSize)
+		removals := map[string][]desired.Tombstone{}
 		for _, cl := range in[start:min(start+store.DesiredBatchSize, len(in))] {
 			doc := plan.Document(cl.Name)
 			if removed := attributeRemovals(previous[cl.Name], doc, actors[cl.Name]); len(removed) > 0 {
 				removals[cl.Name] = removed
 			}
-			data, err := schedule.Encode(doc)
+			data, err := desired.Encode(doc)
 			if err != nil {
 				c.log.Error("encode desired state; the cluster keeps its last one", "cluster", cl.Name, "error", err)
 				failed++

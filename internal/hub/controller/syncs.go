@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
@@ -91,9 +92,9 @@ func (c *Controller) applySyncs(ctx context.Context, clusters []schedule.Cluster
 	}
 }
 
-func setSyncs(plan *schedule.Plan, cluster string, syncs []schedule.SyncRequest) {
+func setSyncs(plan *schedule.Plan, cluster string, syncs []desired.SyncRequest) {
 	if plan.Syncs == nil {
-		plan.Syncs = map[string][]schedule.SyncRequest{}
+		plan.Syncs = map[string][]desired.SyncRequest{}
 	}
 	plan.Syncs[cluster] = syncs
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -46,7 +47,7 @@ func putSync(t *testing.T, st Store, r syncreq.Request) {
 	}
 }
 
-func syncIDs(doc schedule.Document) []string {
+func syncIDs(doc desired.Document) []string {
 	var ids []string
 	for _, s := range doc.Syncs {
 		ids = append(ids, s.ID)
@@ -96,8 +97,8 @@ func TestApplySyncs(t *testing.T) {
 	}
 	check("first reschedule")
 	doc, _ := st.doc(t, "c1")
-	if i := slices.IndexFunc(doc.Syncs, func(s schedule.SyncRequest) bool { return s.ID == "s-c1-override" }); i < 0 ||
-		doc.Syncs[i] != (schedule.SyncRequest{ID: "s-c1-override", Release: "baseline", Override: true, Actor: "token:ops"}) {
+	if i := slices.IndexFunc(doc.Syncs, func(s desired.SyncRequest) bool { return s.ID == "s-c1-override" }); i < 0 ||
+		doc.Syncs[i] != (desired.SyncRequest{ID: "s-c1-override", Release: "baseline", Override: true, Actor: "token:ops"}) {
 		t.Errorf("c1's override request: %+v", doc.Syncs)
 	}
 	if _, err := st.GetRecord(t.Context(), syncreq.Kind, "s-old"); err == nil {
@@ -227,7 +228,7 @@ func TestPollNowPollsOnlyMatchingSourcesAtOnce(t *testing.T) {
 		if !ok {
 			return ""
 		}
-		d, err := schedule.DecodeDocument(doc.Document)
+		d, err := desired.DecodeDocument(doc.Document)
 		if err != nil || len(d.Assignments) != 1 {
 			return ""
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/project"
@@ -304,7 +305,7 @@ func (c *Controller) merge(main *v1alpha1.Fleet) {
 // started or took the lease, and the repository could not be read): the releases are not in
 // the scheduled fleet, but a repository that cannot be read must never prune anything. They
 // carry the project's rules as the main fleet states them now.
-func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]schedule.Document) {
+func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]desired.Document) {
 	unloaded := map[string]*project.Rules{} // with the project's rules as they are now
 	for name, t := range c.tenants {
 		if t.fleet == nil {
@@ -320,7 +321,7 @@ func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]sched
 		var kept []string
 		for _, a := range prev.Assignments {
 			if a.Project == nil || unloaded[a.Project.Name] == nil ||
-				slices.ContainsFunc(assigned, func(b schedule.Assignment) bool { return b.Release == a.Release }) {
+				slices.ContainsFunc(assigned, func(b desired.Assignment) bool { return b.Release == a.Release }) {
 				continue
 			}
 			a.Project = unloaded[a.Project.Name]
@@ -330,9 +331,9 @@ func (c *Controller) keepUnloaded(plan *schedule.Plan, previous map[string]sched
 		if len(kept) == 0 {
 			continue
 		}
-		slices.SortFunc(assigned, func(a, b schedule.Assignment) int { return strings.Compare(a.Release, b.Release) })
+		slices.SortFunc(assigned, func(a, b desired.Assignment) int { return strings.Compare(a.Release, b.Release) })
 		plan.Assignments[cluster] = assigned
-		plan.Removed[cluster] = slices.DeleteFunc(plan.Removed[cluster], func(t schedule.Tombstone) bool { return slices.Contains(kept, t.Release) })
+		plan.Removed[cluster] = slices.DeleteFunc(plan.Removed[cluster], func(t desired.Tombstone) bool { return slices.Contains(kept, t.Release) })
 		if len(plan.Removed[cluster]) == 0 {
 			delete(plan.Removed, cluster)
 		}

@@ -12,7 +12,7 @@ type Desired struct {
 	Release  string
 	Revision string
 	Digest   string
-	// Rollout is where the release's rollout holds this cluster (schedule.Assignment.Rollout).
+	// Rollout is where the release's rollout holds this cluster (desired.Assignment.Rollout).
 	Rollout string
 }
 

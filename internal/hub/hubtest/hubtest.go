@@ -16,8 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -176,7 +176,7 @@ const (
 //   - i%25 == 11 and j == 0 (otherwise Ready): Failed with one conflict, as the agent
 //     reports a field another manager owns;
 //   - otherwise Ready on the desired revision, healthy.
-func Seed(i, j int, name string, a schedule.Assignment, now time.Time) store.AssignmentStatus {
+func Seed(i, j int, name string, a desired.Assignment, now time.Time) store.AssignmentStatus {
 	s := store.AssignmentStatus{
 		Cluster: name, Release: a.Release, ObservedGeneration: 1, Revision: a.Revision, Digest: a.Digest,
 		Phase: string(hubapi.PhaseReady), Health: "Current", Objects: 2, ReportedAt: now, UpdatedAt: now,
@@ -245,14 +245,14 @@ func writeFleet(fleetDir, repoDir string, releases []string) error {
 
 // waitDesired polls the store until every cluster's desired state holds n assignments and
 // returns them by cluster.
-func waitDesired(ctx context.Context, st store.Store, clusters []string, n int, timeout time.Duration) (map[string][]schedule.Assignment, error) {
+func waitDesired(ctx context.Context, st store.Store, clusters []string, n int, timeout time.Duration) (map[string][]desired.Assignment, error) {
 	deadline := time.Now().Add(timeout)
-	out := make(map[string][]schedule.Assignment, len(clusters))
+	out := make(map[string][]desired.Assignment, len(clusters))
 	for _, name := range clusters {
 		for {
 			ds, err := st.GetDesiredState(ctx, name)
 			if err == nil {
-				as, err := schedule.Decode(ds.Document)
+				as, err := desired.Decode(ds.Document)
 				if err != nil {
 					return nil, fmt.Errorf("desired state of cluster %s: %w", name, err)
 				}

@@ -21,8 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -114,13 +114,13 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 
 // Desired waits until cluster's desired state assigns RolloutRelease and returns that
 // assignment.
-func (f *RolloutFleet) Desired(tb testing.TB, cluster string) schedule.Assignment {
+func (f *RolloutFleet) Desired(tb testing.TB, cluster string) desired.Assignment {
 	tb.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ds, err := f.Store.GetDesiredState(context.Background(), cluster)
 		if err == nil {
-			as, err := schedule.Decode(ds.Document)
+			as, err := desired.Decode(ds.Document)
 			if err != nil {
 				tb.Fatalf("hubtest: desired state of cluster %s: %v", cluster, err)
 			}
@@ -139,7 +139,7 @@ func (f *RolloutFleet) Desired(tb testing.TB, cluster string) schedule.Assignmen
 
 // ReportReady stores, as the hub ingests an agent's report, that cluster applied a (its
 // revision and digest) and it is Ready and healthy, and marks the cluster seen now.
-func (f *RolloutFleet) ReportReady(tb testing.TB, cluster string, a schedule.Assignment) {
+func (f *RolloutFleet) ReportReady(tb testing.TB, cluster string, a desired.Assignment) {
 	tb.Helper()
 	ctx := context.Background()
 	now := time.Now()

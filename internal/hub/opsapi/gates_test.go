@@ -15,15 +15,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/window"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
 // gatesOf waits until cluster's stored document satisfies ok and returns its gates.
-func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]schedule.Gate) bool) []schedule.Gate {
+func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]window.Gate) bool) []window.Gate {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -31,7 +32,7 @@ func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]sch
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, err := schedule.DecodeDocument(ds.Document)
+		doc, err := desired.DecodeDocument(ds.Document)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,14 +46,14 @@ func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]sch
 	}
 }
 
-func hasGate(name string) func([]schedule.Gate) bool {
-	return func(gs []schedule.Gate) bool {
-		return slices.ContainsFunc(gs, func(g schedule.Gate) bool { return g.Name == name })
+func hasGate(name string) func([]window.Gate) bool {
+	return func(gs []window.Gate) bool {
+		return slices.ContainsFunc(gs, func(g window.Gate) bool { return g.Name == name })
 	}
 }
 
-func not(f func([]schedule.Gate) bool) func([]schedule.Gate) bool {
-	return func(gs []schedule.Gate) bool { return !f(gs) }
+func not(f func([]window.Gate) bool) func([]window.Gate) bool {
+	return func(gs []window.Gate) bool { return !f(gs) }
 }
 
 func client(t *testing.T, f *hubtest.Fleet, token string) *hubapi.Client {
@@ -116,12 +117,12 @@ func TestFreezeAndSuspend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gates := gatesOf(t, f, prod, "after two freezes", func(gs []schedule.Gate) bool { return hasGate(all.ID)(gs) && hasGate(web.ID)(gs) })
-	want := []schedule.Gate{
+	gates := gatesOf(t, f, prod, "after two freezes", func(gs []window.Gate) bool { return hasGate(all.ID)(gs) && hasGate(web.ID)(gs) })
+	want := []window.Gate{
 		{Name: all.ID, Kind: "freeze", Type: "deny", Reason: "incident 4711", Actor: "token:admin"},
 		{Name: web.ID, Kind: "freeze", Type: "deny", Releases: []string{f.Releases[1]}, Reason: "bad config in release-01", Actor: "token:admin"},
 	}
-	slices.SortFunc(want, func(a, b schedule.Gate) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(want, func(a, b window.Gate) int { return strings.Compare(a.Name, b.Name) })
 	if diff := cmp.Diff(want, gates); diff != "" {
 		t.Errorf("%s's gates (-want +got):\n%s", prod, diff)
 	}
@@ -191,7 +192,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 	if _, err := admin.Unfreeze(ctx, "", all.ID); err != nil {
 		t.Fatal(err)
 	}
-	gatesOf(t, f, prod, "after unfreeze", func(gs []schedule.Gate) bool { return len(gs) == 0 })
+	gatesOf(t, f, prod, "after unfreeze", func(gs []window.Gate) bool { return len(gs) == 0 })
 	if recs := auditActions(t, admin, "freeze.lifted"); len(recs) != 2 || recs[1].Detail["id"] != all.ID || recs[1].Detail["frozenBy"] != "token:admin" {
 		t.Errorf("freeze.lifted audit records: %+v", recs)
 	}
@@ -209,7 +210,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 		t.Errorf("suspend again: %+v, %v", again, err)
 	}
 	gates = gatesOf(t, f, staging, "after suspend", hasGate(staging))
-	if diff := cmp.Diff([]schedule.Gate{{Name: staging, Kind: "suspend", Type: "deny", Reason: "node pool upgrade", Actor: "token:admin"}}, gates); diff != "" {
+	if diff := cmp.Diff([]window.Gate{{Name: staging, Kind: "suspend", Type: "deny", Reason: "node pool upgrade", Actor: "token:admin"}}, gates); diff != "" {
 		t.Errorf("%s's gates after suspend (-want +got):\n%s", staging, diff)
 	}
 	if r, err := admin.ResumeCluster(ctx, staging); err != nil || !r.Changed || r.Suspended {

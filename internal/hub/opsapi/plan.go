@@ -19,6 +19,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/plan"
@@ -275,7 +276,7 @@ func ownSourceProblems(problems []hubapi.PlanProblem, cand *v1alpha1.Fleet, c pl
 
 type clusterState struct {
 	list []schedule.Cluster
-	docs map[string]schedule.Document
+	docs map[string]desired.Document
 }
 
 // current reads the registered clusters and their documents in force.
@@ -293,12 +294,12 @@ func (p *planner) current(ctx context.Context) (clusterState, error) {
 	if err != nil {
 		return cs, fmt.Errorf("plan: list clusters: %w", err)
 	}
-	cs.docs = make(map[string]schedule.Document, len(clusters))
+	cs.docs = make(map[string]desired.Document, len(clusters))
 	for _, c := range clusters {
 		cs.list = append(cs.list, schedule.Cluster{Name: c.Name, Labels: c.Labels})
-		doc := schedule.Document{Assignments: []schedule.Assignment{}}
+		doc := desired.Document{Assignments: []desired.Assignment{}}
 		if s, ok := byName[c.Name]; ok {
-			if doc, err = schedule.DecodeDocument(s.Document); err != nil {
+			if doc, err = desired.DecodeDocument(s.Document); err != nil {
 				return cs, fmt.Errorf("plan: desired state of cluster %s does not decode: %w", c.Name, err)
 			}
 		}

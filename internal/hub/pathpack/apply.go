@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -18,7 +19,7 @@ import (
 // rollout compares that across clusters. An assignment whose closure cannot be packed keeps the cluster's
 // previous assignment of its release, or is left out, with a problem saying why: it never
 // gets the whole source instead.
-func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedule.Plan, previous map[string]schedule.Document) {
+func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedule.Plan, previous map[string]desired.Document) {
 	defer p.End()
 	if fleet == nil {
 		return
@@ -35,7 +36,7 @@ func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedul
 		rolled[r.Metadata.Name] = r.Spec.Rollout != nil
 	}
 	for cluster, as := range plan.Assignments {
-		out := make([]schedule.Assignment, 0, len(as))
+		out := make([]desired.Assignment, 0, len(as))
 		for _, a := range as {
 			if !narrowed[a.Release] {
 				out = append(out, a)
@@ -66,7 +67,7 @@ func (p *Packer) Apply(ctx context.Context, fleet *v1alpha1.Fleet, plan *schedul
 }
 
 // assignment returns a with its artifacts narrowed.
-func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole map[string]bool) (schedule.Assignment, error) {
+func (p *Packer) assignment(ctx context.Context, a desired.Assignment, whole map[string]bool) (desired.Assignment, error) {
 	if !p.keep(a.Source, a.Digest, whole) {
 		d, err := p.Narrow(ctx, a.Digest, a.Path)
 		if err != nil {
@@ -78,13 +79,13 @@ func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole ma
 		return a, nil
 	}
 	h := *a.Helm // shared by every cluster of the release: copied, not changed
-	h.ValuesFiles = append([]schedule.FileRef(nil), h.ValuesFiles...)
+	h.ValuesFiles = append([]desired.FileRef(nil), h.ValuesFiles...)
 	for i := range h.ValuesFiles {
 		if err := p.file(ctx, &h.ValuesFiles[i], whole); err != nil {
 			return a, err
 		}
 	}
-	h.PostRender = append([]schedule.PostRenderPatch(nil), h.PostRender...)
+	h.PostRender = append([]desired.PostRenderPatch(nil), h.PostRender...)
 	for i := range h.PostRender {
 		if f := h.PostRender[i].File; f != nil {
 			cp := *f
@@ -99,7 +100,7 @@ func (p *Packer) assignment(ctx context.Context, a schedule.Assignment, whole ma
 }
 
 // file narrows a Helm values or patch file to an artifact of that file alone.
-func (p *Packer) file(ctx context.Context, f *schedule.FileRef, whole map[string]bool) error {
+func (p *Packer) file(ctx context.Context, f *desired.FileRef, whole map[string]bool) error {
 	if p.keep(f.Source, f.Digest, whole) {
 		return nil
 	}
@@ -119,11 +120,11 @@ func (p *Packer) keep(source, digest string, whole map[string]bool) bool {
 	return whole[source] || !p.Holds(digest)
 }
 
-func find(as []schedule.Assignment, release string) (schedule.Assignment, bool) {
+func find(as []desired.Assignment, release string) (desired.Assignment, bool) {
 	for _, a := range as {
 		if a.Release == release {
 			return a, true
 		}
 	}
-	return schedule.Assignment{}, false
+	return desired.Assignment{}, false
 }

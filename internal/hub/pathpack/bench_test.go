@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -33,11 +34,11 @@ func BenchmarkApplyCached(b *testing.B) {
 		fleet.Releases = append(fleet.Releases, v1alpha1.Release{Metadata: v1alpha1.ObjectMeta{Name: fmt.Sprintf("r%02d", r)}})
 	}
 	plan := func() *schedule.Plan {
-		p := &schedule.Plan{Assignments: map[string][]schedule.Assignment{}}
+		p := &schedule.Plan{Assignments: map[string][]desired.Assignment{}}
 		for c := range clusters {
 			for r := range releases {
 				p.Assignments[fmt.Sprintf("c%d", c)] = append(p.Assignments[fmt.Sprintf("c%d", c)],
-					schedule.Assignment{Release: fmt.Sprintf("r%02d", r), Source: "git", Revision: "r1", Digest: src, Path: fmt.Sprintf("clusters/c%d", c)})
+					desired.Assignment{Release: fmt.Sprintf("r%02d", r), Source: "git", Revision: "r1", Digest: src, Path: fmt.Sprintf("clusters/c%d", c)})
 			}
 		}
 		return p

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/render"
 )
@@ -199,8 +200,8 @@ func TestApply(t *testing.T) {
 	}
 	chart := "sha256:" + strings.Repeat("c", 64)
 	absent := "sha256:" + strings.Repeat("a", 64) // packed by another replica: left as it is
-	helm := &schedule.Helm{ValuesFiles: []schedule.FileRef{{Source: "git", Revision: "r1", Digest: src, Path: "values/prod.yaml"}}}
-	plan := schedule.Plan{Assignments: map[string][]schedule.Assignment{
+	helm := &desired.Helm{ValuesFiles: []desired.FileRef{{Source: "git", Revision: "r1", Digest: src, Path: "values/prod.yaml"}}}
+	plan := schedule.Plan{Assignments: map[string][]desired.Assignment{
 		"a": {
 			{Release: "apps", Source: "git", Revision: "r1", Digest: src, Path: "clusters/a"},
 			{Release: "broken", Source: "git", Revision: "r1", Digest: src, Path: "clusters/big"},
@@ -213,7 +214,7 @@ func TestApply(t *testing.T) {
 			{Release: "old", Source: "git", Revision: "r0", Digest: absent, Path: "clusters/b"},
 		},
 	}}
-	previous := map[string]schedule.Document{"b": {Assignments: []schedule.Assignment{{Release: "broken", Revision: "r0", Digest: "sha256:" + strings.Repeat("b", 64)}}}}
+	previous := map[string]desired.Document{"b": {Assignments: []desired.Assignment{{Release: "broken", Revision: "r0", Digest: "sha256:" + strings.Repeat("b", 64)}}}}
 	p.Apply(ctx, fleet, &plan, previous)
 
 	a, b := plan.Assignments["a"], plan.Assignments["b"]

@@ -19,8 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hub/helmwire"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/render"
 )
@@ -80,7 +79,7 @@ func (r *renderer) truncated() []string {
 // them: the result is cached by the values of the variables the artifact names anywhere
 // (${name} in any of its files, a superset of those substituted), so that a thousand
 // clusters that differ only in variables no manifest reads render once.
-func (r *renderer) render(a schedule.Assignment) *rendered {
+func (r *renderer) render(a desired.Assignment) *rendered {
 	res := &rendered{objs: map[string]*unstructured.Unstructured{}}
 	root, err := r.dir(r.ctx, a.Digest)
 	if err != nil {
@@ -127,7 +126,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 	r.cache[key] = res
 	// The hub reads no cluster: a chart sees Helm's default .Capabilities here, where the
 	// agent gives it its cluster's.
-	helm, err := helmwire.Options(r.ctx, a, root, r.dir)
+	helm, err := render.HelmOptions(r.ctx, a, root, r.dir)
 	if err != nil {
 		res.err = err
 		return res
@@ -157,7 +156,7 @@ func (r *renderer) render(a schedule.Assignment) *rendered {
 
 // sameHelm: a and b have the same Helm settings, and a chart renders with the same name and
 // namespace.
-func sameHelm(a, b schedule.Assignment) bool {
+func sameHelm(a, b desired.Assignment) bool {
 	if a.Helm == nil && b.Helm == nil {
 		return a.Namespace == b.Namespace && a.Release == b.Release
 	}
@@ -207,7 +206,7 @@ func objectKey(o *unstructured.Unstructured) string {
 
 // compare returns release's change on a cluster from assignment a (in force, when had) to b
 // (the candidate's, when has); false when nothing changes.
-func (r *renderer) compare(release string, a schedule.Assignment, had bool, b schedule.Assignment, has bool) (hubapi.PlanGroup, bool) {
+func (r *renderer) compare(release string, a desired.Assignment, had bool, b desired.Assignment, has bool) (hubapi.PlanGroup, bool) {
 	g := hubapi.PlanGroup{Release: release}
 	var before, after *rendered
 	switch {
@@ -266,7 +265,7 @@ func shownPath(p string) string {
 }
 
 // settings lists the assignment's settings that change, one line each.
-func settings(a, b schedule.Assignment) []string {
+func settings(a, b desired.Assignment) []string {
 	var out []string
 	line := func(name, x, y string) {
 		if x != y {
@@ -485,7 +484,7 @@ func cut(s string, n int) string {
 
 // planProject is the project an assignment's release belongs to, for the render's fair
 // share and its errors.
-func planProject(a schedule.Assignment) string {
+func planProject(a desired.Assignment) string {
 	if a.Project == nil {
 		return v1alpha1.ProjectPlatform
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
@@ -50,7 +51,7 @@ data: {replicas: "{{ .Values.replicas }}", region: "{{ .Values.region }}"}
 		{Name: "us-1", Labels: map[string]string{"region": "us"}},
 	}
 	current := schedule.Schedule(fleet(valuesDigestOld), clusters, arts(valuesDigestOld), nil, "r1")
-	docs := map[string]schedule.Document{}
+	docs := map[string]desired.Document{}
 	for _, c := range clusters {
 		docs[c.Name] = current.Document(c.Name)
 	}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/window"
@@ -62,7 +63,7 @@ type Input struct {
 	// Clusters are the registered clusters.
 	Clusters []schedule.Cluster
 	// Current are the clusters' documents in force, by cluster.
-	Current map[string]schedule.Document
+	Current map[string]desired.Document
 	// CurrentProblems are the scheduling problems of the configuration in force: the same
 	// problem in the candidate is not the candidate's doing.
 	CurrentProblems []schedule.Problem
@@ -318,8 +319,8 @@ func groupHash(content, waiting string) string {
 	return hex.EncodeToString(h[:])[:12]
 }
 
-func byRelease(as []schedule.Assignment) map[string]schedule.Assignment {
-	m := make(map[string]schedule.Assignment, len(as))
+func byRelease(as []desired.Assignment) map[string]desired.Assignment {
+	m := make(map[string]desired.Assignment, len(as))
 	for _, a := range as {
 		m[a.Release] = a
 	}
@@ -340,7 +341,7 @@ func union[V any](a, b map[string]V) map[string]bool {
 
 // releaseProjects maps each release to its project in force: the fleet in force's, else the
 // one its assignments in force carry, else (a release new in the candidate) the candidate's.
-func releaseProjects(inForce, f *v1alpha1.Fleet, current map[string]schedule.Document) map[string]string {
+func releaseProjects(inForce, f *v1alpha1.Fleet, current map[string]desired.Document) map[string]string {
 	m := map[string]string{}
 	if f != nil {
 		for _, r := range f.Releases {
@@ -388,7 +389,7 @@ func (vc verdictCache) evaluate(gates []window.Gate, release string, now time.Ti
 // candidateGates are the gates a cluster would have under the candidate: its windows and
 // suspended releases, and the freezes and suspension of the cluster in force (those are not
 // in the configuration).
-func candidateGates(f *v1alpha1.Fleet, c schedule.Cluster, current []schedule.Gate) []window.Gate {
+func candidateGates(f *v1alpha1.Fleet, c schedule.Cluster, current []window.Gate) []window.Gate {
 	var gates []window.Gate
 	for _, g := range current {
 		if hold.IsFreeze(g) || hold.IsClusterSuspension(g) {

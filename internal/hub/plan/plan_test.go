@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )
@@ -100,7 +101,7 @@ func fixture(t testing.TB, n int, candidate *v1alpha1.Fleet) Input {
 		clusters = append(clusters, schedule.Cluster{Name: fmt.Sprintf("c-%04d", i), Labels: map[string]string{"env": []string{"prod", "dev"}[i%2], "dir": []string{"web2", "web"}[i%2]}})
 	}
 	current := schedule.Schedule(old, clusters, map[string]schedule.Artifact{"apps": {Source: "apps", Revision: "main@sha1:1", Digest: oldDigest}}, nil, "r1")
-	docs := map[string]schedule.Document{}
+	docs := map[string]desired.Document{}
 	for _, c := range clusters {
 		docs[c.Name] = current.Document(c.Name)
 	}

@@ -4,8 +4,9 @@
 // [Schedule] is a pure function, in the way etcd's raft core is: it reads the fleet, the
 // registered clusters, the artifacts the hub has resolved and the previous plan, and returns a
 // [Plan]; it does no I/O, keeps no state between calls and reads no clock. The hub calls it
-// whenever one of its inputs changes, stores each cluster's assignments with [Encode], and bumps
-// the cluster's desired-state generation only when those bytes change. Because it is pure it
+// whenever one of its inputs changes, stores each cluster's assignments with
+// [desired.Encode], and bumps the cluster's desired-state generation only when those bytes
+// change. Because it is pure it
 // can be tested in microseconds and run at fleet scale in the simulator.
 //
 // # Rules
@@ -14,8 +15,8 @@
 // is among the cluster's labels; an empty selector matches every cluster; a release without
 // targets matches none.
 //
-// A matching release becomes one [Assignment] for that cluster, carrying the artifact of the
-// release's source (URL, revision, digest), the path resolved for the cluster, the release's
+// A matching release becomes one [desired.Assignment] for that cluster, carrying the artifact
+// of the release's source (URL, revision, digest), the path resolved for the cluster, the release's
 // settings with their defaults applied (selfHeal true, timeout 5m, interval 10m) and the
 // variables for substitution.
 //
@@ -54,9 +55,9 @@
 //
 // An agent prunes a whole release only on its tombstone. So the scheduler leaves an assignment
 // out only when the fleet configuration says so, the release was removed or no longer selects
-// the cluster, and then writes a [Tombstone] naming that reason and the fleet revision (kept
-// until the release is assigned again, at most [MaxTombstones] per cluster). Without a fleet
-// configuration it changes nothing. When it cannot build an assignment for another reason, it
+// the cluster, and then writes a [desired.Tombstone] naming that reason and the fleet
+// revision (kept until the release is assigned again, at most [MaxTombstones] per cluster).
+// Without a fleet configuration it changes nothing. When it cannot build an assignment for another reason, it
 // keeps the cluster's previous assignment for that release, if there is one, unchanged
 // (artifact, path and settings together, since a new path may not exist in the old revision),
 // and reports a Problem:
@@ -71,6 +72,6 @@
 //
 // Plan.Assignments has an entry for every cluster given, empty when nothing matches, each list
 // sorted by release name; Problems are sorted by release, then cluster. The same inputs give
-// the same plan whatever the order of clusters and releases, and [Encode] gives the same bytes
-// for the same assignments whatever their order.
+// the same plan whatever the order of clusters and releases, and [desired.Encode] gives the
+// same bytes for the same assignments whatever their order.
 package schedule

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/project"
 )
 
@@ -50,7 +51,7 @@ func TestScheduleProjects(t *testing.T) {
 	tests := []struct {
 		name     string
 		fleet    *v1alpha1.Fleet
-		previous map[string]Document
+		previous map[string]desired.Document
 		want     map[string][]string
 		rules    map[string]*project.Rules // by release, on every cluster it is assigned to
 		problems []Problem
@@ -94,7 +95,7 @@ func TestScheduleProjects(t *testing.T) {
 		{
 			name:  "a refused release keeps what it had, under the project's current rules",
 			fleet: projectFleet([]v1alpha1.Project{teamA}, inProject(release("web"), "team-a", "secrets", "team-a")),
-			previous: map[string]Document{"dev-1": {Assignments: []Assignment{{Release: "web", Source: "platform", Revision: "main@sha1:0000", Digest: "sha256:0000",
+			previous: map[string]desired.Document{"dev-1": {Assignments: []desired.Assignment{{Release: "web", Source: "platform", Revision: "main@sha1:0000", Digest: "sha256:0000",
 				Project: &project.Rules{Name: "team-a", Namespaces: []string{"*"}}}}}},
 			want:     map[string][]string{"dev-1": {"web"}, "prod-1": {}},
 			rules:    map[string]*project.Rules{"web": &teamARules},
@@ -109,7 +110,7 @@ func TestScheduleProjects(t *testing.T) {
 		{
 			name:  "a release whose project is not defined keeps the rules it had, never none",
 			fleet: projectFleet(nil, inProject(release("web"), "team-b", "", "")),
-			previous: map[string]Document{"dev-1": {Assignments: []Assignment{{Release: "web", Source: "platform", Revision: "main@sha1:0000", Digest: "sha256:0000",
+			previous: map[string]desired.Document{"dev-1": {Assignments: []desired.Assignment{{Release: "web", Source: "platform", Revision: "main@sha1:0000", Digest: "sha256:0000",
 				Project: &teamARules}}}},
 			want:     map[string][]string{"dev-1": {"web"}, "prod-1": {}},
 			rules:    map[string]*project.Rules{"web": &teamARules},
@@ -153,19 +154,19 @@ func TestScheduleProjects(t *testing.T) {
 // The project's rules are part of the stored document, and a document without them (stored
 // before projects) still decodes.
 func TestProjectRulesEncode(t *testing.T) {
-	doc := Document{Assignments: []Assignment{{Release: "web", Source: "platform", Project: &teamARules}}}
-	data, err := Encode(doc)
+	doc := desired.Document{Assignments: []desired.Assignment{{Release: "web", Source: "platform", Project: &teamARules}}}
+	data, err := desired.Encode(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeDocument(data)
+	got, err := desired.DecodeDocument(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(&teamARules, got.Assignments[0].Project); diff != "" {
 		t.Errorf("rules after a round trip (-want +got):\n%s", diff)
 	}
-	old, err := DecodeDocument([]byte(`{"assignments":[{"release":"web","source":"platform","url":"","revision":"r","digest":"d","path":"","prune":false,"selfHeal":true,"wait":false,"timeout":0,"interval":0,"vars":{}}]}`))
+	old, err := desired.DecodeDocument([]byte(`{"assignments":[{"release":"web","source":"platform","url":"","revision":"r","digest":"d","path":"","prune":false,"selfHeal":true,"wait":false,"timeout":0,"interval":0,"vars":{}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

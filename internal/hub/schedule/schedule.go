@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/project"
+	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/window"
 )
 
 // Cluster is a registered cluster as the scheduler sees it.
@@ -25,57 +25,6 @@ type Artifact struct {
 	URL      string
 	Revision string
 	Digest   string // sha256:<hex>
-}
-
-// Assignment is one release for one cluster at one artifact, with that cluster's resolved
-// values: what the agent executes and reports on.
-type Assignment struct {
-	Release  string `json:"release"`
-	Source   string `json:"source"`
-	URL      string `json:"url"`
-	Revision string `json:"revision"`
-	Digest   string `json:"digest"`
-	// Path inside the artifact, resolved for this cluster; "" is the artifact's root.
-	Path            string `json:"path"`
-	Namespace       string `json:"namespace,omitempty"`
-	CreateNamespace bool   `json:"createNamespace,omitempty"`
-	Prune           bool   `json:"prune"`
-	SelfHeal        bool   `json:"selfHeal"`
-	Wait            bool   `json:"wait"`
-	// Timeout and Interval have their defaults applied; they are encoded as nanoseconds.
-	Timeout  time.Duration `json:"timeout"`
-	Interval time.Duration `json:"interval"`
-	// Vars are the variables for substitution: the cluster's, then the release's where the
-	// cluster has none of that name (see the package documentation). Never nil.
-	Vars map[string]string `json:"vars"`
-	// Project holds the rules of the release's project, which the agent checks every object
-	// against and whose ServiceAccount it impersonates; nil for the built-in platform
-	// project when the fleet does not define one (everything allowed, the agent's own
-	// identity). Documents stored before projects have none.
-	Project *project.Rules `json:"project,omitempty"`
-	// Ignore, RespectManagers and DependsOn are the release's, as written.
-	Ignore          []v1alpha1.IgnoreRule `json:"ignore,omitempty"`
-	RespectManagers []string              `json:"respectManagers,omitempty"`
-	DependsOn       []string              `json:"dependsOn,omitempty"`
-	Adopt           *v1alpha1.Adopt       `json:"adopt,omitempty"`
-	// Rollout is set while the release's rollout holds this cluster at an earlier revision
-	// than the newest: a line for status ("wave eu waits for canary").
-	Rollout string `json:"rollout,omitempty"`
-	// SourceDigest is, for a release with a rollout whose Digest is a per-path artifact
-	// (internal/hub/pathpack), the source artifact it was packed from: what the rollout
-	// compares across clusters, where every path has its own artifact. Hub only; "" when
-	// Digest is the source's artifact.
-	SourceDigest string `json:"sourceDigest,omitempty"`
-	// Helm renders Path as a chart (Release.spec.helm, files resolved); nil: the agent renders
-	// Path as manifests, kustomize or (a directory with Chart.yaml) a chart with defaults.
-	Helm *Helm `json:"helm,omitempty"`
-	// Decryption is Release.spec.decryption.provider ("sops"), or "".
-	Decryption string `json:"decryption,omitempty"`
-	// RenderBudget is what the release's renders run under: the hub's defaults
-	// ([Options].RenderBudget), lowered by its project, as the release asks within the
-	// project's maximum. nil (that budget is Options.AgentDefaults) or a zero field: the
-	// agent's defaults.
-	RenderBudget *v1alpha1.BudgetLimits `json:"renderBudget,omitempty"`
 }
 
 // Options are the platform's settings a schedule applies to every release.
@@ -123,23 +72,23 @@ func (p Problem) String() string {
 type Plan struct {
 	// Assignments by cluster name: an entry for every cluster given (empty when nothing
 	// matches), each sorted by release.
-	Assignments map[string][]Assignment
+	Assignments map[string][]desired.Assignment
 	// Removed by cluster name: the tombstones of each cluster's next document (see
-	// [Document]); nil where there are none.
-	Removed map[string][]Tombstone
+	// [desired.Document]); nil where there are none.
+	Removed map[string][]desired.Tombstone
 	// Problems sorted by release, then cluster. An assignment they concern is either left out
 	// or, when the cluster had one, kept from previous.
 	Problems []Problem
 	// Gates and Syncs by cluster name: the windows, freezes and suspensions, and the pending
 	// sync requests, of each cluster's next document. Schedule leaves them nil; the
 	// controller fills them.
-	Gates map[string][]Gate
-	Syncs map[string][]SyncRequest
+	Gates map[string][]window.Gate
+	Syncs map[string][]desired.SyncRequest
 }
 
 // Document returns cluster's next desired-state document.
-func (p Plan) Document(cluster string) Document {
-	return Document{Assignments: p.Assignments[cluster], Removed: p.Removed[cluster], Gates: p.Gates[cluster], Syncs: p.Syncs[cluster]}
+func (p Plan) Document(cluster string) desired.Document {
+	return desired.Document{Assignments: p.Assignments[cluster], Removed: p.Removed[cluster], Gates: p.Gates[cluster], Syncs: p.Syncs[cluster]}
 }
 
 // Schedule assigns every release of fleet to the clusters it matches.
@@ -150,12 +99,12 @@ func (p Plan) Document(cluster string) Document {
 // and a release that leaves a cluster gets a tombstone naming why and fleetRevision.
 // fleet is expected to have passed validation; what validation would refuse is reported as a
 // Problem rather than trusted. Nothing in the inputs is modified or referenced by the plan.
-func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]Document, fleetRevision string) Plan {
+func Schedule(fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]desired.Document, fleetRevision string) Plan {
 	return ScheduleWith(Options{}, fleet, clusters, artifacts, previous, fleetRevision)
 }
 
 // ScheduleWith is [Schedule] with the platform's settings.
-func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]Document, fleetRevision string) Plan {
+func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artifacts map[string]Artifact, previous map[string]desired.Document, fleetRevision string) Plan {
 	if fleet == nil {
 		// Never schedule from "no configuration": that plan would remove everything.
 		return keepAll(clusters, previous)
@@ -163,7 +112,7 @@ func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artif
 	s := scheduler{opts: opts}
 	rels := s.prepare(fleet, artifacts)
 
-	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters)), Removed: map[string][]Tombstone{}}
+	plan := Plan{Assignments: make(map[string][]desired.Assignment, len(clusters)), Removed: map[string][]desired.Tombstone{}}
 	for _, c := range clusters {
 		if c.Name == "" {
 			s.problem("", "", "a cluster without a name was left out")
@@ -181,9 +130,9 @@ func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artif
 		}
 		why := func(release string) string {
 			if !slices.ContainsFunc(rels, func(r prepared) bool { return r.name == release }) {
-				return ReasonReleaseDeleted
+				return desired.ReasonReleaseDeleted
 			}
-			return ReasonNotSelected
+			return desired.ReasonNotSelected
 		}
 		if rm := removals(prev, as, fleetRevision, why); len(rm) > 0 {
 			plan.Removed[c.Name] = rm
@@ -208,8 +157,8 @@ func ScheduleWith(opts Options, fleet *v1alpha1.Fleet, clusters []Cluster, artif
 }
 
 // keepAll is the plan that changes nothing: every cluster keeps its previous document.
-func keepAll(clusters []Cluster, previous map[string]Document) Plan {
-	plan := Plan{Assignments: make(map[string][]Assignment, len(clusters)), Removed: map[string][]Tombstone{}}
+func keepAll(clusters []Cluster, previous map[string]desired.Document) Plan {
+	plan := Plan{Assignments: make(map[string][]desired.Assignment, len(clusters)), Removed: map[string][]desired.Tombstone{}}
 	for _, c := range clusters {
 		prev := previous[c.Name]
 		plan.Assignments[c.Name] = cloneAssignments(prev.Assignments)
@@ -221,8 +170,8 @@ func keepAll(clusters []Cluster, previous map[string]Document) Plan {
 	return plan
 }
 
-func cloneAssignments(in []Assignment) []Assignment {
-	out := make([]Assignment, len(in))
+func cloneAssignments(in []desired.Assignment) []desired.Assignment {
+	out := make([]desired.Assignment, len(in))
 	for i, a := range in {
 		a.Vars = maps.Clone(a.Vars)
 		if a.Vars == nil {
@@ -237,7 +186,7 @@ func cloneAssignments(in []Assignment) []Assignment {
 type scheduler struct {
 	opts     Options
 	problems []Problem
-	scratch  []Assignment
+	scratch  []desired.Assignment
 }
 
 func (s *scheduler) problem(release, cluster, format string, args ...any) {
@@ -260,7 +209,7 @@ type prepared struct {
 	// Helm settings name is in a source without one).
 	unresolved string
 	vars       map[string]string
-	base       Assignment // everything but the path and Vars
+	base       desired.Assignment // everything but the path and Vars
 	// clusters bounds the clusters the release may target: its project's clusterSelector.
 	clusters v1alpha1.LabelSelector
 	// refused says which rule of its project the release breaks; "" when none. A refused
@@ -297,7 +246,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 			artifact: a,
 			resolved: ok,
 			vars:     r.Spec.Variables,
-			base: Assignment{
+			base: desired.Assignment{
 				Release:         name,
 				Source:          r.Spec.Source,
 				URL:             a.URL,
@@ -351,7 +300,7 @@ func (s *scheduler) prepare(fleet *v1alpha1.Fleet, artifacts map[string]Artifact
 
 // scheduleCluster returns the cluster's assignments. out is scratch space, reused from cluster
 // to cluster so that each result is allocated once at its final size.
-func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assignment) []Assignment {
+func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []desired.Assignment) []desired.Assignment {
 	out := s.scratch[:0]
 	defer func() { s.scratch = out[:0] }()
 	var cvars map[string]string // computed on the first match
@@ -390,12 +339,12 @@ func (s *scheduler) scheduleCluster(c Cluster, rels []prepared, previous []Assig
 		a.Vars = v1alpha1.MergeVariables(cvars, r.vars)
 		out = append(out, a)
 	}
-	return append(make([]Assignment, 0, len(out)), out...)
+	return append(make([]desired.Assignment, 0, len(out)), out...)
 }
 
 // keep appends the cluster's previous assignment for release r, if it had one, and reports
 // why the release could not be scheduled afresh.
-func (s *scheduler) keep(out *[]Assignment, r *prepared, cluster string, previous []Assignment, why string) {
+func (s *scheduler) keep(out *[]desired.Assignment, r *prepared, cluster string, previous []desired.Assignment, why string) {
 	if a, ok := keepQuietly(out, r, previous); ok {
 		s.problem(r.name, cluster, "%s; kept the previous assignment (revision %s)", why, a.Revision)
 		return
@@ -407,7 +356,7 @@ func (s *scheduler) keep(out *[]Assignment, r *prepared, cluster string, previou
 // the rules of r's project as they are now: the agent checks what it keeps running against
 // the project's current bounds, never against ones the fleet has since narrowed. A release
 // whose project is not defined keeps the rules it had: nil would mean "everything allowed".
-func keepQuietly(out *[]Assignment, r *prepared, previous []Assignment) (Assignment, bool) {
+func keepQuietly(out *[]desired.Assignment, r *prepared, previous []desired.Assignment) (desired.Assignment, bool) {
 	for _, a := range previous {
 		if a.Release == r.name {
 			a.Vars = maps.Clone(a.Vars)
@@ -421,7 +370,7 @@ func keepQuietly(out *[]Assignment, r *prepared, previous []Assignment) (Assignm
 			return a, true
 		}
 	}
-	return Assignment{}, false
+	return desired.Assignment{}, false
 }
 
 // matches reports whether any target selects a cluster with these labels.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 var platformArtifact = Artifact{
@@ -161,7 +162,7 @@ func TestScheduleAssignment(t *testing.T) {
 
 	p := Schedule(fleet(defaults, set), []Cluster{cluster("eu-1", "topology.kubernetes.io/region", "eu")}, artifacts, nil, "r1")
 	clusterVars := map[string]string{"cluster_name": "eu-1", "cluster_label_topology_kubernetes_io_region": "eu"}
-	want := Plan{Assignments: map[string][]Assignment{"eu-1": {
+	want := Plan{Assignments: map[string][]desired.Assignment{"eu-1": {
 		{
 			Release: "defaults", Source: "platform",
 			URL: platformArtifact.URL, Revision: platformArtifact.Revision, Digest: platformArtifact.Digest,
@@ -175,7 +176,7 @@ func TestScheduleAssignment(t *testing.T) {
 			Prune: true, SelfHeal: false, Wait: true, Timeout: time.Minute, Interval: time.Hour,
 			Vars: map[string]string{"cluster_name": "eu-1", "cluster_label_topology_kubernetes_io_region": "eu", "replicas": "3"},
 		},
-	}}, Removed: map[string][]Tombstone{}}
+	}}, Removed: map[string][]desired.Tombstone{}}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("plan mismatch (-want +got):\n%s", diff)
 	}
@@ -183,14 +184,14 @@ func TestScheduleAssignment(t *testing.T) {
 
 func TestSchedulePaths(t *testing.T) {
 	byRegion := withPath(release("baseline"), "clusters/{{ .Cluster.Labels.region }}/baseline")
-	prev := func(path string) map[string][]Assignment {
-		return map[string][]Assignment{"c": {{Release: "baseline", Revision: "main@sha1:0000", Path: path, Vars: map[string]string{"cluster_name": "c"}}}}
+	prev := func(path string) map[string][]desired.Assignment {
+		return map[string][]desired.Assignment{"c": {{Release: "baseline", Revision: "main@sha1:0000", Path: path, Vars: map[string]string{"cluster_name": "c"}}}}
 	}
 	tests := []struct {
 		name     string
 		release  v1alpha1.Release
 		cluster  Cluster
-		previous map[string][]Assignment
+		previous map[string][]desired.Assignment
 		wantPath []string // paths of the cluster's assignments
 		wantRev  []string
 		problems []Problem
@@ -356,7 +357,7 @@ func TestScheduleRelabel(t *testing.T) {
 		{"moved to staging", []string{"env", "staging"}, []string{}},
 		{"back to production", []string{"env", "production"}, []string{"baseline"}},
 	}
-	var previous map[string]Document
+	var previous map[string]desired.Document
 	for _, step := range steps {
 		p := Schedule(f, []Cluster{cluster("c", step.labels...)}, artifacts, previous, "r1")
 		if diff := cmp.Diff(map[string][]string{"c": step.want}, assigned(p)); diff != "" {
@@ -367,7 +368,7 @@ func TestScheduleRelabel(t *testing.T) {
 }
 
 func TestScheduleSourceMissing(t *testing.T) {
-	old := Assignment{
+	old := desired.Assignment{
 		Release: "baseline", Source: "platform", URL: "https://hub.example.com/artifacts/sha256:0000",
 		Revision: "main@sha1:0000", Digest: "sha256:0000", Path: "baseline", SelfHeal: true,
 		Timeout: 5 * time.Minute, Interval: 10 * time.Minute, Vars: map[string]string{"cluster_name": "a"},
@@ -378,10 +379,10 @@ func TestScheduleSourceMissing(t *testing.T) {
 	f := fleet(release("baseline", target("env", "production")), apps)
 	clusters := []Cluster{cluster("a", "env", "production"), cluster("b", "env", "production"), cluster("c", "env", "staging")}
 
-	p := Schedule(f, clusters, map[string]Artifact{"apps": appsArtifact}, assignmentsOnly(map[string][]Assignment{
+	p := Schedule(f, clusters, map[string]Artifact{"apps": appsArtifact}, assignmentsOnly(map[string][]desired.Assignment{
 		"a": {old},
 		// c's release no longer selects it: removed even while its source is down.
-		"c": {func() Assignment { a := old; a.Vars = map[string]string{"cluster_name": "c"}; return a }()},
+		"c": {func() desired.Assignment { a := old; a.Vars = map[string]string{"cluster_name": "c"}; return a }()},
 	}), "r1")
 
 	if diff := cmp.Diff(map[string][]string{"a": {"apps", "baseline"}, "b": {"apps"}, "c": {"apps"}}, assigned(p)); diff != "" {
@@ -412,7 +413,7 @@ func TestScheduleIsPure(t *testing.T) {
 	for i := range 50 {
 		clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), "env", []string{"production", "staging"}[i%2], "region", []string{"eu", "us", "ap"}[i%3]))
 	}
-	previous := map[string][]Assignment{"c00": {{Release: "gone", Vars: map[string]string{"k": "v"}}}}
+	previous := map[string][]desired.Assignment{"c00": {{Release: "gone", Vars: map[string]string{"k": "v"}}}}
 	first := Schedule(f, clusters, artifacts, assignmentsOnly(previous), "r1")
 
 	// Same inputs in another order give the same plan.
@@ -469,8 +470,8 @@ func TestProblemString(t *testing.T) {
 }
 
 // documents is a plan's documents by cluster: the next call's previous, as the hub stores it.
-func documents(p Plan) map[string]Document {
-	out := make(map[string]Document, len(p.Assignments))
+func documents(p Plan) map[string]desired.Document {
+	out := make(map[string]desired.Document, len(p.Assignments))
 	for name := range p.Assignments {
 		out[name] = p.Document(name)
 	}
@@ -478,13 +479,13 @@ func documents(p Plan) map[string]Document {
 }
 
 // assignmentsOnly is a previous plan without tombstones.
-func assignmentsOnly(m map[string][]Assignment) map[string]Document {
+func assignmentsOnly(m map[string][]desired.Assignment) map[string]desired.Document {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]Document, len(m))
+	out := make(map[string]desired.Document, len(m))
 	for name, as := range m {
-		out[name] = Document{Assignments: as}
+		out[name] = desired.Document{Assignments: as}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // TestScheduleTombstones feeds each plan back as the next call's previous, as the hub does, and
@@ -14,8 +15,8 @@ import (
 func TestScheduleTombstones(t *testing.T) {
 	baseline := release("baseline", target("env", "production"))
 	apps := release("apps", target("env", "production"))
-	stone := func(release, reason, rev string) Tombstone {
-		return Tombstone{Release: release, Reason: reason, FleetRevision: rev, Revision: platformArtifact.Revision, Digest: platformArtifact.Digest}
+	stone := func(release, reason, rev string) desired.Tombstone {
+		return desired.Tombstone{Release: release, Reason: reason, FleetRevision: rev, Revision: platformArtifact.Revision, Digest: platformArtifact.Digest}
 	}
 	steps := []struct {
 		name      string
@@ -24,23 +25,23 @@ func TestScheduleTombstones(t *testing.T) {
 		labels    []string
 		artifacts map[string]Artifact
 		want      []string
-		removed   []Tombstone
+		removed   []desired.Tombstone
 	}{
 		{name: "both assigned", fleet: fleet(baseline, apps), rev: "r1", labels: []string{"env", "production"}, want: []string{"apps", "baseline"}},
 		{name: "relabelled: both leave, not selected", fleet: fleet(baseline, apps), rev: "r2", labels: []string{"env", "staging"},
-			want: []string{}, removed: []Tombstone{stone("apps", ReasonNotSelected, "r2"), stone("baseline", ReasonNotSelected, "r2")}},
+			want: []string{}, removed: []desired.Tombstone{stone("apps", desired.ReasonNotSelected, "r2"), stone("baseline", desired.ReasonNotSelected, "r2")}},
 		{name: "back: tombstones of assigned releases go", fleet: fleet(baseline, apps), rev: "r3", labels: []string{"env", "production"},
 			want: []string{"apps", "baseline"}},
 		{name: "release deleted", fleet: fleet(baseline), rev: "r4", labels: []string{"env", "production"},
-			want: []string{"baseline"}, removed: []Tombstone{stone("apps", ReasonReleaseDeleted, "r4")}},
+			want: []string{"baseline"}, removed: []desired.Tombstone{stone("apps", desired.ReasonReleaseDeleted, "r4")}},
 		{name: "an unrelated change keeps the tombstone", fleet: fleet(baseline), rev: "r5", labels: []string{"env", "production", "tier", "1"},
-			want: []string{"baseline"}, removed: []Tombstone{stone("apps", ReasonReleaseDeleted, "r4")}},
+			want: []string{"baseline"}, removed: []desired.Tombstone{stone("apps", desired.ReasonReleaseDeleted, "r4")}},
 		{name: "no artifact: kept, no tombstone", fleet: fleet(baseline), rev: "r6", labels: []string{"env", "production"}, artifacts: map[string]Artifact{},
-			want: []string{"baseline"}, removed: []Tombstone{stone("apps", ReasonReleaseDeleted, "r4")}},
+			want: []string{"baseline"}, removed: []desired.Tombstone{stone("apps", desired.ReasonReleaseDeleted, "r4")}},
 		{name: "no fleet configuration: nothing changes", fleet: nil, rev: "r7", labels: []string{"env", "staging"},
-			want: []string{"baseline"}, removed: []Tombstone{stone("apps", ReasonReleaseDeleted, "r4")}},
+			want: []string{"baseline"}, removed: []desired.Tombstone{stone("apps", desired.ReasonReleaseDeleted, "r4")}},
 	}
-	var previous map[string]Document
+	var previous map[string]desired.Document
 	for _, step := range steps {
 		arts := artifacts
 		if step.artifacts != nil {
@@ -53,11 +54,11 @@ func TestScheduleTombstones(t *testing.T) {
 		if diff := cmp.Diff(step.removed, p.Removed["c"]); diff != "" {
 			t.Errorf("%s: tombstones mismatch (-want +got):\n%s", step.name, diff)
 		}
-		doc, err := Encode(p.Document("c"))
+		doc, err := desired.Encode(p.Document("c"))
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
-		back, err := DecodeDocument(doc)
+		back, err := desired.DecodeDocument(doc)
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
@@ -69,11 +70,11 @@ func TestScheduleTombstones(t *testing.T) {
 }
 
 func TestTombstonesAreBounded(t *testing.T) {
-	var prev Document
+	var prev desired.Document
 	for i := range MaxTombstones + 10 {
-		prev.Assignments = append(prev.Assignments, Assignment{Release: fmt.Sprintf("r%03d", i)})
+		prev.Assignments = append(prev.Assignments, desired.Assignment{Release: fmt.Sprintf("r%03d", i)})
 	}
-	p := Schedule(fleet(), []Cluster{cluster("c")}, artifacts, map[string]Document{"c": prev}, "rev")
+	p := Schedule(fleet(), []Cluster{cluster("c")}, artifacts, map[string]desired.Document{"c": prev}, "rev")
 	got := p.Removed["c"]
 	if len(got) != MaxTombstones {
 		t.Fatalf("%d tombstones, want %d", len(got), MaxTombstones)

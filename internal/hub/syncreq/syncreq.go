@@ -16,7 +16,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // Kind is the store record kind of sync requests, keyed by id.
@@ -58,7 +58,7 @@ type Cluster struct {
 type Outcome struct {
 	// Syncs are the requests each cluster's document carries, by cluster, in the order of
 	// the requests given.
-	Syncs map[string][]schedule.SyncRequest
+	Syncs map[string][]desired.SyncRequest
 	// Delete are the ids of the requests done (every affected cluster reported) or expired.
 	Delete []string
 	// Update are the requests that more clusters reported: to store again.
@@ -88,9 +88,9 @@ func Plan(reqs []Request, clusters []Cluster, reported map[string]map[string]boo
 			}
 			pending++
 			if out.Syncs == nil {
-				out.Syncs = map[string][]schedule.SyncRequest{}
+				out.Syncs = map[string][]desired.SyncRequest{}
 			}
-			out.Syncs[cl.Name] = append(out.Syncs[cl.Name], schedule.SyncRequest{ID: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
+			out.Syncs[cl.Name] = append(out.Syncs[cl.Name], desired.SyncRequest{ID: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
 		}
 		if pending == 0 && !r.waits(clusters) {
 			out.Delete = append(out.Delete, r.ID)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla/flotilla/internal/hub/schedule"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 func TestPlan(t *testing.T) {
@@ -19,8 +19,8 @@ func TestPlan(t *testing.T) {
 	req := func(id, release, cluster string, age time.Duration, reported ...string) Request {
 		return Request{ID: id, Release: release, Cluster: cluster, Actor: "token:ops", Created: now.Add(-age), Reported: reported}
 	}
-	sync := func(id, release string) schedule.SyncRequest {
-		return schedule.SyncRequest{ID: id, Release: release, Actor: "token:ops"}
+	sync := func(id, release string) desired.SyncRequest {
+		return desired.SyncRequest{ID: id, Release: release, Actor: "token:ops"}
 	}
 	tests := []struct {
 		name     string
@@ -31,32 +31,32 @@ func TestPlan(t *testing.T) {
 		{
 			name: "a release on every cluster it is assigned to",
 			reqs: []Request{req("s1", "baseline", "", time.Minute)},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c1": {sync("s1", "baseline")}, "c2": {sync("s1", "baseline")}},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c1": {sync("s1", "baseline")}, "c2": {sync("s1", "baseline")}},
 				NextExpiry: now.Add(TTL - time.Minute)},
 		},
 		{
 			name: "every release of one cluster, and every release everywhere (not c3, which has none)",
 			reqs: []Request{req("s1", "", "c2", 0), req("s2", "", "", 0)},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c1": {sync("s2", "")}, "c2": {sync("s1", ""), sync("s2", "")}},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c1": {sync("s2", "")}, "c2": {sync("s1", ""), sync("s2", "")}},
 				NextExpiry: now.Add(TTL)},
 		},
 		{
 			name: "an override is carried as such",
 			reqs: []Request{{ID: "s1", Release: "web", Cluster: "c1", Override: true, Reason: "hotfix", Actor: "oidc:alice", Created: now}},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c1": {{ID: "s1", Release: "web", Override: true, Actor: "oidc:alice"}}},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c1": {{ID: "s1", Release: "web", Override: true, Actor: "oidc:alice"}}},
 				NextExpiry: now.Add(TTL)},
 		},
 		{
 			name:     "a cluster that reported the id no longer carries it, and the request remembers it",
 			reqs:     []Request{req("s1", "baseline", "", 0)},
 			reported: map[string]map[string]bool{"c1": {"s1": true}, "c2": {"other": true}},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c2": {sync("s1", "baseline")}},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c2": {sync("s1", "baseline")}},
 				Update: []Request{req("s1", "baseline", "", 0, "c1")}, NextExpiry: now.Add(TTL)},
 		},
 		{
 			name: "a cluster remembered as reported stays done, whatever its status says now",
 			reqs: []Request{req("s1", "baseline", "", 0, "c1")},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c2": {sync("s1", "baseline")}}, NextExpiry: now.Add(TTL)},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c2": {sync("s1", "baseline")}}, NextExpiry: now.Add(TTL)},
 		},
 		{
 			name:     "done once every affected cluster reported",
@@ -67,7 +67,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "expired at TTL, reported or not",
 			reqs: []Request{req("s1", "baseline", "", TTL), req("s2", "baseline", "", TTL-time.Second)},
-			want: Outcome{Syncs: map[string][]schedule.SyncRequest{"c1": {sync("s2", "baseline")}, "c2": {sync("s2", "baseline")}},
+			want: Outcome{Syncs: map[string][]desired.SyncRequest{"c1": {sync("s2", "baseline")}, "c2": {sync("s2", "baseline")}},
 				Delete: []string{"s1"}, NextExpiry: now.Add(time.Second)},
 		},
 		{

@@ -17,10 +17,10 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
@@ -56,10 +56,10 @@ func newAccessFleet(t *testing.T) *accessFleet {
 	assign := func(cluster string, labels map[string]string, releases ...string) {
 		t.Helper()
 		must(t, st.AddCluster(ctx, store.Cluster{Name: cluster, Labels: labels, CreatedAt: now}))
-		var as []schedule.Assignment
+		var as []desired.Assignment
 		var sts []store.AssignmentStatus
 		for _, r := range releases {
-			as = append(as, schedule.Assignment{Release: r, Source: r + "-src", Revision: "main@sha1:abc", Digest: "sha256:" + r, Path: r})
+			as = append(as, desired.Assignment{Release: r, Source: r + "-src", Revision: "main@sha1:abc", Digest: "sha256:" + r, Path: r})
 			report := &agentv1.Report{Seq: 1, ProducedAt: timestamppb.New(now)}
 			sts = append(sts, agentapi.StatusFromProto(cluster, report, &agentv1.AssignmentStatus{
 				Release: r, Generation: 1, Revision: "main@sha1:abc", Digest: "sha256:" + r, Phase: "Ready", Objects: 1, Drifted: true,
@@ -67,7 +67,7 @@ func newAccessFleet(t *testing.T) *accessFleet {
 			}))
 			must(t, st.PutSourceStatus(ctx, store.SourceStatus{Name: r + "-src", URL: "https://git.example.com/" + r, Revision: "main@sha1:abc", CheckedAt: now}))
 		}
-		doc, err := schedule.Encode(schedule.Document{Assignments: as})
+		doc, err := desired.Encode(desired.Document{Assignments: as})
 		must(t, err)
 		_, _, err = st.PutDesiredState(ctx, cluster, doc)
 		must(t, err)

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
 

@@ -15,10 +15,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hub/desired"
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -38,7 +37,7 @@ func TestAssignmentDetail(t *testing.T) {
 	if err := st.AddCluster(ctx, store.Cluster{Name: "eu-1", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := schedule.Encode(schedule.Document{Assignments: []schedule.Assignment{
+	doc, err := desired.Encode(desired.Document{Assignments: []desired.Assignment{
 		{Release: "web", Source: "apps", Revision: "main@sha1:abc", Digest: "sha256:d1", Path: "web", Namespace: "apps", SelfHeal: true, Timeout: 5 * time.Minute, Interval: time.Minute},
 		{Release: "db", Source: "apps", Revision: "main@sha1:abc", Digest: "sha256:d2", Path: "db"},
 	}})

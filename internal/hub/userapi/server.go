@@ -12,10 +12,10 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
-	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/keyrate"

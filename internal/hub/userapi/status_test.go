@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hub/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubapi"
 )

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -111,7 +112,7 @@ const rolloutPoll = 2 * time.Second
 // store's statuses, clusters or records), every cluster of every release with a rollout
 // keeps the artifact it had: a rollout never advances on what it could not read.
 func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Fleet, arts map[string]schedule.Artifact, clusters []schedule.Cluster,
-	plan *schedule.Plan, previous map[string]schedule.Document, relabelled map[string]string) Outcome {
+	plan *schedule.Plan, previous map[string]desired.Document, relabelled map[string]string) Outcome {
 	s.now = now
 	s.out = Outcome{}
 	s.relabelled = maps.Clone(relabelled)
@@ -191,7 +192,7 @@ func (s *Stepper) Apply(ctx context.Context, now time.Time, fleet *v1alpha1.Flee
 
 // hold keeps release at what each cluster had (holdRollout), and remembers who relabelled
 // the clusters whose removal it holds back.
-func (s *Stepper) hold(plan *schedule.Plan, release string, previous map[string]schedule.Document) {
+func (s *Stepper) hold(plan *schedule.Plan, release string, previous map[string]desired.Document) {
 	for _, cluster := range holdRollout(plan, release, previous) {
 		if actor := s.relabelled[cluster]; actor != "" {
 			if s.heldActors == nil {

@@ -4,18 +4,19 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
 // findAssignment returns the assignment of release in as (sorted by release).
-func findAssignment(as []schedule.Assignment, release string) (int, bool) {
-	return slices.BinarySearchFunc(as, release, func(a schedule.Assignment, r string) int { return strings.Compare(a.Release, r) })
+func findAssignment(as []desired.Assignment, release string) (int, bool) {
+	return slices.BinarySearchFunc(as, release, func(a desired.Assignment, r string) int { return strings.Compare(a.Release, r) })
 }
 
 // heldArtifact is the artifact an assignment holds as a rollout sees it: the source's artifact, also
 // where the cluster was given a per-path artifact packed from it (SourceDigest).
-func heldArtifact(a schedule.Assignment) rollout.Artifact {
+func heldArtifact(a desired.Assignment) rollout.Artifact {
 	d := a.Digest
 	if a.SourceDigest != "" {
 		d = a.SourceDigest
@@ -44,7 +45,7 @@ func overrideAssignment(plan *schedule.Plan, cluster, release string, d rollout.
 // or no assignment for a cluster that never had it. A cluster the release no longer selects
 // keeps it too: its removal waits for a rollout state that could be read and stored. It
 // returns those clusters.
-func holdRollout(plan *schedule.Plan, release string, previous map[string]schedule.Document) []string {
+func holdRollout(plan *schedule.Plan, release string, previous map[string]desired.Document) []string {
 	var leaving []string
 	for cluster, doc := range previous {
 		if _, ok := findAssignment(doc.Assignments, release); !ok {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -16,7 +17,7 @@ import (
 // reports false when there is nothing to hold (no rollout spec recorded, no cluster holds
 // the release any more, the removal completed): the caller then deletes the record.
 func (s *Stepper) removeAlongWaves(ctx context.Context, release string, rec store.Record, in inputs,
-	clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]schedule.Document) bool {
+	clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]desired.Document) bool {
 	var st rollout.State
 	if err := json.Unmarshal(rec.Data, &st); err != nil || st.Spec == nil {
 		return false
@@ -57,7 +58,7 @@ func (s *Stepper) removeAlongWaves(ctx context.Context, release string, rec stor
 
 // keepAssignment puts back the previous assignment of release on cluster, which Schedule
 // left out, and takes back the tombstone it wrote for it.
-func keepAssignment(plan *schedule.Plan, cluster, release string, previous map[string]schedule.Document, line string) {
+func keepAssignment(plan *schedule.Plan, cluster, release string, previous map[string]desired.Document, line string) {
 	i, ok := findAssignment(previous[cluster].Assignments, release)
 	if !ok {
 		return
@@ -68,7 +69,7 @@ func keepAssignment(plan *schedule.Plan, cluster, release string, previous map[s
 	if j, found := findAssignment(as, release); !found {
 		plan.Assignments[cluster] = slices.Insert(slices.Clone(as), j, a)
 	}
-	rm := slices.DeleteFunc(slices.Clone(plan.Removed[cluster]), func(t schedule.Tombstone) bool {
+	rm := slices.DeleteFunc(slices.Clone(plan.Removed[cluster]), func(t desired.Tombstone) bool {
 		return strings.Compare(t.Release, release) == 0
 	})
 	if len(rm) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -26,7 +27,7 @@ const rolloutCASTries = 5
 // when to step again; a nil state when it could not be stored (the caller then holds every
 // cluster at what it had).
 func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Record, had bool, in inputs,
-	newest schedule.Artifact, clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]schedule.Document) (*rollout.State, time.Time) {
+	newest schedule.Artifact, clusters []schedule.Cluster, plan *schedule.Plan, previous map[string]desired.Document) (*rollout.State, time.Time) {
 	name := r.Metadata.Name
 	now := s.now
 	input := rollout.Input{Spec: r.Spec.Rollout, Project: r.Spec.Project, Now: now,
@@ -35,7 +36,7 @@ func (s *Stepper) step(ctx context.Context, r *v1alpha1.Release, rec store.Recor
 	leaving := map[string]bool{}
 	for _, cl := range clusters {
 		rc := rollout.Cluster{Name: cl.Name, Labels: cl.Labels, Reachable: in.reachable[cl.Name]}
-		var prev schedule.Assignment
+		var prev desired.Assignment
 		if i, ok := findAssignment(previous[cl.Name].Assignments, name); ok {
 			prev = previous[cl.Name].Assignments[i]
 			rc.Had = heldArtifact(prev)

@@ -1,4 +1,4 @@
-package schedule
+package desired
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/flotilla/flotilla/internal/window"
 )
 
 // Encode returns the canonical JSON of one cluster's document: assignments sorted by release,
@@ -62,7 +64,7 @@ func DecodeDocument(data []byte) (Document, error) {
 		var raw struct {
 			Assignments *[]Assignment `json:"assignments"`
 			Removed     []Tombstone   `json:"removed"`
-			Gates       []Gate        `json:"gates"`
+			Gates       []window.Gate `json:"gates"`
 			Syncs       []SyncRequest `json:"syncs"`
 		}
 		if err := json.Unmarshal(trimmed, &raw); err != nil {

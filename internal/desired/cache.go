@@ -1,11 +1,8 @@
-// Package desired keeps clusters' desired-state documents decoded, for the views and the agent API.
 package desired
 
 import (
 	"bytes"
 	"sync"
-
-	"github.com/flotilla/flotilla/internal/hub/schedule"
 )
 
 // Cache keeps each cluster's desired-state document decoded, so that a fleet view of
@@ -20,20 +17,21 @@ type Cache struct {
 
 type decodedDesired struct {
 	doc         []byte
-	assignments []schedule.Assignment
+	assignments []Assignment
 }
 
+// NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{m: map[string]decodedDesired{}} }
 
-// Decode returns schedule.Decode(doc), from the cache when cluster's entry holds doc.
-func (c *Cache) Decode(cluster string, doc []byte) ([]schedule.Assignment, error) {
+// Decode returns Decode(doc), from the cache when cluster's entry holds doc.
+func (c *Cache) Decode(cluster string, doc []byte) ([]Assignment, error) {
 	c.mu.Lock()
 	e, ok := c.m[cluster]
 	c.mu.Unlock()
 	if ok && bytes.Equal(e.doc, doc) {
 		return e.assignments, nil
 	}
-	as, err := schedule.Decode(doc)
+	as, err := Decode(doc)
 	if err != nil {
 		return nil, err
 	}
