@@ -6,8 +6,8 @@ import (
 	"github.com/flotilla/flotilla/internal/deptest"
 )
 
-// TestLayers: the hub and the agent share the renderer (internal/render) and the wire types,
-// and neither reaches into the other.
+// TestLayers: the hub and the agent share the renderer (internal/render), the desired-state
+// model (internal/desired) and the wire types, and neither reaches into the other.
 func TestLayers(t *testing.T) {
 	const m = "github.com/flotilla/flotilla/internal/"
 	t.Run("the hub imports nothing of the agent", func(t *testing.T) {
@@ -20,5 +20,11 @@ func TestLayers(t *testing.T) {
 		for _, pkg := range []string{m + "notify", m + "window/..."} {
 			deptest.Check(t, pkg, []deptest.Rule{{Prefix: m + "hub", Why: "the hub's code (the hub wires the notification runner through notify.Deps)"}})
 		}
+	})
+	t.Run("the desired-state model imports neither", func(t *testing.T) {
+		deptest.Check(t, m+"desired", []deptest.Rule{
+			{Prefix: m + "hub/", Why: "the hub's code (the model is below both)"},
+			{Prefix: m + "agent", Why: "the agent's code (the model is below both)"},
+		})
 	})
 }
