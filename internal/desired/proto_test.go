@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/flotilla/flotilla/internal/project"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -262,5 +263,22 @@ func clearHubOnly(v reflect.Value) {
 				}
 			}
 		}
+	}
+}
+
+// A project without a ServiceAccount (the platform's) reaches the agent without one: the agent
+// then applies with its own identity, not as an empty name.
+func TestProjectWithoutServiceAccount(t *testing.T) {
+	doc := Document{Assignments: []Assignment{{Release: "web", Vars: map[string]string{}, Project: &project.Rules{Name: "platform"}}}}
+	m, err := ToProto("eu-1", 1, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := FromProto(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(doc, s.Document); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }

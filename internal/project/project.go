@@ -130,21 +130,6 @@ func (r Rules) AllowsNamespace(ns string) bool {
 // one too) and every other character itself: [v1alpha1.Glob], which validation uses too.
 func Glob(pattern, s string) bool { return v1alpha1.Glob(pattern, s) }
 
-// Proto returns the rules as an assignment carries them to the agent.
-func (r Rules) Proto() *agentv1.ProjectRules {
-	out := &agentv1.ProjectRules{Name: r.Name, Namespaces: clone(r.Namespaces)}
-	for _, gk := range r.Allow {
-		out.AllowKinds = append(out.AllowKinds, &agentv1.GroupKind{Group: gk.Group, Kind: gk.Kind})
-	}
-	for _, gk := range r.Deny {
-		out.DenyKinds = append(out.DenyKinds, &agentv1.GroupKind{Group: gk.Group, Kind: gk.Kind})
-	}
-	if sa := r.ServiceAccount; sa != nil {
-		out.ServiceAccountNamespace, out.ServiceAccountName = sa.Namespace, sa.Name
-	}
-	return out
-}
-
 // FromProto returns the rules an assignment carries; nil for nil: the built-in platform
 // project, which allows everything with the agent's own identity.
 func FromProto(p *agentv1.ProjectRules) *Rules {
