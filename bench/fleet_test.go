@@ -16,7 +16,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/faultproxy"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
@@ -70,7 +70,7 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := hubapi.NewClient(hubapi.Config{Hub: apiURL, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
+	client, err := hubclient.NewClient(hubclient.Config{Hub: apiURL, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func readHubAddresses(b *testing.B, r interface{ Read([]byte) (int, error) }) (a
 	return "", ""
 }
 
-func waitAllReady(b *testing.B, c *hubapi.Client, commit string) {
+func waitAllReady(b *testing.B, c *hubclient.Client, commit string) {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {

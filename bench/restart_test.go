@@ -15,7 +15,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/faultproxy"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
@@ -57,12 +57,12 @@ func (h *hubProc) kill() {
 	h.cmd.Wait()
 }
 
-func (h *hubProc) client() *hubapi.Client {
+func (h *hubProc) client() *hubclient.Client {
 	token, err := os.ReadFile(filepath.Join(h.dir, "admin.token"))
 	if err != nil {
 		h.b.Fatal(err)
 	}
-	c, err := hubapi.NewClient(hubapi.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dir, "ca.crt")})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dir, "ca.crt")})
 	if err != nil {
 		h.b.Fatal(err)
 	}

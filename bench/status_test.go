@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // BenchmarkStatus measures `flotilla status` on a hub holding 1,000 clusters x 20 releases
@@ -17,7 +17,7 @@ import (
 //
 //   - store-baseline: reading every stored status from the store (store.ListStatuses), the
 //     least any status view has to do;
-//   - api: GET /api/v1/status alone (hubapi.Client.Status: TLS, JSON of 20,000 assignments,
+//   - api: GET /api/v1/status alone (hubclient.Client.Status: TLS, JSON of 20,000 assignments,
 //     decoding) with x-baseline, its ratio to store-baseline;
 //   - cli-table and cli-json: the real flotilla binary, as a user runs it (process start,
 //     connection, the API call, printing), with x-api, the ratio to the API call alone.
@@ -30,7 +30,7 @@ func BenchmarkStatus(b *testing.B) {
 	f := hubtest.Start(b, hubtest.Options{Clusters: 1000, Releases: 20})
 	b.Logf("hubtest.Start with 1,000 clusters x 20 releases took %s", time.Since(start).Round(10*time.Millisecond))
 	flotilla := buildFlotilla(b)
-	client, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	client, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/procstat"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -113,7 +113,7 @@ func runReportStorm(b *testing.B, flotilla string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api, err := hubapi.NewClient(hubapi.Config{Hub: apiURL, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
+	api, err := hubclient.NewClient(hubclient.Config{Hub: apiURL, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func runReportStorm(b *testing.B, flotilla string) {
 
 // joinStormAgents registers the clusters through the user API and joins each with its own key,
 // as an agent's first start does; every agent gets its own HTTP transport (connection).
-func joinStormAgents(b *testing.B, api *hubapi.Client, agentURL string, pool *x509.CertPool) []*stormAgent {
+func joinStormAgents(b *testing.B, api *hubclient.Client, agentURL string, pool *x509.CertPool) []*stormAgent {
 	b.Helper()
 	agents := make([]*stormAgent, stormAgents)
 	g, ctx := errgroup.WithContext(b.Context())

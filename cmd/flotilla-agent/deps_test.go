@@ -13,7 +13,7 @@ func TestDependencies(t *testing.T) {
 	const m = "github.com/flotilla/flotilla/internal/"
 	deptest.Check(t, ".", []deptest.Rule{
 		{Prefix: m + "hub/", Why: "the hub's code"},
-		{Prefix: m + "hubapi", Why: "the user API's client (phases are in internal/phase)"},
+		{Prefix: m + "hubclient", Why: "the user API's client (phases and rollout views are in internal/phase)"},
 		{Prefix: m + "cli", Why: "the CLI's verbs", Except: []string{m + "cli/agentcmd", m + "cli/clikit"}},
 		{Prefix: m + "fleetsim", Why: "the simulator"},
 		{Prefix: m + "demo", Why: "the demo"},

@@ -14,13 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newAuditCommand(s streams) *cobra.Command {
 	var hf hubFlags
 	var since string
-	var f hubapi.AuditFilter
+	var f hubclient.AuditFilter
 	format := newChoice("table", "json", "jsonl")
 	cmd := &cobra.Command{
 		Use:   "audit [--since 1h|RFC3339] [--cluster C] [--release R] [--action A]",
@@ -115,7 +115,7 @@ exposes a later rewrite of all the history before it, which the hub alone cannot
 				return err
 			}
 			v, err := c.VerifyAudit(cmd.Context())
-			var se *hubapi.StatusError
+			var se *hubclient.StatusError
 			if errors.As(err, &se) && se.Code == http.StatusConflict {
 				return fmt.Errorf("audit trail is broken: %w", err)
 			}

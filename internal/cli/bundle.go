@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newBundleCommand(s streams) *cobra.Command {
@@ -78,7 +78,7 @@ goes to standard error.`,
 			p := &progress{w: s.errOut, what: "bundle of cluster " + cluster, every: 64 << 20}
 			pw := &progressWriter{w: w, p: p}
 			var gen int64
-			err = c.ExportBundle(cmd.Context(), cluster, pw, func(bi hubapi.BundleInfo) {
+			err = c.ExportBundle(cmd.Context(), cluster, pw, func(bi hubclient.BundleInfo) {
 				gen = bi.Generation
 				p.total = bi.Bytes
 			})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newClusterCommand(s streams) *cobra.Command {
@@ -46,7 +46,7 @@ func parseLabels(pairs []string) (map[string]string, error) {
 	return out, nil
 }
 
-func printJoin(s streams, format string, j hubapi.JoinView) error {
+func printJoin(s streams, format string, j hubclient.JoinView) error {
 	return printOut(s.out, format, j, func(w io.Writer) {
 		fmt.Fprintf(w, "Cluster %s (labels %s).\nJoin token (one use, expires %s):\n  %s\n\nRun the agent with:\n  %s\n",
 			j.Name, labelString(j.Labels), j.ExpiresAt.Local().Format(time.RFC3339), j.JoinToken, j.AgentCommand)
@@ -199,7 +199,7 @@ Conflicted, each with a reason and message) and every assignment with its phase 
 	return cmd
 }
 
-func printCluster(w io.Writer, v hubapi.ClusterView) {
+func printCluster(w io.Writer, v hubclient.ClusterView) {
 	outbox := "unknown (no heartbeat since the hub started)"
 	if v.OutboxDepth != nil {
 		outbox = fmt.Sprintf("%d reports waiting", *v.OutboxDepth)

@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newDriftCommand(s streams) *cobra.Command {
 	var (
 		hf      hubFlags
-		f       hubapi.DriftFilter
+		f       hubclient.DriftFilter
 		suggest bool
 	)
 	format := newChoice("table", "json", "yaml")
@@ -106,7 +106,7 @@ object of the release). Paste one into the release's spec. Nothing is changed.`,
 
 // pathsWithManagers is the object's drifted paths, each followed by the manager that wrote
 // its live value when the report says: ".spec.replicas (kubectl-patch)".
-func pathsWithManagers(o hubapi.DriftedObject) []string {
+func pathsWithManagers(o hubclient.DriftedObject) []string {
 	managers := map[string]string{}
 	for _, f := range o.Fields {
 		managers[f.Path] = f.Manager
@@ -153,14 +153,14 @@ type ignoreTarget struct {
 }
 
 // suggestions lists, per release, object and drifted field, what would silence it.
-func suggestions(v hubapi.DriftView) []suggestion {
+func suggestions(v hubclient.DriftView) []suggestion {
 	byKey := map[[4]string]*suggestion{}
 	var out []*suggestion
 	for _, o := range v.Objects {
 		fields := o.Fields
 		if len(fields) == 0 {
 			for _, p := range o.Paths {
-				fields = append(fields, hubapi.DriftField{Path: p})
+				fields = append(fields, hubclient.DriftField{Path: p})
 			}
 		}
 		for _, f := range fields {
@@ -198,7 +198,7 @@ func suggestions(v hubapi.DriftView) []suggestion {
 	return res
 }
 
-func suggestFor(o hubapi.DriftedObject, f hubapi.DriftField) suggestion {
+func suggestFor(o hubclient.DriftedObject, f hubclient.DriftField) suggestion {
 	s := suggestion{Release: o.Release, Object: o.Object, Namespace: o.Namespace, Path: f.Path, Clusters: []string{o.Cluster},
 		Manager: f.Manager, RespectManagers: respectEntries(f.Manager)}
 	if f.Path == reconcile.DeletedPath {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 const freezeLong = `Freeze stops new revisions from landing, at once, for the whole fleet or part of it: every
@@ -58,7 +58,7 @@ func newFreezeCommand(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := c.Freeze(cmd.Context(), release, hubapi.FreezeRequest{Selector: sel, Reason: reason})
+			f, err := c.Freeze(cmd.Context(), release, hubclient.FreezeRequest{Selector: sel, Reason: reason})
 			if err != nil {
 				return err
 			}
@@ -147,7 +147,7 @@ change, without waiting for their next interval.`,
 			if err != nil {
 				return err
 			}
-			var lift []hubapi.FreezeView
+			var lift []hubclient.FreezeView
 			if all {
 				for _, f := range fs {
 					if release == "" || f.Release == release {
@@ -185,7 +185,7 @@ change, without waiting for their next interval.`,
 	return cmd
 }
 
-func indexFreeze(fs []hubapi.FreezeView, id string) int {
+func indexFreeze(fs []hubclient.FreezeView, id string) int {
 	for i, f := range fs {
 		if f.ID == id {
 			return i
@@ -214,14 +214,14 @@ func parseSelector(values []string) (map[string]string, error) {
 	return sel, nil
 }
 
-func freezeReleases(f hubapi.FreezeView) string {
+func freezeReleases(f hubclient.FreezeView) string {
 	if f.Release == "" {
 		return "every release"
 	}
 	return "release " + f.Release
 }
 
-func freezeClusters(f hubapi.FreezeView) string {
+func freezeClusters(f hubclient.FreezeView) string {
 	n := fmt.Sprintf("%d clusters", f.Clusters)
 	if f.Clusters == 1 {
 		n = "1 cluster"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window"
 )
 
@@ -86,7 +86,7 @@ func TestFreezeCommands(t *testing.T) {
 	}
 	prod := f.Clusters[0] // env=prod
 
-	var web hubapi.FreezeView
+	var web hubclient.FreezeView
 	out := run(t, 0, "freeze", "--release", f.Releases[0], "--selector", "env=prod", "--reason", "bad config", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &web); err != nil || web.Release != f.Releases[0] || web.Clusters != 1 || web.Actor != "token:admin" {
 		t.Fatalf("freeze -o json: %s (%v)", out, err)

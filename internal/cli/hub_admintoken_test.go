@@ -12,7 +12,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
 
@@ -61,8 +61,8 @@ func TestHubRotateAdminToken(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(data, hub.AdminTokenFile)); strings.TrimSpace(string(got)) != tok {
 		t.Errorf("--data-dir's admin.token holds %q, want the printed token", got)
 	}
-	client := func(token string) *hubapi.Client {
-		c, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})
+	client := func(token string) *hubclient.Client {
+		c, err := hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestHubRotateAdminToken(t *testing.T) {
 	// The hub takes the new hash once its notification arrives.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		_, err := client(h.AdminToken()).Clusters(t.Context())
-		var status *hubapi.StatusError
+		var status *hubclient.StatusError
 		if errors.As(err, &status) && status.Code == http.StatusUnauthorized {
 			break
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // hubFlags are the connection flags of every client verb: flag, else environment, else the
@@ -38,8 +38,8 @@ type configFile struct {
 	CA    string `json:"ca"`
 }
 
-func (f *hubFlags) client() (*hubapi.Client, error) {
-	cfg := hubapi.Config{Hub: f.hub, Token: f.token, CAFile: f.ca}
+func (f *hubFlags) client() (*hubclient.Client, error) {
+	cfg := hubclient.Config{Hub: f.hub, Token: f.token, CAFile: f.ca}
 	fromEnv := func(dst *string, env string) {
 		if *dst == "" {
 			*dst = os.Getenv(env)
@@ -73,8 +73,8 @@ func (f *hubFlags) client() (*hubapi.Client, error) {
 	if u, err := url.Parse(cfg.Hub); err == nil && strings.EqualFold(u.Scheme, "http") && !f.insecure {
 		return nil, usageError{fmt.Errorf("hub URL %s is plain HTTP: the token would travel in clear text; use https://, or pass --insecure to accept it", redactURL(u))}
 	}
-	c, err := hubapi.NewClient(cfg)
-	if errors.Is(err, hubapi.ErrNoHub) || errors.Is(err, hubapi.ErrNoToken) {
+	c, err := hubclient.NewClient(cfg)
+	if errors.Is(err, hubclient.ErrNoHub) || errors.Is(err, hubclient.ErrNoToken) {
 		return nil, usageError{err}
 	}
 	return c, err

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newLoginCommand(s streams) *cobra.Command {
@@ -41,12 +41,12 @@ hour): sign in again then.`,
 			if err != nil {
 				return err
 			}
-			cfg := hubapi.Config{Hub: firstOf(hf.hub, os.Getenv("FLOTILLA_HUB"), fc.Hub), CAFile: firstOf(hf.ca, os.Getenv("FLOTILLA_CA"), fc.CA), Token: hf.token}
+			cfg := hubclient.Config{Hub: firstOf(hf.hub, os.Getenv("FLOTILLA_HUB"), fc.Hub), CAFile: firstOf(hf.ca, os.Getenv("FLOTILLA_CA"), fc.CA), Token: hf.token}
 			if cfg.Hub == "" {
-				return usageError{hubapi.ErrNoHub}
+				return usageError{hubclient.ErrNoHub}
 			}
 			if cfg.Token == "" {
-				info, err := hubapi.GetLoginInfo(ctx, cfg)
+				info, err := hubclient.GetLoginInfo(ctx, cfg)
 				if err != nil {
 					return err
 				}
@@ -55,11 +55,11 @@ hour): sign in again then.`,
 				}
 				var hc *http.Client
 				if oidcCA != "" {
-					if hc, err = hubapi.HTTPClientTrusting(oidcCA); err != nil {
+					if hc, err = hubclient.HTTPClientTrusting(oidcCA); err != nil {
 						return err
 					}
 				}
-				cfg.Token, err = hubapi.DeviceLogin(ctx, *info.OIDC, hc, func(d hubapi.DeviceCode) {
+				cfg.Token, err = hubclient.DeviceLogin(ctx, *info.OIDC, hc, func(d hubclient.DeviceCode) {
 					if d.URIComplete != "" {
 						fmt.Fprintf(s.errOut, "To sign in, open %s\n(or open %s and enter the code %s)\n", d.URIComplete, d.URI, d.UserCode)
 					} else {
@@ -71,7 +71,7 @@ hour): sign in again then.`,
 					return err
 				}
 			}
-			c, err := hubapi.NewClient(cfg)
+			c, err := hubclient.NewClient(cfg)
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/oidctest"
 )
 
@@ -85,11 +85,11 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 		if code, out := run(t, "cluster", "add", "edge-9", "-l", "env=prod"); code != 0 {
 			t.Fatalf("cluster add: %d %s", code, out)
 		}
-		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := c.Audit(t.Context(), hubapi.AuditFilter{Action: "cluster.added"})
+		recs, err := c.Audit(t.Context(), hubclient.AuditFilter{Action: "cluster.added"})
 		if err != nil {
 			t.Fatal(err)
 		}

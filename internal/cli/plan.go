@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // exitCode ends a command with that status and no further message: `flotilla plan` says
@@ -120,8 +120,8 @@ in calling the hub).`,
 }
 
 // planRequest builds the request from the flags, reading a candidate directory.
-func planRequest(fleet string, sources []string) (hubapi.PlanRequest, error) {
-	var req hubapi.PlanRequest
+func planRequest(fleet string, sources []string) (hubclient.PlanRequest, error) {
+	var req hubclient.PlanRequest
 	for _, s := range sources {
 		name, ref, ok := strings.Cut(s, "=")
 		if !ok || name == "" || ref == "" {
@@ -210,7 +210,7 @@ func readCandidate(dir string) (map[string]string, error) {
 }
 
 // clustersText names a group's clusters: "c1, c2 and 3 more".
-func clustersText(g hubapi.PlanGroup, n int) string {
+func clustersText(g hubclient.PlanGroup, n int) string {
 	names := g.Clusters
 	if len(names) > n {
 		names = names[:n]
@@ -223,13 +223,13 @@ func clustersText(g hubapi.PlanGroup, n int) string {
 }
 
 // objectsText counts a group's objects: "1 added, 2 changed".
-func objectsText(g hubapi.PlanGroup) string {
+func objectsText(g hubclient.PlanGroup) string {
 	var n [3]int
 	for _, o := range g.Objects {
 		switch o.Action {
-		case hubapi.ObjectAdded:
+		case hubclient.ObjectAdded:
 			n[0]++
-		case hubapi.ObjectRemoved:
+		case hubclient.ObjectRemoved:
 			n[1]++
 		default:
 			n[2]++
@@ -247,14 +247,14 @@ func objectsText(g hubapi.PlanGroup) string {
 	return strings.Join(parts, ", ")
 }
 
-func objectName(o hubapi.PlanObject) string {
+func objectName(o hubclient.PlanObject) string {
 	if o.Namespace != "" {
 		return o.Kind + "/" + o.Namespace + "/" + o.Name
 	}
 	return o.Kind + "/" + o.Name
 }
 
-func problemText(p hubapi.PlanProblem) string {
+func problemText(p hubclient.PlanProblem) string {
 	var where []string
 	if p.File != "" {
 		f := p.File
@@ -280,7 +280,7 @@ func problemText(p hubapi.PlanProblem) string {
 	return s
 }
 
-func planHeadline(p hubapi.Plan) string {
+func planHeadline(p hubclient.Plan) string {
 	scope := ""
 	if p.Scoped {
 		scope = " (only the releases of the projects you may view)"
@@ -298,7 +298,7 @@ func planHeadline(p hubapi.Plan) string {
 }
 
 // planText is the plan for a terminal.
-func planText(p hubapi.Plan) string {
+func planText(p hubclient.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Plan of %s against %s\n%s\n", p.Candidate, orNone(p.Revision), planHeadline(p))
 	if len(p.Problems) > 0 {
@@ -347,7 +347,7 @@ func orNone(s string) string {
 
 // planMarkdown is the plan as a pull-request comment: a summary table, the problems, then
 // one collapsible section per group, kept under markdownLimit characters.
-func planMarkdown(p hubapi.Plan) string {
+func planMarkdown(p hubclient.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Flotilla plan\n\nCandidate `%s` against `%s`.\n\n**%s**\n", mdCode(p.Candidate), mdCode(orNone(p.Revision)), planHeadline(p))
 	if len(p.Groups) > 0 {
@@ -400,7 +400,7 @@ func planMarkdown(p hubapi.Plan) string {
 	return b.String()
 }
 
-func groupMarkdown(g hubapi.PlanGroup) string {
+func groupMarkdown(g hubclient.PlanGroup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n<details><summary><b>%s</b> %s on %d clusters: %s</summary>\n\n", htmlText(g.Release), g.Change, g.ClusterCount,
 		htmlText(clustersText(g, len(g.Clusters))))

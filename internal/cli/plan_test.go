@@ -22,7 +22,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of the plan tests")
@@ -219,7 +219,7 @@ func (f *planFixture) run(t *testing.T, wantCode int, args ...string) (string, s
 }
 
 // groupSummary reads "release change: cluster,cluster [objects]" per group, for assertions.
-func groupSummary(p hubapi.Plan) []string {
+func groupSummary(p hubclient.Plan) []string {
 	var out []string
 	for _, g := range p.Groups {
 		var objs []string
@@ -289,7 +289,7 @@ spec:
 
 	t.Run("a path template and a manifest change", func(t *testing.T) {
 		out, _ := f.run(t, 1, "--fleet", "ref:feature", "--source", "apps=feature", "-o", "json")
-		var p hubapi.Plan
+		var p hubclient.Plan
 		if err := json.Unmarshal([]byte(out), &p); err != nil {
 			t.Fatalf("plan -o json: %v\n%s", err, out)
 		}
@@ -358,7 +358,7 @@ spec:
 			t.Fatal(err)
 		}
 		out, _ := f.run(t, 1, "--fleet", dir, "-o", "json")
-		var p hubapi.Plan
+		var p hubclient.Plan
 		if err := json.Unmarshal([]byte(out), &p); err != nil {
 			t.Fatal(err)
 		}
@@ -502,10 +502,10 @@ func TestPlanHelp(t *testing.T) {
 // TestPlanMarkdownLimit: a plan far larger than a pull-request comment is cut under
 // GitHub's limit, at a group's end, and says what was left out.
 func TestPlanMarkdownLimit(t *testing.T) {
-	p := hubapi.Plan{Candidate: "upload", Revision: "r1", Changes: true, Truncated: []string{"12 more groups of changes"}}
+	p := hubclient.Plan{Candidate: "upload", Revision: "r1", Changes: true, Truncated: []string{"12 more groups of changes"}}
 	for i := range 300 {
-		p.Groups = append(p.Groups, hubapi.PlanGroup{Release: fmt.Sprintf("r%03d", i), Change: hubapi.PlanChanged,
-			Clusters: []string{"c1"}, ClusterCount: 1, Objects: []hubapi.PlanObject{{Action: hubapi.ObjectChanged, Kind: "ConfigMap",
+		p.Groups = append(p.Groups, hubclient.PlanGroup{Release: fmt.Sprintf("r%03d", i), Change: hubclient.PlanChanged,
+			Clusters: []string{"c1"}, ClusterCount: 1, Objects: []hubclient.PlanObject{{Action: hubclient.ObjectChanged, Kind: "ConfigMap",
 				Name: "x", Diff: strings.Repeat("+ a line of a diff with `backticks```\n", 250)}}})
 	}
 	md := planMarkdown(p)

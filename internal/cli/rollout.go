@@ -7,9 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newRolloutCommand(s streams) *cobra.Command {
@@ -113,7 +115,7 @@ func newRolloutActionCommand(s streams, hf *hubFlags, a rolloutAction) *cobra.Co
 				return err
 			}
 			// The hub's refusal names the release and the action already.
-			v, err := c.ActOnRollout(cmd.Context(), args[0], a.name, hubapi.RolloutAction{Wave: wave})
+			v, err := c.ActOnRollout(cmd.Context(), args[0], a.name, hubclient.RolloutAction{Wave: wave})
 			if err != nil {
 				return err
 			}
@@ -170,7 +172,7 @@ scripts.`,
 					return err
 				}
 				if vs == nil {
-					vs = []hubapi.RolloutView{}
+					vs = []phase.RolloutView{}
 				}
 				return printOut(s.out, format.Value, vs, func(w io.Writer) { printRollouts(w, vs) })
 			}
@@ -187,7 +189,7 @@ scripts.`,
 
 // printRollouts prints one line per rollout: its phase, revisions, the wave it is at and how
 // many of its clusters are done.
-func printRollouts(w io.Writer, vs []hubapi.RolloutView) {
+func printRollouts(w io.Writer, vs []phase.RolloutView) {
 	if len(vs) == 0 {
 		fmt.Fprintln(w, "No release has a rollout.")
 		return
@@ -211,7 +213,7 @@ func printRollouts(w io.Writer, vs []hubapi.RolloutView) {
 }
 
 // currentWave names the first wave that is not done, "" when every one is (or there is none).
-func currentWave(v hubapi.RolloutView) string {
+func currentWave(v phase.RolloutView) string {
 	for _, wv := range v.Waves {
 		if wv.Phase != "Done" {
 			return wv.Name
@@ -221,7 +223,7 @@ func currentWave(v hubapi.RolloutView) string {
 }
 
 // rolloutPhaseText is the rollout's phase, with "paused" beside a phase that does not say so.
-func rolloutPhaseText(v hubapi.RolloutView) string {
+func rolloutPhaseText(v phase.RolloutView) string {
 	if v.Paused && v.Phase != "Paused" {
 		return v.Phase + " (paused)"
 	}
@@ -230,7 +232,7 @@ func rolloutPhaseText(v hubapi.RolloutView) string {
 
 // printRollout prints one rollout: the header, then a block per wave with its clusters, then
 // the events; now is when the times are counted from.
-func printRollout(w io.Writer, v hubapi.RolloutView, now time.Time) {
+func printRollout(w io.Writer, v phase.RolloutView, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Release:\t%s\n", v.Release)
 	fmt.Fprintf(tw, "Phase:\t%s\n", rolloutPhaseText(v))
@@ -293,7 +295,7 @@ func printRollout(w io.Writer, v hubapi.RolloutView, now time.Time) {
 }
 
 // waveSettings says a wave's approval, failures against its budget, concurrency and bake.
-func waveSettings(wv hubapi.WaveView) string {
+func waveSettings(wv phase.WaveView) string {
 	var parts []string
 	switch {
 	case wv.Approval && wv.ApprovedBy != "":

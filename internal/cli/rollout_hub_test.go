@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestRolloutCommandsAgainstHub drives a real hub's rollout with the CLI, as a user would:
@@ -18,7 +20,7 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 	f := hubtest.StartRollout(t, "waves:\n- {name: canary, selector: {matchLabels: {ring: canary}}}\n- {name: rest, approval: required}",
 		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}, "b": {"region": "us"}})
 	f.ReportReady(t, "can-1", f.Desired(t, "can-1"))
-	f.WaitRollout(t, "waiting for approval", func(v hubapi.RolloutView) bool { return v.Phase == "WaitingApproval" })
+	f.WaitRollout(t, "waiting for approval", func(v phase.RolloutView) bool { return v.Phase == "WaitingApproval" })
 
 	run := func(t *testing.T, token string, wantCode int, args ...string) string {
 		t.Helper()
@@ -44,16 +46,16 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 	if out := squeeze(run(t, f.AdminToken, 0, "rollout", "status")); !strings.Contains(out, "\nweb WaitingApproval ") || !strings.Contains(out, " rest 1/") || !strings.Contains(out, " wave rest waits for approval") {
 		t.Errorf("rollout status (all):\n%s", out)
 	}
-	var v hubapi.RolloutView
+	var v phase.RolloutView
 	if err := json.Unmarshal([]byte(run(t, f.AdminToken, 0, "rollout", "status", "web", "-o", "json")), &v); err != nil || v.Release != "web" || len(v.Waves) != 2 || v.Waves[1].Phase != "WaitingApproval" {
 		t.Errorf("rollout status -o json: %+v (%v)", v, err)
 	}
 
-	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viewer, err := c.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
+	viewer, err := c.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 	if out := run(t, f.AdminToken, 0, "rollout", "approve", "web", "--wave", "rest"); !strings.Contains(out, "rollout/web approved (wave rest)\nPhase: ") {
 		t.Errorf("approve --wave rest:\n%s", out)
 	}
-	f.WaitRollout(t, "progressing on wave rest", func(v hubapi.RolloutView) bool { return v.Phase == "Progressing" })
+	f.WaitRollout(t, "progressing on wave rest", func(v phase.RolloutView) bool { return v.Phase == "Progressing" })
 	if out := run(t, f.AdminToken, 1, "rollout", "approve", "web", "--wave", "rest"); !strings.Contains(out, "already approved") {
 		t.Errorf("a second approval:\n%s", out)
 	}
@@ -96,10 +98,10 @@ func TestStatusRolloutLine(t *testing.T) {
 	first := f.Desired(t, "can-1")
 	f.ReportReady(t, "can-1", first)
 	f.ReportReady(t, "a", f.Desired(t, "a"))
-	f.WaitRollout(t, "completed", func(v hubapi.RolloutView) bool { return v.Phase == "Completed" })
+	f.WaitRollout(t, "completed", func(v phase.RolloutView) bool { return v.Phase == "Completed" })
 
 	f.Commit(t, "debug")
-	v := f.WaitRollout(t, "rolling out the new commit", func(v hubapi.RolloutView) bool {
+	v := f.WaitRollout(t, "rolling out the new commit", func(v phase.RolloutView) bool {
 		return v.Phase == "Progressing" && v.Revision != first.Revision
 	})
 	run := func(args ...string) string {
@@ -115,7 +117,7 @@ func TestStatusRolloutLine(t *testing.T) {
 	if out := run("status", "web"); !strings.Contains(out, "\n\n"+held) {
 		t.Errorf("flotilla status web lacks %q:\n%s", held, out)
 	}
-	var st hubapi.StatusView
+	var st hubclient.StatusView
 	if err := json.Unmarshal([]byte(run("status", "web", "-o", "json")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -6,32 +6,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/phase"
 )
 
 // rolloutInProgress is a three-wave rollout whose canary is done, whose eu wave has a failed
 // cluster and whose last wave waits for approval, with a newer revision queued behind it.
-func rolloutInProgress(now time.Time) hubapi.RolloutView {
+func rolloutInProgress(now time.Time) phase.RolloutView {
 	at := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
-	return hubapi.RolloutView{
+	return phase.RolloutView{
 		Release: "web", Phase: "Progressing", Message: "wave eu: 1 of 2 clusters done",
 		Revision: "main@sha1:2222222222222222222222222222222222222222", Digest: "sha256:" + strings.Repeat("b", 64),
 		StableRevision: "main@sha1:1111111111111111111111111111111111111111", StableDigest: "sha256:" + strings.Repeat("a", 64),
 		QueuedRevision: "main@sha1:3333333333333333333333333333333333333333", QueuedDigest: "sha256:" + strings.Repeat("c", 64),
 		StartedAt: at(20 * time.Minute), UpdatedAt: at(time.Minute),
-		Waves: []hubapi.WaveView{
-			{Name: "canary", Phase: "Done", MaxConcurrent: 1, Bake: "10m", Clusters: []hubapi.RolloutClusterView{
+		Waves: []phase.WaveView{
+			{Name: "canary", Phase: "Done", MaxConcurrent: 1, Bake: "10m", Clusters: []phase.RolloutClusterView{
 				{Cluster: "c-canary", Phase: "Done", Revision: "main@sha1:2222222222222222222222222222222222222222", Since: at(5 * time.Minute)},
 			}},
-			{Name: "eu", Phase: "Progressing", MaxConcurrent: 2, MaxFailures: 1, Failures: 1, Clusters: []hubapi.RolloutClusterView{
+			{Name: "eu", Phase: "Progressing", MaxConcurrent: 2, MaxFailures: 1, Failures: 1, Clusters: []phase.RolloutClusterView{
 				{Cluster: "c-eu-1", Phase: "Baking", Revision: "main@sha1:2222222222222222222222222222222222222222", Since: at(2 * time.Minute)},
 				{Cluster: "c-eu-2", Phase: "Failed", Revision: "main@sha1:2222222222222222222222222222222222222222", Message: "Deployment/web/api not Ready within 15m"},
 			}},
-			{Name: "rest", Phase: "Pending", Approval: true, Clusters: []hubapi.RolloutClusterView{
+			{Name: "rest", Phase: "Pending", Approval: true, Clusters: []phase.RolloutClusterView{
 				{Cluster: "c-us-1", Phase: "Pending", Revision: "main@sha1:1111111111111111111111111111111111111111"},
 			}},
 		},
-		Events: []hubapi.RolloutEvent{
+		Events: []phase.RolloutEvent{
 			{At: now.Add(-20 * time.Minute), Type: "started"},
 			{At: now.Add(-5 * time.Minute), Type: "wave-done", Wave: "canary"},
 			{At: now.Add(-time.Minute), Type: "approved", Wave: "rest", Actor: "token:alice", Message: "wave rest approved"},
@@ -75,7 +75,7 @@ func TestPrintRollout(t *testing.T) {
 
 	t.Run("an idle release says nothing rolls out", func(t *testing.T) {
 		var b bytes.Buffer
-		printRollout(&b, hubapi.RolloutView{Release: "db", Phase: "Idle", Waves: []hubapi.WaveView{{Name: "all", Phase: "Pending"}}}, now)
+		printRollout(&b, phase.RolloutView{Release: "db", Phase: "Idle", Waves: []phase.WaveView{{Name: "all", Phase: "Pending"}}}, now)
 		for _, want := range []string{"Phase: Idle\n", "Revision: none: nothing is rolling out\n", "Stable: none yet", "Wave all: Pending\n", " no cluster\n"} {
 			if !strings.Contains(squeeze(b.String()), want) {
 				t.Errorf("idle rollout lacks %q:\n%s", want, b.String())
@@ -115,12 +115,12 @@ func squeeze(s string) string {
 
 func TestPrintRollouts(t *testing.T) {
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
-	halted := hubapi.RolloutView{Release: "api", Phase: "Halted", Message: "wave canary: 1 failure, at most 0", Revision: "v2", StableRevision: "v1",
-		Waves: []hubapi.WaveView{{Name: "canary", Phase: "Halted", Clusters: []hubapi.RolloutClusterView{{Cluster: "c1", Phase: "Failed"}}}}}
-	done := hubapi.RolloutView{Release: "db", Phase: "Completed", StableRevision: "v9",
-		Waves: []hubapi.WaveView{{Name: "all", Phase: "Done", Clusters: []hubapi.RolloutClusterView{{Cluster: "c1", Phase: "Done"}}}}}
+	halted := phase.RolloutView{Release: "api", Phase: "Halted", Message: "wave canary: 1 failure, at most 0", Revision: "v2", StableRevision: "v1",
+		Waves: []phase.WaveView{{Name: "canary", Phase: "Halted", Clusters: []phase.RolloutClusterView{{Cluster: "c1", Phase: "Failed"}}}}}
+	done := phase.RolloutView{Release: "db", Phase: "Completed", StableRevision: "v9",
+		Waves: []phase.WaveView{{Name: "all", Phase: "Done", Clusters: []phase.RolloutClusterView{{Cluster: "c1", Phase: "Done"}}}}}
 	var b bytes.Buffer
-	printRollouts(&b, []hubapi.RolloutView{halted, rolloutInProgress(now), done})
+	printRollouts(&b, []phase.RolloutView{halted, rolloutInProgress(now), done})
 	want := `RELEASE  PHASE        REVISION                STABLE                  WAVE    DONE  MESSAGE
 api      Halted       v2                      v1                      canary  0/1   wave canary: 1 failure, at most 0
 web      Progressing  main@sha1:222222222222  main@sha1:111111111111  eu      1/4   wave eu: 1 of 2 clusters done

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newSkewCommand(s streams) *cobra.Command {
@@ -61,7 +61,7 @@ failed applying one ("failed on"), or not reported yet ("none").
 
 // skewLine reads "baseline: 88 of 100 on main@sha1:abc (desired); 10 on main@sha1:9f8: c-3, c-7;
 // 2 failed on main@sha1:abc: c-5, c-9".
-func skewLine(r hubapi.ReleaseSkew, maxNames int) string {
+func skewLine(r hubclient.ReleaseSkew, maxNames int) string {
 	var parts []string
 	if len(r.Groups) == 0 || !r.Groups[0].Desired {
 		parts = append(parts, fmt.Sprintf("0 of %d on %s (desired)", r.Clusters, short(r.DesiredRevision)))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newStatusCommand(s streams) *cobra.Command {
@@ -71,11 +71,11 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 			if err != nil {
 				return err
 			}
-			f := hubapi.StatusFilter{Cluster: cluster}
+			f := hubclient.StatusFilter{Cluster: cluster}
 			if len(args) == 1 {
 				f.Release = args[0]
 			}
-			matrix := f != (hubapi.StatusFilter{})
+			matrix := f != (hubclient.StatusFilter{})
 			// The counts table needs no assignments: at 1,000 clusters x 20 releases that
 			// is 14 MB of JSON the hub need not send (-o json keeps the whole contract).
 			f.SummaryOnly = !matrix && format.Value == "table"
@@ -99,7 +99,7 @@ an "assignments" array (the matrix; the hub filters it by RELEASE and --cluster)
 
 // printStatus prints the status table: the counts per release, or with a filter the matrix.
 // For --watch, the LAST SEEN column is left out: it changes at every heartbeat.
-func printStatus(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, watch bool) {
+func printStatus(w io.Writer, v hubclient.StatusView, f hubclient.StatusFilter, watch bool) {
 	printStatusHeader(w, v)
 	if f.Release == "" && f.Cluster == "" {
 		printReleaseSummaries(w, v.Releases)
@@ -111,7 +111,7 @@ func printStatus(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, watch 
 // printStatusHeader prints what is wrong above the table: a rejected fleet configuration
 // (and, when its commit's manifests roll out anyway, a sentence saying so), failing sources,
 // scheduling problems.
-func printStatusHeader(w io.Writer, v hubapi.StatusView) {
+func printStatusHeader(w io.Writer, v hubclient.StatusView) {
 	if v.Fleet.Error != "" {
 		fmt.Fprintf(w, "Fleet configuration error (revision %s stays in force): %s\n", shortCommit(v.Fleet.Revision), v.Fleet.Error)
 		if v.Fleet.RolloutNotice != "" {
@@ -129,7 +129,7 @@ func printStatusHeader(w io.Writer, v hubapi.StatusView) {
 	}
 }
 
-func printReleaseSummaries(w io.Writer, rs []hubapi.ReleaseSummary) {
+func printReleaseSummaries(w io.Writer, rs []hubclient.ReleaseSummary) {
 	if len(rs) == 0 {
 		fmt.Fprintln(w, "No release is assigned to any cluster.")
 		return
@@ -145,7 +145,7 @@ func printReleaseSummaries(w io.Writer, rs []hubapi.ReleaseSummary) {
 
 // printMatrix prints one line per assignment; the release column is left out when the
 // view is of one release.
-func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, lastSeen bool) {
+func printMatrix(w io.Writer, v hubclient.StatusView, f hubclient.StatusFilter, lastSeen bool) {
 	if f.Release != "" {
 		for _, r := range v.Releases {
 			fmt.Fprintf(w, "Release %s: %d of %d clusters Ready on %s\n\n", r.Release, r.Ready, r.Clusters, short(r.DesiredRevision))
@@ -183,7 +183,7 @@ func printMatrix(w io.Writer, v hubapi.StatusView, f hubapi.StatusFilter, lastSe
 // printHeldBack says, below the matrix, what holds each held-back assignment: the agent's
 // reason for Waiting (a window, a freeze, a suspension, a release it depends on) and where
 // the release's rollout holds the cluster. withRelease names the release too.
-func printHeldBack(w io.Writer, as []hubapi.AssignmentView, withRelease bool) {
+func printHeldBack(w io.Writer, as []hubclient.AssignmentView, withRelease bool) {
 	first := true
 	for _, a := range as {
 		if a.Waiting == "" && a.Rollout == "" {
@@ -215,8 +215,8 @@ func orDash(s string) string {
 }
 
 // phaseText shows an unreachable cluster's last reported phase beside it.
-func phaseText(a hubapi.AssignmentView) string {
-	if a.Phase == hubapi.PhaseUnreachable && a.ReportedPhase != "" {
+func phaseText(a hubclient.AssignmentView) string {
+	if a.Phase == hubclient.PhaseUnreachable && a.ReportedPhase != "" {
 		return string(a.Phase) + " (last " + string(a.ReportedPhase) + ")"
 	}
 	return string(a.Phase)

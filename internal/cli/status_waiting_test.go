@@ -11,7 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -25,7 +25,7 @@ func TestStatusWaiting(t *testing.T) {
 	desired := f.Seeded[0] // cluster-0000, Ready on the desired revision
 	report := &agentv1.AssignmentStatus{
 		Release: desired.Release, Generation: 1, Revision: hubtest.OldRevision, Digest: hubtest.OldDigest,
-		Phase: string(hubapi.PhaseWaiting), Health: "Current", Objects: 2,
+		Phase: string(hubclient.PhaseWaiting), Health: "Current", Objects: 2,
 		Waiting: window, PendingRevision: desired.Revision, PendingDigest: desired.Digest,
 	}
 	detail, err := protojson.Marshal(report)
@@ -69,12 +69,12 @@ func TestStatusWaiting(t *testing.T) {
 		t.Errorf("flotilla cluster show says what holds the release back:\n%s", out)
 	}
 
-	var v hubapi.StatusView
+	var v hubclient.StatusView
 	if err := json.Unmarshal([]byte(run("status", desired.Release, "-o", "json")), &v); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range v.Assignments {
-		if a.Cluster == desired.Cluster && (a.Phase != hubapi.PhaseWaiting || a.Waiting != window || a.AppliedRevision != hubtest.OldRevision) {
+		if a.Cluster == desired.Cluster && (a.Phase != hubclient.PhaseWaiting || a.Waiting != window || a.AppliedRevision != hubtest.OldRevision) {
 			t.Errorf("status -o json: %+v, want phase Waiting, waiting %q, applied %s", a, window, hubtest.OldRevision)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestStatusTellsTheTruth runs status, cluster show and status --watch against a real hub
@@ -19,7 +19,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	f := hubtest.Start(t, hubtest.Options{Clusters: 10, Releases: 1})
 	conn := []string{"--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath}
 	desired := f.Seeded[0] // cluster-0000: Ready on the desired revision
-	report := func(cluster string, seq uint64, phase hubapi.Phase, health string, objects int, errText string) {
+	report := func(cluster string, seq uint64, phase hubclient.Phase, health string, objects int, errText string) {
 		t.Helper()
 		now := time.Now()
 		s := store.AssignmentStatus{
@@ -30,8 +30,8 @@ func TestStatusTellsTheTruth(t *testing.T) {
 			t.Fatalf("ingest a report of %s: %v", cluster, err)
 		}
 	}
-	report("cluster-0001", 2, hubapi.PhaseFailed, "", 0, `assignment "release-00": render: apps/release-00/settings.yaml: yaml: line 3: did not find expected key`)
-	report("cluster-0002", 2, hubapi.PhaseReady, "", 2, "")
+	report("cluster-0001", 2, hubclient.PhaseFailed, "", 0, `assignment "release-00": render: apps/release-00/settings.yaml: yaml: line 3: did not find expected key`)
+	report("cluster-0002", 2, hubclient.PhaseReady, "", 2, "")
 	rev := short(f.Revision)
 
 	rows := func(out string) map[string]string {
@@ -92,7 +92,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond) // several polls with nothing changed: nothing printed
 		first := out.String()
-		report("cluster-0001", 3, hubapi.PhaseReady, "Current", 2, "")
+		report("cluster-0001", 3, hubclient.PhaseReady, "Current", 2, "")
 		waitFor("the changed row", func(s string) bool { return len(s) > len(first) })
 		time.Sleep(300 * time.Millisecond)
 		added := strings.TrimPrefix(out.String(), first)
@@ -139,18 +139,18 @@ func TestStatusHeader(t *testing.T) {
 	const inForce = "1a2b3c4d5e6f7081920a1b2c3d4e5f6071829304"
 	tests := []struct {
 		name  string
-		fleet hubapi.FleetStatus
+		fleet hubclient.FleetStatus
 		want  string
 	}{
-		{name: "nothing wrong", fleet: hubapi.FleetStatus{Revision: inForce}, want: ""},
+		{name: "nothing wrong", fleet: hubclient.FleetStatus{Revision: inForce}, want: ""},
 		{
 			name:  "rejected",
-			fleet: hubapi.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key"},
+			fleet: hubclient.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key"},
 			want:  "Fleet configuration error (revision 1a2b3c4 stays in force): fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key\n\n",
 		},
 		{
 			name: "rejected while its manifests roll out",
-			fleet: hubapi.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key",
+			fleet: hubclient.FleetStatus{Revision: inForce, Error: "fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key",
 				RolloutNotice: "Commit 272e309 rolls out through source 'platform' (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of 1a2b3c4."},
 			want: "Fleet configuration error (revision 1a2b3c4 stays in force): fleet/releases.yaml@272e309 line 38: document 2: yaml: did not find expected key\n" +
 				"Commit 272e309 rolls out through source 'platform' (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of 1a2b3c4.\n\n",
@@ -159,7 +159,7 @@ func TestStatusHeader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printStatusHeader(&b, hubapi.StatusView{Fleet: tt.fleet})
+			printStatusHeader(&b, hubclient.StatusView{Fleet: tt.fleet})
 			if b.String() != tt.want {
 				t.Errorf("header:\n got %q\nwant %q", b.String(), tt.want)
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newClusterSuspendCommand(s streams, hf *hubFlags) *cobra.Command {
@@ -84,7 +84,7 @@ the change, unless a window or freeze still holds it. Recorded in the audit trai
 }
 
 // suspensionBy says who suspended the cluster, when and why.
-func suspensionBy(v hubapi.SuspensionView) string {
+func suspensionBy(v hubclient.SuspensionView) string {
 	var out string
 	if v.Actor != "" {
 		out += " by " + v.Actor

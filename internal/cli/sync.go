@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newSyncCommand(s streams) *cobra.Command {
 	var (
 		hf  hubFlags
-		req hubapi.SyncRequest
+		req hubclient.SyncRequest
 	)
 	format := newChoice("text", "json", "yaml")
 	cmd := &cobra.Command{

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestSyncCommand requests syncs with the CLI against a real hub: the answer names the
@@ -32,13 +32,13 @@ func TestSyncCommand(t *testing.T) {
 	if want := "requested for release " + release + " on every cluster by token:admin"; !strings.HasPrefix(out, "Sync sync-") || !strings.Contains(out, want) {
 		t.Errorf("sync %s:\n%s\nwant %q", release, out, want)
 	}
-	var v hubapi.SyncView
+	var v hubclient.SyncView
 	out = run(t, 0, "sync", release, "--cluster", cluster, "--override", "--reason", "INC-4711 hotfix", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Release != release || v.Cluster != cluster || !v.Override || v.Reason != "INC-4711 hotfix" || v.Actor != "token:admin" {
 		t.Fatalf("sync --override -o json: %s (%v)", out, err)
 	}
 	audit := run(t, 0, "audit", "--action", "sync.override", "-o", "json")
-	var recs []hubapi.AuditRecord
+	var recs []hubclient.AuditRecord
 	if err := json.Unmarshal([]byte(audit), &recs); err != nil {
 		t.Fatalf("audit -o json: %v: %s", err, audit)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func newTokenCommand(s streams) *cobra.Command {
@@ -57,7 +57,7 @@ func parseExpiry(s string) (string, error) {
 	return d.String(), nil
 }
 
-func printNewToken(s streams, format string, t hubapi.NewUserToken, what string) error {
+func printNewToken(s streams, format string, t hubclient.NewUserToken, what string) error {
 	return printOut(s.out, format, t, func(w io.Writer) {
 		fmt.Fprintf(w, "Token %s %s. Its secret, shown this once:\n  %s\n", t.Name, what, t.Token)
 	})
@@ -92,7 +92,7 @@ works until it is revoked.`,
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateUserToken(cmd.Context(), hubapi.CreateUserTokenRequest{Name: args[0], Role: role, Projects: projects, Expires: exp})
+			t, err := c.CreateUserToken(cmd.Context(), hubclient.CreateUserTokenRequest{Name: args[0], Role: role, Projects: projects, Expires: exp})
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestViews runs the fleet views against a real hub with a seeded fleet of 60 clusters x 3
@@ -61,18 +61,18 @@ func TestViews(t *testing.T) {
 		}
 	})
 	t.Run("summary only leaves the assignments out", func(t *testing.T) {
-		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := c.FilteredStatus(t.Context(), hubapi.StatusFilter{SummaryOnly: true})
+		v, err := c.FilteredStatus(t.Context(), hubclient.StatusFilter{SummaryOnly: true})
 		if err != nil || len(v.Assignments) != 0 || len(v.Releases) != 3 || v.Releases[1].Drifted != 6 {
 			t.Errorf("summary: %v, %d assignments, releases %+v", err, len(v.Assignments), v.Releases)
 		}
 	})
 	t.Run("status json keeps the assignments contract", func(t *testing.T) {
 		out, _ := run(t, 0, "status", "-o", "json")
-		var v hubapi.StatusView
+		var v hubclient.StatusView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -139,18 +139,18 @@ func TestViews(t *testing.T) {
 		if !strings.Contains(errOut, `release "nope" is not in the fleet configuration in force`) {
 			t.Errorf("skew nope: %s", errOut)
 		}
-		c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+		c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, call := range []func() error{
 			func() error {
-				_, err := c.FilteredStatus(t.Context(), hubapi.StatusFilter{Release: "nope"})
+				_, err := c.FilteredStatus(t.Context(), hubclient.StatusFilter{Release: "nope"})
 				return err
 			},
-			func() error { _, err := c.Drift(t.Context(), hubapi.DriftFilter{Cluster: "nope"}); return err },
+			func() error { _, err := c.Drift(t.Context(), hubclient.DriftFilter{Cluster: "nope"}); return err },
 		} {
-			var se *hubapi.StatusError
+			var se *hubclient.StatusError
 			if err := call(); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 				t.Errorf("unknown name: %v, want a 404", err)
 			}
@@ -158,7 +158,7 @@ func TestViews(t *testing.T) {
 	})
 	t.Run("status --cluster json is filtered by the hub", func(t *testing.T) {
 		out, _ := run(t, 0, "status", "--cluster", "cluster-0011", "-o", "json")
-		var v hubapi.StatusView
+		var v hubclient.StatusView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestViews(t *testing.T) {
 			t.Errorf("skew release-02:\n got %q\nwant %q", out, want)
 		}
 		out, _ = run(t, 0, "skew", "-o", "json")
-		var v hubapi.SkewView
+		var v hubclient.SkewView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestViews(t *testing.T) {
 			}
 		}
 		out, _ = run(t, 0, "drift", "--release", "release-01", "-o", "json")
-		var v hubapi.DriftView
+		var v hubclient.DriftView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestViews(t *testing.T) {
 			t.Errorf("get clusters: %d lines; cluster-0049's: %q", len(lines), lines[min(50, len(lines)-1)])
 		}
 		out, _ = run(t, 0, "get", "sources", "-o", "json")
-		var srcs []hubapi.SourceView
+		var srcs []hubclient.SourceView
 		if err := json.Unmarshal([]byte(out), &srcs); err != nil || len(srcs) != 1 || srcs[0].Name != "apps" || srcs[0].Revision != f.Revision {
 			t.Errorf("get sources -o json (%v): %s", err, out)
 		}
@@ -241,7 +241,7 @@ func TestViews(t *testing.T) {
 			}
 		}
 		out, _ = run(t, 0, "cluster", "show", "cluster-0049", "-o", "json")
-		var v hubapi.ClusterView
+		var v hubclient.ClusterView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // watchStatus prints the status table, then, like `kubectl get -w`, only the lines that
 // changed, each time they change, asking the hub every interval until ctx ends (Ctrl-C),
 // which is not an error. A failed request is said once on stderr and the watch goes on.
-func watchStatus(ctx context.Context, s streams, c *hubapi.Client, f hubapi.StatusFilter, interval time.Duration) error {
+func watchStatus(ctx context.Context, s streams, c *hubclient.Client, f hubclient.StatusFilter, interval time.Duration) error {
 	var prev, lastErr string
 	for {
 		v, err := c.FilteredStatus(ctx, f)

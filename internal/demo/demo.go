@@ -20,7 +20,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 )
 
@@ -142,7 +142,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	}
 	f.goRun("hub", func() error { return f.Hub.Run(runCtx) })
 
-	client, err := hubapi.NewClient(hubapi.Config{Hub: f.Hub.APIURL(), Token: f.Hub.AdminToken(), CAFile: f.Hub.CAPath()})
+	client, err := hubclient.NewClient(hubclient.Config{Hub: f.Hub.APIURL(), Token: f.Hub.AdminToken(), CAFile: f.Hub.CAPath()})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		token := ""
 		if _, err := os.Stat(filepath.Join(stateDir, "agent.db")); errors.Is(err, os.ErrNotExist) {
 			j, err := client.AddCluster(ctx, c.Name(), clusterLabels(i))
-			var se *hubapi.StatusError
+			var se *hubclient.StatusError
 			if errors.As(err, &se) && se.Code == 409 {
 				j, err = client.NewJoinToken(ctx, c.Name())
 			}
@@ -206,7 +206,7 @@ func (f *Fleet) Errors() <-chan error { return f.errs }
 func (f *Fleet) Stop() { f.stop() }
 
 // waitConverged waits until every assignment is Ready at its desired revision.
-func waitConverged(ctx context.Context, c *hubapi.Client, errs <-chan error) error {
+func waitConverged(ctx context.Context, c *hubclient.Client, errs <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
@@ -224,9 +224,9 @@ func waitConverged(ctx context.Context, c *hubapi.Client, errs <-chan error) err
 	}
 }
 
-func allReady(st hubapi.StatusView) bool {
+func allReady(st hubclient.StatusView) bool {
 	for _, a := range st.Assignments {
-		if a.Phase != hubapi.PhaseReady || a.AppliedRevision != a.DesiredRevision {
+		if a.Phase != hubclient.PhaseReady || a.AppliedRevision != a.DesiredRevision {
 			return false
 		}
 	}

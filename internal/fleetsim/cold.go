@@ -23,7 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
 
@@ -372,7 +372,7 @@ func b2i(b bool) int {
 
 // waitScheduled waits until the hub has every agent's assignment at the commit, so that the
 // cold start measures the agents and the hub serving them, not the hub's first poll.
-func waitScheduled(ctx context.Context, api *hubapi.Client, opts ColdOptions, commit string) error {
+func waitScheduled(ctx context.Context, api *hubclient.Client, opts ColdOptions, commit string) error {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	last := ""
@@ -403,7 +403,7 @@ func waitScheduled(ctx context.Context, api *hubapi.Client, opts ColdOptions, co
 
 // waitCold polls the hub's status API until every assignment is Ready at the commit or the
 // timeout passes, logging progress every 10 seconds; it returns the last progress read.
-func waitCold(ctx context.Context, api *hubapi.Client, fleet *hostedFleet, opts ColdOptions, commit string, start time.Time) (syncProgress, error) {
+func waitCold(ctx context.Context, api *hubclient.Client, fleet *hostedFleet, opts ColdOptions, commit string, start time.Time) (syncProgress, error) {
 	deadline := start.Add(opts.Timeout)
 	var last syncProgress
 	read := false

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // DownloadsReport says which artifacts each cluster downloaded (counted at the agents' end)
@@ -109,7 +109,7 @@ func (b *keepBody) Close() error {
 }
 
 // recordDesired notes the artifacts every assignment names now.
-func (l *downloadLog) recordDesired(ctx context.Context, api *hubapi.Client) error {
+func (l *downloadLog) recordDesired(ctx context.Context, api *hubclient.Client) error {
 	st, err := api.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("record desired artifacts: %w", err)

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // hostedFleet is a fleet whose agents run in agent-host processes; it sums their counters.
@@ -32,7 +32,7 @@ type hostedFleet struct {
 // perHost agents each. The agents are spread over hubURLs (a hub's replicas) in turn, each
 // with the others to fail over to. With waitStart the hosts join their agents and wait for
 // start to run them.
-func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hubapi.Client, sim Options, n, perHost int, waitStart bool) (*hostedFleet, error) {
+func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hubclient.Client, sim Options, n, perHost int, waitStart bool) (*hostedFleet, error) {
 	agents := make([]HostedAgent, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(sim.JoinConcurrency)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
 
@@ -113,12 +113,12 @@ func (h *hubProc) kill() {
 	}
 }
 
-func (h *hubProc) client() (*hubapi.Client, error) {
+func (h *hubProc) client() (*hubclient.Client, error) {
 	token, err := os.ReadFile(filepath.Join(h.dataDir, "admin.token"))
 	if err != nil {
 		return nil, err
 	}
-	return hubapi.NewClient(hubapi.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dataDir, "ca.crt")})
+	return hubclient.NewClient(hubclient.Config{Hub: "https://" + h.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(h.dataDir, "ca.crt")})
 }
 
 // procSample is a process's CPU time and peak memory, read together.

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/internal/agent"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // pullFleet is the simulated fleet in pull mode: one real agent per cluster, all in this
@@ -28,7 +28,7 @@ type pullFleet struct {
 
 // joinFleet registers every cluster through the user API and joins its agent (a fresh key,
 // a certificate from the hub), as `flotilla cluster add` and an agent's first start do.
-func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Client, stateDir string, n int) (*pullFleet, error) {
+func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubclient.Client, stateDir string, n int) (*pullFleet, error) {
 	f := &pullFleet{names: make([]string, n), agents: make([]*agent.Agent, n), clusters: make([]*MemCluster, n)}
 	if opts.RecordDownloads {
 		var err error
@@ -74,7 +74,7 @@ func joinFleet(ctx context.Context, opts Options, hubURL string, api *hubapi.Cli
 }
 
 // recordDesired notes each cluster's desired artifacts, when downloads are recorded.
-func (f *pullFleet) recordDesired(ctx context.Context, api *hubapi.Client) error {
+func (f *pullFleet) recordDesired(ctx context.Context, api *hubclient.Client) error {
 	if f.downloads == nil {
 		return nil
 	}

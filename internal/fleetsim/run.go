@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/procstat"
 )
 
@@ -210,7 +210,7 @@ func (p waveProbe) measure(ctx context.Context, name, commit string, timeout tim
 
 // waitSynced polls the hub's status API until every assignment of every cluster shows the
 // commit applied and Ready: the moment the hub, not the simulator, says the fleet is synced.
-func waitSynced(ctx context.Context, api *hubapi.Client, opts Options, commit string) error {
+func waitSynced(ctx context.Context, api *hubclient.Client, opts Options, commit string) error {
 	want := opts.Clusters * opts.Releases
 	t := time.NewTicker(opts.PollInterval)
 	defer t.Stop()
@@ -257,15 +257,15 @@ type syncProgress struct {
 	notSynced map[string]bool
 }
 
-func syncProgressOf(st hubapi.StatusView, commit string) syncProgress {
+func syncProgressOf(st hubclient.StatusView, commit string) syncProgress {
 	p := syncProgress{notSynced: map[string]bool{}}
 	for _, a := range st.Assignments {
-		if a.Phase == hubapi.PhaseReady && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
+		if a.Phase == hubclient.PhaseReady && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit) {
 			p.done++
 		} else {
 			p.notSynced[a.Cluster] = true
 		}
-		if a.Phase == hubapi.PhaseFailed {
+		if a.Phase == hubclient.PhaseFailed {
 			p.failedCount++
 			p.failed = fmt.Sprintf("release %s on cluster %s failed: %s", a.Release, a.Cluster, a.Error)
 		}

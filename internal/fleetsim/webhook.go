@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/webhook"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // WebhookReport compares sync on push with polling in the same run (runWebhookWave). Each
@@ -78,7 +78,7 @@ func percentile(sorted []float64, p float64) float64 {
 
 // raiseSourceInterval rewrites the fleet configuration with the source polled every hour,
 // and waits until the hub has it in force: from then on only a webhook moves the source.
-func raiseSourceInterval(ctx context.Context, api *hubapi.Client, src *fleetSource, timeout time.Duration) error {
+func raiseSourceInterval(ctx context.Context, api *hubclient.Client, src *fleetSource, timeout time.Duration) error {
 	before, err := api.Status(ctx)
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func deliverPush(ctx context.Context, hub *hubProc, src *fleetSource, secret str
 // polling commit is made at a random point of it; then the source's interval is raised to an
 // hour and each commit is followed at once by a signed push to the generic webhook.
 // Revisions continue from rev.
-func runWebhookWave(ctx context.Context, opts Options, src *fleetSource, hub *hubProc, api *hubapi.Client, clusters []*MemCluster, rev int, secret string) (*WebhookReport, error) {
+func runWebhookWave(ctx context.Context, opts Options, src *fleetSource, hub *hubProc, api *hubclient.Client, clusters []*MemCluster, rev int, secret string) (*WebhookReport, error) {
 	h := &WebhookReport{Clusters: opts.Clusters, Rounds: opts.WebhookRounds, SourceIntervalSeconds: opts.SourceInterval.Seconds()}
 	var polling, pushed []float64
 	for i := range opts.WebhookRounds {

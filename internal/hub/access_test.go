@@ -11,7 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/oidctest"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
@@ -52,11 +52,11 @@ func TestShortAdminTokenIsRefused(t *testing.T) {
 // role, and stops working when revoked.
 func TestNamedTokenOnARealHub(t *testing.T) {
 	th := startHub(t, "", nil)
-	tok, err := th.api.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "auditor", Role: "viewer"})
+	tok, err := th.api.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "auditor", Role: "viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := hubapi.NewClient(hubapi.Config{Hub: th.APIURL(), Token: tok.Token, CAFile: th.CAPath()})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: th.APIURL(), Token: tok.Token, CAFile: th.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestNamedTokenOnARealHub(t *testing.T) {
 	if err != nil || who.Actor != "token:auditor" || len(who.Grants) != 1 || who.Grants[0].Role != "viewer" {
 		t.Fatalf("whoami: %+v %v", who, err)
 	}
-	var se *hubapi.StatusError
+	var se *hubclient.StatusError
 	if _, err := c.AddCluster(t.Context(), "edge-1", nil); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Errorf("a viewer adding a cluster: %v, want 403", err)
 	}
@@ -117,7 +117,7 @@ func TestDashboardDeviceSignIn(t *testing.T) {
 	if code != http.StatusOK || got["actor"] != "oidc:id1" || got["role"] != "viewer" || got["token"] == "" {
 		t.Fatalf("poll after the sign-in: %d %v", code, got)
 	}
-	c, err := hubapi.NewClient(hubapi.Config{Hub: th.APIURL(), Token: got["token"], CAFile: th.CAPath()})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: th.APIURL(), Token: got["token"], CAFile: th.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +136,11 @@ func TestTokensAcrossReplicas(t *testing.T) {
 	fleet := t.TempDir()
 	a := startReplica(t, dsn, fleet, "replica-a")
 	b := startReplica(t, dsn, fleet, "replica-b")
-	tok, err := a.api.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "shared", Role: "viewer", Projects: []string{"team-a"}})
+	tok, err := a.api.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "shared", Role: "viewer", Projects: []string{"team-a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	onB, err := hubapi.NewClient(hubapi.Config{Hub: b.APIURL(), Token: tok.Token, CAFile: b.CAPath()})
+	onB, err := hubclient.NewClient(hubclient.Config{Hub: b.APIURL(), Token: tok.Token, CAFile: b.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +150,11 @@ func TestTokensAcrossReplicas(t *testing.T) {
 	if err := b.api.RevokeUserToken(t.Context(), "shared"); err != nil {
 		t.Fatal(err)
 	}
-	onA, err := hubapi.NewClient(hubapi.Config{Hub: a.APIURL(), Token: tok.Token, CAFile: a.CAPath()})
+	onA, err := hubclient.NewClient(hubclient.Config{Hub: a.APIURL(), Token: tok.Token, CAFile: a.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var se *hubapi.StatusError
+	var se *hubclient.StatusError
 	if _, err := onA.WhoAmI(t.Context()); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Errorf("revoked on the other replica: %v, want 401", err)
 	}

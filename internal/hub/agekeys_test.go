@@ -12,7 +12,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 	"github.com/flotilla/flotilla/internal/secrets"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -56,7 +56,7 @@ func TestAgeRecipients(t *testing.T) {
 	if err != nil || c.AgeRecipient != second {
 		t.Fatalf("cluster eu-1 shows %q (%v), want the latest recipient", c.AgeRecipient, err)
 	}
-	recs, err := th.api.Audit(ctx, hubapi.AuditFilter{Cluster: "eu-1", Action: "cluster.agekey"})
+	recs, err := th.api.Audit(ctx, hubclient.AuditFilter{Cluster: "eu-1", Action: "cluster.agekey"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestAgeRecipients(t *testing.T) {
 			{[]string{strings.Repeat("a", 1100)}, "at most 1024"},
 		} {
 			_, err := th.api.AgeKeys(ctx, tc.sels, "")
-			var se *hubapi.StatusError
+			var se *hubclient.StatusError
 			if !errors.As(err, &se) || se.Code != 400 || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("agekeys %q: err = %v, want 400 %q", tc.sels, err, tc.want)
 			}
@@ -173,15 +173,15 @@ func TestProjectAgeRecipients(t *testing.T) {
 		t.Fatalf("admin: agekeys of team-a = %+v, %v; want eu-1's team-a recipient", v, err)
 	}
 
-	tok, err := th.api.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "team-a-ci", Role: "viewer", Projects: []string{"team-a"}})
+	tok, err := th.api.CreateUserToken(ctx, hubclient.CreateUserTokenRequest{Name: "team-a-ci", Role: "viewer", Projects: []string{"team-a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viewer, err := hubapi.NewClient(hubapi.Config{Hub: th.APIURL(), Token: tok.Token, CAFile: th.CAPath()})
+	viewer, err := hubclient.NewClient(hubclient.Config{Hub: th.APIURL(), Token: tok.Token, CAFile: th.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c hubapi.ClusterView
+	var c hubclient.ClusterView
 	waitFor(t, "the viewer of team-a sees eu-1 (the fleet with its Project loaded)", func() bool {
 		c, err = viewer.Cluster(ctx, "eu-1")
 		return err == nil

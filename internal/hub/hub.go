@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -28,7 +30,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/userapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/notify"
 	"github.com/flotilla/flotilla/internal/pki"
 	"github.com/flotilla/flotilla/internal/secrets"
@@ -406,7 +407,7 @@ func (h *Hub) newController() error {
 	// Rollouts judge reachability as the views do, and announce their events.
 	d.LastSeen = func(c store.Cluster) time.Time { t, _ := h.seen.Get(c); return t }
 	d.UnreachableAfter = h.opts.UnreachableAfter
-	d.RolloutEvent = func(release string, e hubapi.RolloutEvent) { h.notifier.Rollout(release, e) }
+	d.RolloutEvent = func(release string, e phase.RolloutEvent) { h.notifier.Rollout(release, e) }
 	if h.repl.IsShared() {
 		d.Shared = h.repl
 		d.PublishView = func() { h.repl.Publish(replica.Event{Kind: replica.EventView}) }

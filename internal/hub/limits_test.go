@@ -28,7 +28,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -36,7 +36,7 @@ import (
 // testHub is a real hub on 127.0.0.1 with real TLS, its user API client, and its CA.
 type testHub struct {
 	*Hub
-	api *hubapi.Client
+	api *hubclient.Client
 	ca  *x509.CertPool
 }
 
@@ -105,7 +105,7 @@ func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
 	} else if _, shared := st.(*store.Postgres); shared {
 		replicaTokens.LoadOrStore(databaseOf(st), token)
 	}
-	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})
+	api, err := hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}

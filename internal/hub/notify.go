@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/notify"
 )
 
@@ -15,7 +15,7 @@ func (h *Hub) newNotifier() *notify.Runner {
 	r := notify.NewRunner(notify.Deps{
 		Leader: h.IsLeader,
 		Fleet:  func() *v1alpha1.Fleet { return h.ctrl.View().Fleet },
-		Status: func(ctx context.Context) (hubapi.StatusView, error) { return h.user.FleetStatus(ctx) },
+		Status: func(ctx context.Context) (hubclient.StatusView, error) { return h.user.FleetStatus(ctx) },
 		ClusterLabels: func(ctx context.Context) (map[string]map[string]string, error) {
 			clusters, err := h.store.ListClusters(ctx)
 			if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact/ocitest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/registrytest"
 )
 
@@ -58,12 +58,12 @@ spec:
 	}
 
 	first := "stable@" + signed
-	st := waitStatus(t, th, "the signed artifact assigned", func(st hubapi.StatusView) bool {
+	st := waitStatus(t, th, "the signed artifact assigned", func(st hubclient.StatusView) bool {
 		return len(st.Assignments) == 1 && st.Assignments[0].DesiredRevision == first
 	})
 	firstDigest := st.Assignments[0].DesiredDigest
 
-	records, err := th.api.Audit(t.Context(), hubapi.AuditFilter{Action: "source.revision"})
+	records, err := th.api.Audit(t.Context(), hubclient.AuditFilter{Action: "source.revision"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ spec:
 	// The tag moves to an artifact nobody signed.
 	os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: 'evil'}\n"), 0o644)
 	unsigned := ocitest.PushOras(t, reg, repo, "stable", dir, ocitest.Push{})
-	st = waitStatus(t, th, "the refusal shown", func(st hubapi.StatusView) bool {
+	st = waitStatus(t, th, "the refusal shown", func(st hubclient.StatusView) bool {
 		return len(st.Sources) == 1 && strings.Contains(st.Sources[0].Error, "no cosign signature found for "+unsigned)
 	})
 	if e := st.Sources[0].Error; !strings.Contains(e, "source 'web-oci'") || !strings.Contains(e, "keys 'release'") {
@@ -95,7 +95,7 @@ spec:
 
 	// Signed, it goes through.
 	ocitest.Sign(t, reg, kp, repo, unsigned)
-	waitStatus(t, th, "the newly signed artifact assigned", func(st hubapi.StatusView) bool {
+	waitStatus(t, th, "the newly signed artifact assigned", func(st hubclient.StatusView) bool {
 		return len(st.Assignments) == 1 && st.Assignments[0].DesiredRevision == "stable@"+unsigned && st.Sources[0].Error == ""
 	})
 }
@@ -117,7 +117,7 @@ func TestVerifyKeyRefusedAtStart(t *testing.T) {
 }
 
 // waitStatus polls the status until ok, for at most a minute.
-func waitStatus(t *testing.T, th *testHub, what string, ok func(hubapi.StatusView) bool) hubapi.StatusView {
+func waitStatus(t *testing.T, th *testHub, what string, ok func(hubclient.StatusView) bool) hubclient.StatusView {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -19,7 +19,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -137,7 +137,7 @@ spec:
 	}
 
 	// The failing source's error reaches the store.
-	var sources []hubapi.SourceView
+	var sources []hubclient.SourceView
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if sources, err = th.api.Sources(t.Context()); err != nil {
 			t.Fatal(err)
@@ -153,7 +153,7 @@ spec:
 	if surfaces["status API"], err = th.api.Status(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if surfaces["audit trail"], err = th.api.Audit(t.Context(), hubapi.AuditFilter{}); err != nil {
+	if surfaces["audit trail"], err = th.api.Audit(t.Context(), hubclient.AuditFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	if surfaces["store: source statuses"], err = th.store.ListSourceStatuses(t.Context()); err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pgtest"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -211,7 +211,7 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("each replica's audit records name it", func(t *testing.T) {
 		for _, r := range []*hubReplica{r1, r2} {
-			recs, err := r.api.Audit(t.Context(), hubapi.AuditFilter{})
+			recs, err := r.api.Audit(t.Context(), hubclient.AuditFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestReplicas(t *testing.T) {
 				}
 			}
 		}
-		recs, err := r2.api.Audit(t.Context(), hubapi.AuditFilter{Action: "cluster.added", Cluster: "edge-1"})
+		recs, err := r2.api.Audit(t.Context(), hubclient.AuditFilter{Action: "cluster.added", Cluster: "edge-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestReplicas(t *testing.T) {
 	})
 
 	t.Run("a replica that does not schedule shows the same releases", func(t *testing.T) {
-		var want, got []hubapi.ReleaseView
+		var want, got []hubclient.ReleaseView
 		waitFor(t, "replica-2 lists what replica-1 lists", func() bool {
 			var err1, err2 error
 			want, err1 = r1.api.Releases(t.Context())

@@ -10,7 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/flotilla/flotilla/internal/agent"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -74,7 +74,7 @@ func TestRenewalRevokesReplacedCertificate(t *testing.T) {
 		t.Fatalf("the renewed certificate: %v", err)
 	}
 	wantRevoked(t, "the replaced certificate after the renewed one was used", heartbeatErr(th.agentWith(joined.Certificate), t))
-	recs, err := th.api.Audit(t.Context(), hubapi.AuditFilter{Cluster: "alpha"})
+	recs, err := th.api.Audit(t.Context(), hubclient.AuditFilter{Cluster: "alpha"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pgtest"
 	"github.com/flotilla/flotilla/internal/pki"
 )
@@ -213,8 +213,8 @@ func TestRotateAdminToken(t *testing.T) {
 	}
 	checkTokenHashed(t, sharedRows(t, dsn), tok)
 	for _, r := range []*hubReplica{r1, r2} {
-		client := func(token string) *hubapi.Client {
-			c, err := hubapi.NewClient(hubapi.Config{Hub: r.APIURL(), Token: token, CAFile: r.CAPath()})
+		client := func(token string) *hubclient.Client {
+			c, err := hubclient.NewClient(hubclient.Config{Hub: r.APIURL(), Token: token, CAFile: r.CAPath()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func TestRotateAdminToken(t *testing.T) {
 		}
 		waitFor(t, r.opts.Replica.ID+" refuses the old admin token", func() bool {
 			_, err := client(old).Releases(t.Context())
-			var status *hubapi.StatusError
+			var status *hubclient.StatusError
 			return errors.As(err, &status) && status.Code == http.StatusUnauthorized
 		})
 		if _, err := client(tok).Releases(t.Context()); err != nil {

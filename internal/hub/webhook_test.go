@@ -15,7 +15,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // githubPush is a GitHub push event (the fields GitHub sends that the hub reads, and a few
@@ -90,7 +90,7 @@ spec:
 	// The URL as GitHub would send it for this repository: with ".git", another case.
 	body := githubPush("FILE://"+repo+".git", "refs/heads/main")
 	code, data := deliver(body, webhook.SignatureHeader(body, "a-guessed-secret-0123456789"))
-	var apiErr hubapi.APIError
+	var apiErr hubclient.APIError
 	_ = json.Unmarshal(data, &apiErr)
 	if want := "github webhook: X-Hub-Signature-256 does not match the body signed with the configured secret: webhook not authenticated"; code != http.StatusUnauthorized || apiErr.Error != want {
 		t.Fatalf("wrong signature: %d %s, want 401 %q", code, data, want)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Event types, as in the fleet configuration.
@@ -28,7 +28,7 @@ var conditions = []string{Failed, Drifted, Skewed, Unreachable}
 type Assignment struct {
 	Release, Cluster string
 	ClusterLabels    map[string]string
-	Phase            hubapi.Phase
+	Phase            hubclient.Phase
 	DesiredRevision  string
 	AppliedRevision  string
 	// DesiredDigest and AppliedDigest are the artifacts behind the revisions; compared
@@ -110,7 +110,7 @@ type Event struct {
 	Release         string            `json:"release"`
 	Cluster         string            `json:"cluster"`
 	ClusterLabels   map[string]string `json:"clusterLabels,omitempty"`
-	Phase           hubapi.Phase      `json:"phase"`
+	Phase           hubclient.Phase   `json:"phase"`
 	DesiredRevision string            `json:"desiredRevision"`
 	AppliedRevision string            `json:"appliedRevision"`
 	Drifted         bool              `json:"drifted"`
@@ -128,7 +128,7 @@ type Event struct {
 	// the flap window, since its last event.
 	Flaps int `json:"flaps,omitempty"`
 	// RolloutEvent, Wave, Message and Actor describe a rollout event (Type Rollout):
-	// hubapi.RolloutEvent's type ("halted"), its wave, what happened, and who acted.
+	// phase.RolloutEvent's type ("halted"), its wave, what happened, and who acted.
 	RolloutEvent string `json:"rolloutEvent,omitempty"`
 	Wave         string `json:"wave,omitempty"`
 	Message      string `json:"message,omitempty"`
@@ -165,7 +165,7 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			st.OffDesiredSince = now
 		}
 		active := map[string]bool{
-			Failed:  a.Phase == hubapi.PhaseFailed || a.Conflicts > 0,
+			Failed:  a.Phase == hubclient.PhaseFailed || a.Conflicts > 0,
 			Drifted: a.Drifted,
 			// An unreachable cluster cannot move to a new revision: that is said once, as
 			// unreachable, not twice.
@@ -212,7 +212,7 @@ func Evaluate(r Rules, prev State, snap Snapshot) (State, []Event) {
 			}
 			st.LastSent[c] = now
 		}
-		healthy := onDesired && a.Phase == hubapi.PhaseReady && !active[Failed] && !active[Drifted] && !st.Unreachable
+		healthy := onDesired && a.Phase == hubclient.PhaseReady && !active[Failed] && !active[Drifted] && !st.Unreachable
 		if healthy && len(st.Announced) > 0 {
 			if r.enabled(Recovered) {
 				e := ev(Recovered)

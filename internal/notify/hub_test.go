@@ -23,7 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/notify"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -128,7 +128,7 @@ spec:
 	}
 
 	h, stop := runHub(t, opts, st)
-	api, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
+	api, err := hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()})
 	if err != nil {
 		t.Fatal(err)
 	}

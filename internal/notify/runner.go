@@ -14,7 +14,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Options configure the evaluation and delivery of the fleet's Notification objects.
@@ -53,7 +53,7 @@ type Deps struct {
 	// Fleet returns the fleet configuration in force; nil before one is loaded.
 	Fleet func() *v1alpha1.Fleet
 	// Status returns the fleet's status as the status view shows it.
-	Status func(ctx context.Context) (hubapi.StatusView, error)
+	Status func(ctx context.Context) (hubclient.StatusView, error)
 	// ClusterLabels returns the labels of every registered cluster, by name.
 	ClusterLabels func(ctx context.Context) (map[string]map[string]string, error)
 	// StateFile is where the Runner keeps what each notification has announced, so that a
@@ -232,13 +232,13 @@ func (r *Runner) snapshot(ctx context.Context) (Snapshot, error) {
 
 // assignmentOf turns a status view entry into the engine's input. An unreachable cluster's
 // phase is the one it last reported.
-func assignmentOf(v hubapi.AssignmentView, labels map[string]string) Assignment {
+func assignmentOf(v hubclient.AssignmentView, labels map[string]string) Assignment {
 	a := Assignment{
 		Release: v.Release, Cluster: v.Cluster, ClusterLabels: labels, Phase: v.Phase,
 		DesiredRevision: v.DesiredRevision, AppliedRevision: v.AppliedRevision, DesiredDigest: v.DesiredDigest, AppliedDigest: v.AppliedDigest,
 		Drifted: v.Drifted, Conflicts: v.Conflicts, Error: v.Error, Reachable: v.Reachable,
 	}
-	if v.Phase == hubapi.PhaseUnreachable && v.ReportedPhase != "" {
+	if v.Phase == hubclient.PhaseUnreachable && v.ReportedPhase != "" {
 		a.Phase = v.ReportedPhase
 	}
 	if v.LastSeen != nil {

@@ -3,8 +3,9 @@ package notify
 import (
 	"slices"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // maxPendingRollouts bounds the rollout events waiting for the next evaluation; beyond it
@@ -13,7 +14,7 @@ const maxPendingRollouts = 256
 
 // Rollout queues a rollout event (the controller's) for the next evaluation of the
 // notifications.
-func (r *Runner) Rollout(release string, e hubapi.RolloutEvent) {
+func (r *Runner) Rollout(release string, e phase.RolloutEvent) {
 	if r == nil {
 		return
 	}

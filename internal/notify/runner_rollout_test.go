@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Rollout events go to the notifications that listen to every event or to "rollout", for the
@@ -13,8 +14,8 @@ import (
 func TestRolloutNotifications(t *testing.T) {
 	n := &Runner{}
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	n.Rollout("web", hubapi.RolloutEvent{At: at, Type: "halted", Wave: "canary", Message: "halted"})
-	n.Rollout("api", hubapi.RolloutEvent{At: at, Type: "completed"})
+	n.Rollout("web", phase.RolloutEvent{At: at, Type: "halted", Wave: "canary", Message: "halted"})
+	n.Rollout("api", phase.RolloutEvent{At: at, Type: "completed"})
 	events := n.takeRollouts()
 	if len(events) != 2 || events[0].Type != Rollout || events[0].RolloutEvent != "halted" || events[0].Wave != "canary" {
 		t.Fatalf("queued %+v", events)
@@ -40,7 +41,7 @@ func TestRolloutNotifications(t *testing.T) {
 		}
 	}
 	for range maxPendingRollouts + 10 {
-		n.Rollout("web", hubapi.RolloutEvent{At: at, Type: "wave-started"})
+		n.Rollout("web", phase.RolloutEvent{At: at, Type: "wave-started"})
 	}
 	if got := len(n.takeRollouts()); got != maxPendingRollouts {
 		t.Errorf("%d events queued, want at most %d", got, maxPendingRollouts)

@@ -4,21 +4,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func TestAssignmentOf(t *testing.T) {
 	seen := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name      string
-		v         hubapi.AssignmentView
-		wantPhase hubapi.Phase
+		v         hubclient.AssignmentView
+		wantPhase hubclient.Phase
 		wantSeen  time.Time
 	}{
-		{name: "reported phase kept", v: hubapi.AssignmentView{Phase: "Failed", ReportedPhase: "Failed", LastSeen: &seen, Reachable: true}, wantPhase: "Failed", wantSeen: seen},
-		{name: "an unreachable cluster keeps its last reported phase", v: hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, ReportedPhase: "Failed", LastSeen: &seen}, wantPhase: "Failed", wantSeen: seen},
-		{name: "unreachable before any report", v: hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, LastSeen: &seen}, wantPhase: hubapi.PhaseUnreachable, wantSeen: seen},
-		{name: "never seen", v: hubapi.AssignmentView{Phase: hubapi.PhasePending}, wantPhase: hubapi.PhasePending},
+		{name: "reported phase kept", v: hubclient.AssignmentView{Phase: "Failed", ReportedPhase: "Failed", LastSeen: &seen, Reachable: true}, wantPhase: "Failed", wantSeen: seen},
+		{name: "an unreachable cluster keeps its last reported phase", v: hubclient.AssignmentView{Phase: hubclient.PhaseUnreachable, ReportedPhase: "Failed", LastSeen: &seen}, wantPhase: "Failed", wantSeen: seen},
+		{name: "unreachable before any report", v: hubclient.AssignmentView{Phase: hubclient.PhaseUnreachable, LastSeen: &seen}, wantPhase: hubclient.PhaseUnreachable, wantSeen: seen},
+		{name: "never seen", v: hubclient.AssignmentView{Phase: hubclient.PhasePending}, wantPhase: hubclient.PhasePending},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

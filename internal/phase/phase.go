@@ -1,6 +1,8 @@
-// Package phase is where an assignment stands, the vocabulary the agent reports in and the
-// hub's views and the user-API client show: one place, so that the agent names phases
-// without linking the client.
+// Package phase is the vocabulary of where things stand: an assignment's [Phase], which the
+// agent reports in and the hub's views show, and a rollout's views and events ([RolloutView],
+// [RolloutEvent]), which the rollout engine makes and the API, the dashboard, notifications
+// and the CLI show. It is the domain's, in one place, so that neither the agent nor the
+// hub's engines link the user API's client to name a phase.
 package phase
 
 // Phase is where an assignment stands. Agents report Pending, Applying, Ready or Failed; the

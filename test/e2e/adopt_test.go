@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestAdoptFromArgoCDAndHelm: objects Argo CD (server-side apply as argocd-controller, with
@@ -127,7 +127,7 @@ data: {size: "3"}
 
 	// Assigned while the old tools wrote a moment ago: refused, nothing written.
 	rp.commit("assign shop to prod", map[string]string{"fleet/fleet.yaml": release("prod")})
-	st := f.waitStatus("adoption refused", 2*time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("adoption refused", 2*time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Release == "shop" && a.Phase == "Failed" && strings.Contains(a.Error, "adoption refused") {
 				return true
@@ -155,7 +155,7 @@ data: {size: "3"}
 
 	// The old tools stopped an interval ago (by the agent's clock): adopted at the next try.
 	clk.advance(61 * time.Minute)
-	f.waitStatus("adopted", 2*time.Minute, func(st hubapi.StatusView) bool {
+	f.waitStatus("adopted", 2*time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Release == "shop" && a.Phase == "Ready" {
 				return true
@@ -202,9 +202,9 @@ data: {size: "3"}
 	}
 
 	// One audit record of the adoption, naming the objects and the managers.
-	var recs []hubapi.AuditRecord
+	var recs []hubclient.AuditRecord
 	waitFor(t, "adoption audited", time.Minute, func() bool {
-		recs, err = f.client.Audit(ctx, hubapi.AuditFilter{Release: "shop", Action: "release.adopted"})
+		recs, err = f.client.Audit(ctx, hubclient.AuditFilter{Release: "shop", Action: "release.adopted"})
 		return err == nil && len(recs) > 0
 	})
 	if len(recs) != 1 {

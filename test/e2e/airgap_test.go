@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/cli"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -64,8 +64,8 @@ func TestAirGappedRoundTrip(t *testing.T) {
 		v, _ := configMapData(t, f.clusters["ag-1"], "web", "web", "version")
 		return v
 	}
-	desiredAt := func(commit string) func(hubapi.StatusView) bool {
-		return func(st hubapi.StatusView) bool {
+	desiredAt := func(commit string) func(hubclient.StatusView) bool {
+		return func(st hubclient.StatusView) bool {
 			return len(st.Assignments) == 1 && containsCommit(st.Assignments[0].DesiredRevision, commit)
 		}
 	}
@@ -165,7 +165,7 @@ func TestAirGappedRoundTrip(t *testing.T) {
 		}
 		return false
 	})
-	var imp hubapi.ReportsImport
+	var imp hubclient.ReportsImport
 	if err := json.Unmarshal([]byte(must(append([]string{"hub", "import-reports", reports, "-o", "json"}, conn...)...)), &imp); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestAudit: a fleet's first convergence leaves a complete, verifiable audit trail, and an
@@ -32,11 +32,11 @@ func TestAudit(t *testing.T) {
 
 	ctx := t.Context()
 	// Records of a report are written just after it is ingested: allow a moment.
-	var recs []hubapi.AuditRecord
+	var recs []hubclient.AuditRecord
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var err error
-		if recs, err = f.client.Audit(ctx, hubapi.AuditFilter{}); err != nil {
+		if recs, err = f.client.Audit(ctx, hubclient.AuditFilter{}); err != nil {
 			t.Fatal(err)
 		}
 		if readyApplies(recs, want) || time.Now().After(deadline) {
@@ -87,7 +87,7 @@ func TestAudit(t *testing.T) {
 				}
 			}
 		}
-		var fleetRev *hubapi.AuditRecord
+		var fleetRev *hubclient.AuditRecord
 		for i := range recs {
 			if recs[i].Action == "fleet.revision" {
 				fleetRev = &recs[i]
@@ -105,7 +105,7 @@ func TestAudit(t *testing.T) {
 	})
 
 	t.Run("filters by cluster, release and action", func(t *testing.T) {
-		got, err := f.client.Audit(ctx, hubapi.AuditFilter{Cluster: "eu-staging", Release: "staging-tools", Action: "apply"})
+		got, err := f.client.Audit(ctx, hubclient.AuditFilter{Cluster: "eu-staging", Release: "staging-tools", Action: "apply"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestAudit(t *testing.T) {
 				t.Errorf("filtered record %d is %s %s/%s", r.Seq, r.Action, r.Cluster, r.Release)
 			}
 		}
-		if got, err := f.client.Audit(ctx, hubapi.AuditFilter{Since: time.Now().Add(time.Hour)}); err != nil || len(got) != 0 {
+		if got, err := f.client.Audit(ctx, hubclient.AuditFilter{Since: time.Now().Add(time.Hour)}); err != nil || len(got) != 0 {
 			t.Errorf("records from the future = %d, %v", len(got), err)
 		}
 	})
@@ -127,7 +127,7 @@ func TestAudit(t *testing.T) {
 		if _, err := f.client.LabelCluster(ctx, "eu-prod", map[string]*string{"tier": &tier}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.client.Audit(ctx, hubapi.AuditFilter{Cluster: "eu-prod", Action: "cluster.relabelled"})
+		got, err := f.client.Audit(ctx, hubclient.AuditFilter{Cluster: "eu-prod", Action: "cluster.relabelled"})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("relabel records = %v, %v", got, err)
 		}
@@ -136,7 +136,7 @@ func TestAudit(t *testing.T) {
 		if old["tier"] != nil || nw["tier"] != "gold" || nw["env"] != "prod" {
 			t.Errorf("relabel detail = %v", got[0].Detail)
 		}
-		calls, err := f.client.Audit(ctx, hubapi.AuditFilter{Cluster: "eu-prod", Action: "api.call"})
+		calls, err := f.client.Audit(ctx, hubclient.AuditFilter{Cluster: "eu-prod", Action: "api.call"})
 		if err != nil || len(calls) == 0 || calls[len(calls)-1].Detail["method"] != http.MethodPatch {
 			t.Errorf("api.call records = %v, %v", calls, err)
 		}
@@ -168,7 +168,7 @@ func TestAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.client.VerifyAudit(ctx)
-		var se *hubapi.StatusError
+		var se *hubclient.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusConflict || !strings.Contains(err.Error(), fmt.Sprintf("audit record %d:", target)) || !strings.Contains(err.Error(), "edited") {
 			t.Fatalf("VerifyAudit after editing record %d = %v; want 409 naming it", target, err)
 		}
@@ -176,7 +176,7 @@ func TestAudit(t *testing.T) {
 	})
 }
 
-func hasRecord(recs []hubapi.AuditRecord, action, cluster, release string) bool {
+func hasRecord(recs []hubclient.AuditRecord, action, cluster, release string) bool {
 	for _, r := range recs {
 		if r.Action == action && r.Cluster == cluster && (release == "" || r.Release == release) {
 			return true
@@ -186,7 +186,7 @@ func hasRecord(recs []hubapi.AuditRecord, action, cluster, release string) bool 
 }
 
 // readyApplies: every release of want has an apply record with phase Ready and objects.
-func readyApplies(recs []hubapi.AuditRecord, want map[string][]string) bool {
+func readyApplies(recs []hubclient.AuditRecord, want map[string][]string) bool {
 	for cluster, releases := range want {
 		for _, rel := range releases {
 			ok := false
@@ -204,7 +204,7 @@ func readyApplies(recs []hubapi.AuditRecord, want map[string][]string) bool {
 	return true
 }
 
-func dumpAudit(recs []hubapi.AuditRecord) string {
+func dumpAudit(recs []hubclient.AuditRecord) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "  %d %s %s %s/%s %v\n", r.Seq, r.Actor, r.Action, r.Cluster, r.Release, r.Detail)

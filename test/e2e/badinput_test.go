@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestBadInput commits one kind of bad input at a time to one release and checks that its
@@ -89,7 +89,7 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 				files[k] = v
 			}
 			commit := rp.commit("bad input: "+tc.name, files)
-			st := f.waitStatus("bad release failed, good release converged", time.Minute, func(st hubapi.StatusView) bool {
+			st := f.waitStatus("bad release failed, good release converged", time.Minute, func(st hubclient.StatusView) bool {
 				var goodOK, badFailed bool
 				for _, a := range st.Assignments {
 					goodOK = goodOK || (a.Release == "good" && a.Phase == "Ready" && containsCommit(a.AppliedRevision, commit))
@@ -130,7 +130,7 @@ spec: {source: apps, path: apps/bad, targets: [{selector: {}}], namespace: bad, 
 		commit := rp.commit("release with a missing source", map[string]string{"fleet/fleet.yaml": broken})
 		// The source reads the fleet's own repository: the rejected commit's manifests roll
 		// out, and the status says so.
-		st := f.waitStatus("fleet error and rollout notice visible", time.Minute, func(st hubapi.StatusView) bool {
+		st := f.waitStatus("fleet error and rollout notice visible", time.Minute, func(st hubclient.StatusView) bool {
 			return st.Fleet.Error != "" && st.Fleet.RolloutNotice != ""
 		})
 		for _, w := range []string{"fleet/fleet.yaml@" + commit[:7] + " line 13: Release/bad: spec.source", "spec.source", `"nowhere"`} {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/browsertest"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // matrixCell is one cell of the dashboard's matrix as the page shows it.
@@ -443,10 +443,10 @@ func TestDashboardDebugging(t *testing.T) {
 		"debug-a": {"env": "prod", "region": "eu", "tier": "gold"},
 		"debug-b": {"env": "staging", "region": "us"},
 	})
-	reported := func(st hubapi.StatusView) bool {
+	reported := func(st hubclient.StatusView) bool {
 		n := 0
 		for _, a := range st.Assignments {
-			if a.ReportedAt == nil || ((a.Release == "drifted" || a.Release == "conflicted") && a.Phase != hubapi.PhaseReady) {
+			if a.ReportedAt == nil || ((a.Release == "drifted" || a.Release == "conflicted") && a.Phase != hubclient.PhaseReady) {
 				return false
 			}
 			n++
@@ -471,7 +471,7 @@ func TestDashboardDebugging(t *testing.T) {
 		t.Fatalf("kubectl apply as team-x: %v: %s", err, out)
 	}
 	const owner = `.data.logEndpoint owned by field manager "team-x"`
-	st := f.waitStatus("drift and conflict reported on debug-a", 2*time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("drift and conflict reported on debug-a", 2*time.Minute, func(st hubclient.StatusView) bool {
 		var drifted, conflicted bool
 		for _, a := range st.Assignments {
 			drifted = drifted || (a.Cluster == "debug-a" && a.Release == "drifted" && a.Drifted)

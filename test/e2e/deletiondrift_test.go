@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestDeletionIsDrift: an object deleted by hand is drift. With self-heal on (the default)
@@ -38,7 +38,7 @@ spec: {source: apps, path: apps/web, targets: [{selector: {}}], namespace: web, 
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "edge", Release: "web", Action: "drift.healed", Since: since})
+		recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "edge", Release: "web", Action: "drift.healed", Since: since})
 		if err != nil {
 			t.Fatal(err)
 		}

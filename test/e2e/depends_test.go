@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // dependsFleet: web depends on db; reports depends on cache, which no cluster here gets.
@@ -56,20 +56,20 @@ func TestDependsOnOrdersReleasesOnACluster(t *testing.T) {
 	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": dependsFleet("file://" + srcDir)})
 	f := newFleet(t, "file://"+fleetDir, map[string]map[string]string{"eu-1": {"env": "prod"}})
 	eu1 := f.clusters["eu-1"]
-	view := func(st hubapi.StatusView, release string) hubapi.AssignmentView {
+	view := func(st hubclient.StatusView, release string) hubclient.AssignmentView {
 		for _, a := range st.Assignments {
 			if a.Release == release && a.Cluster == "eu-1" {
 				return a
 			}
 		}
-		return hubapi.AssignmentView{}
+		return hubclient.AssignmentView{}
 	}
 
 	// db never becomes Ready: web waits for it and applies nothing; reports waits for a
 	// release this cluster does not get.
-	st := f.waitStatus("web and reports waiting, db failed", 90*time.Second, func(st hubapi.StatusView) bool {
-		return view(st, "db").Phase == hubapi.PhaseFailed &&
-			view(st, "web").Phase == hubapi.PhaseWaiting && view(st, "reports").Phase == hubapi.PhaseWaiting
+	st := f.waitStatus("web and reports waiting, db failed", 90*time.Second, func(st hubclient.StatusView) bool {
+		return view(st, "db").Phase == hubclient.PhaseFailed &&
+			view(st, "web").Phase == hubclient.PhaseWaiting && view(st, "reports").Phase == hubclient.PhaseWaiting
 	})
 	if got, want := view(st, "web").Waiting, `release "db" is not Ready`; got != want {
 		t.Errorf("web waits for %q, want %q", got, want)
@@ -88,15 +88,15 @@ func TestDependsOnOrdersReleasesOnACluster(t *testing.T) {
 	fix := src.commit("db: a config, no deployment", map[string]string{
 		"apps/db/db.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\ndata: {ready: \"yes\"}\n",
 	})
-	st = f.waitStatus("db Ready, then web", 90*time.Second, func(st hubapi.StatusView) bool {
+	st = f.waitStatus("db Ready, then web", 90*time.Second, func(st hubclient.StatusView) bool {
 		db, web := view(st, "db"), view(st, "web")
-		return db.Phase == hubapi.PhaseReady && containsCommit(db.AppliedRevision, fix) &&
-			web.Phase == hubapi.PhaseReady && containsCommit(web.AppliedRevision, fix)
+		return db.Phase == hubclient.PhaseReady && containsCommit(db.AppliedRevision, fix) &&
+			web.Phase == hubclient.PhaseReady && containsCommit(web.AppliedRevision, fix)
 	})
 	if _, ok := configMapData(t, eu1, "web", "web", "db"); !ok {
 		t.Fatal("web reported Ready but its ConfigMap is missing")
 	}
-	if got := view(st, "reports"); got.Phase != hubapi.PhaseWaiting {
+	if got := view(st, "reports"); got.Phase != hubclient.PhaseWaiting {
 		t.Errorf("reports is %s, want still Waiting for cache", got.Phase)
 	}
 }

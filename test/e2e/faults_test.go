@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // faultFleet is a fleet repository with one release "web" on every cluster: n ConfigMaps and a
@@ -61,8 +61,8 @@ func configMaps(n int, version string) string {
 }
 
 // everyWebReady: the web release is Ready at commit on every cluster.
-func everyWebReady(commit string, clusters int) func(hubapi.StatusView) bool {
-	return func(st hubapi.StatusView) bool {
+func everyWebReady(commit string, clusters int) func(hubclient.StatusView) bool {
+	return func(st hubclient.StatusView) bool {
 		n := 0
 		for _, a := range st.Assignments {
 			if a.Release == "web" && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && containsCommit(a.DesiredRevision, commit) {
@@ -90,7 +90,7 @@ func TestFaultHubKilledMidRollout(t *testing.T) {
 
 	commit := rp.commit("v2 of every config", map[string]string{"apps/web/configs.yaml": configMaps(200, "v2")})
 	// Kill the hub as soon as it has handed out the new desired state.
-	f.waitStatus("rollout started", time.Minute, func(st hubapi.StatusView) bool {
+	f.waitStatus("rollout started", time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if containsCommit(a.DesiredRevision, commit) {
 				return true
@@ -138,7 +138,7 @@ func TestFaultClusterAPIServerDown(t *testing.T) {
 
 	f.clusters["b"].APIServer().Kill()
 	commit := rp.commit("v2", map[string]string{"apps/web/configs.yaml": configMaps(5, "v2")})
-	st := f.waitStatus("a converged, b failing", 2*time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("a converged, b failing", 2*time.Minute, func(st hubclient.StatusView) bool {
 		var aReady, bFailed bool
 		for _, as := range st.Assignments {
 			aReady = aReady || (as.Cluster == "a" && as.Phase == "Ready" && containsCommit(as.AppliedRevision, commit))
@@ -259,7 +259,7 @@ func TestFaultGitServerDown(t *testing.T) {
 
 	git.down()
 	apps.commit("not yet visible", map[string]string{"apps/web/configs.yaml": configMaps(5, "v2")})
-	st := f.waitStatus("source error visible", time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("source error visible", time.Minute, func(st hubclient.StatusView) bool {
 		return len(st.Sources) == 1 && st.Sources[0].Error != ""
 	})
 	if !strings.Contains(st.Sources[0].Error, "apps") {
@@ -275,7 +275,7 @@ func TestFaultGitServerDown(t *testing.T) {
 
 	git.up()
 	head := apps.commit("v3", map[string]string{"apps/web/configs.yaml": configMaps(5, "v3")})
-	f.waitStatus("convergence once the Git server is back", 2*time.Minute, func(st hubapi.StatusView) bool {
+	f.waitStatus("convergence once the Git server is back", 2*time.Minute, func(st hubclient.StatusView) bool {
 		return st.Sources[0].Error == "" && everyWebReady(head, 2)(st)
 	})
 	f.checkReports()

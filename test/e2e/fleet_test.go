@@ -18,7 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -153,7 +153,7 @@ func TestFleet(t *testing.T) {
 	t.Run("an invalid fleet configuration is rejected and the last valid one stays", func(t *testing.T) {
 		good := fleetFiles(repoURL)["fleet/releases.yaml"]
 		rp.commit("typo in a release", map[string]string{"fleet/releases.yaml": strings.Replace(good, "source: platform\n  path: apps/greeter", "sorce: platform\n  path: apps/greeter", 1)})
-		st := f.waitStatus("fleet error visible in status", time.Minute, func(st hubapi.StatusView) bool { return st.Fleet.Error != "" })
+		st := f.waitStatus("fleet error visible in status", time.Minute, func(st hubclient.StatusView) bool { return st.Fleet.Error != "" })
 		for _, w := range []string{"fleet/releases.yaml", "Release/greeter", `unknown field "sorce"`} {
 			if !strings.Contains(st.Fleet.Error, w) {
 				t.Errorf("fleet error %q does not name %q", st.Fleet.Error, w)
@@ -169,7 +169,7 @@ func TestFleet(t *testing.T) {
 			t.Errorf("assignments changed under an invalid configuration:\n%s", dump(st))
 		}
 		head = rp.commit("fix the typo", map[string]string{"fleet/releases.yaml": good})
-		f.waitStatus("fleet error cleared", time.Minute, func(st hubapi.StatusView) bool { return st.Fleet.Error == "" && converged(head, want)(st) })
+		f.waitStatus("fleet error cleared", time.Minute, func(st hubclient.StatusView) bool { return st.Fleet.Error == "" && converged(head, want)(st) })
 	})
 
 	t.Run("an agent restart loses nothing", func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestSecurity(t *testing.T) {
 	repoURL := "file://" + repoDir
 	newRepo(t, repoDir, fleetFiles(repoURL))
 	f := newFleet(t, repoURL, map[string]map[string]string{"eu-prod": {"env": "prod", "region": "eu"}})
-	f.waitStatus("convergence", 2*time.Minute, func(st hubapi.StatusView) bool {
+	f.waitStatus("convergence", 2*time.Minute, func(st hubclient.StatusView) bool {
 		return len(st.Assignments) == 2 && st.Assignments[0].Phase == "Ready" && st.Assignments[1].Phase == "Ready"
 	})
 	ctx := t.Context()

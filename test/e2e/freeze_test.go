@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/cli"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestFreezeAndAuditedOverride: a freeze holds a new revision on real clusters; `sync
@@ -38,12 +38,12 @@ func TestFreezeAndAuditedOverride(t *testing.T) {
 		return v
 	}
 	// held: every cluster reports web Waiting with commit desired and not applied.
-	held := func(commit string, clusters ...string) func(hubapi.StatusView) bool {
-		return func(st hubapi.StatusView) bool {
+	held := func(commit string, clusters ...string) func(hubclient.StatusView) bool {
+		return func(st hubclient.StatusView) bool {
 			n := 0
 			for _, a := range st.Assignments {
 				for _, c := range clusters {
-					if a.Cluster == c && a.Release == "web" && a.Phase == hubapi.PhaseWaiting &&
+					if a.Cluster == c && a.Release == "web" && a.Phase == hubclient.PhaseWaiting &&
 						containsCommit(a.DesiredRevision, commit) && !containsCommit(a.AppliedRevision, commit) {
 						n++
 					}
@@ -53,7 +53,7 @@ func TestFreezeAndAuditedOverride(t *testing.T) {
 		}
 	}
 
-	var fz hubapi.FreezeView
+	var fz hubclient.FreezeView
 	if err := json.Unmarshal([]byte(flotilla("freeze", "--reason", "incident 4711: database failover", "-o", "json")), &fz); err != nil || fz.ID == "" {
 		t.Fatalf("freeze -o json: %+v (%v)", fz, err)
 	}
@@ -71,14 +71,14 @@ func TestFreezeAndAuditedOverride(t *testing.T) {
 	}
 
 	// The override lands v2 on fz-1 only.
-	var sv hubapi.SyncView
+	var sv hubclient.SyncView
 	if err := json.Unmarshal([]byte(flotilla("sync", "web", "--cluster", "fz-1", "--override", "--reason", "INC-4711 hotfix for login", "-o", "json")), &sv); err != nil || !sv.Override {
 		t.Fatalf("sync --override -o json: %+v (%v)", sv, err)
 	}
 	waitFor(t, "v2 applied on fz-1 through the override", 90*time.Second, func() bool { return version("fz-1") == "v2" })
-	f.waitStatus("fz-1 reports v2 Ready", 90*time.Second, func(st hubapi.StatusView) bool {
+	f.waitStatus("fz-1 reports v2 Ready", 90*time.Second, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
-			if a.Cluster == "fz-1" && a.Phase == hubapi.PhaseReady && containsCommit(a.AppliedRevision, v2) {
+			if a.Cluster == "fz-1" && a.Phase == hubclient.PhaseReady && containsCommit(a.AppliedRevision, v2) {
 				return true
 			}
 		}
@@ -96,7 +96,7 @@ func TestFreezeAndAuditedOverride(t *testing.T) {
 	}
 
 	// The audit trail shows the override with its actor and reason.
-	var recs []hubapi.AuditRecord
+	var recs []hubclient.AuditRecord
 	if err := json.Unmarshal([]byte(flotilla("audit", "--action", "sync.override", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}

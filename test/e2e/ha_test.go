@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -20,7 +20,7 @@ import (
 type hubReplica struct {
 	id, dir, agentAddr, apiAddr string
 	proc                        *proc
-	client                      *hubapi.Client
+	client                      *hubclient.Client
 }
 
 func (r *hubReplica) agentURL() string { return "https://" + r.agentAddr }
@@ -55,7 +55,7 @@ func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
 			token, err = os.ReadFile(shared)
 		}
 		if err == nil {
-			r.client, err = hubapi.NewClient(hubapi.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")})
+			r.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")})
 			if err == nil {
 				if _, err = r.client.Clusters(t.Context()); err == nil {
 					if _, err := os.Stat(shared); os.IsNotExist(err) {
@@ -139,7 +139,7 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", len(names)))
 
 	commit := rp.commit("v2 of every config", map[string]string{"apps/web/configs.yaml": configMaps(50, "v2")})
-	started := f.waitStatus("rollout started", time.Minute, func(st hubapi.StatusView) bool {
+	started := f.waitStatus("rollout started", time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if containsCommit(a.DesiredRevision, commit) {
 				return true

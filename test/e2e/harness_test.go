@@ -22,7 +22,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
@@ -84,7 +84,7 @@ type fleet struct {
 	hubOpts  hub.Options
 	hub      *hub.Hub
 	hubStop  func()
-	client   *hubapi.Client
+	client   *hubclient.Client
 	clusters map[string]*localcluster.Cluster
 	agents   map[string]func() // stop functions
 	mu       sync.Mutex
@@ -151,7 +151,7 @@ func (f *fleet) startHub() {
 		<-done
 		st.Close()
 	}
-	if f.client, err = hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()}); err != nil {
+	if f.client, err = hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -232,10 +232,10 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 
 // waitStatus polls `status` until cond holds, failing the test with the last status after
 // the timeout.
-func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubapi.StatusView) bool) hubapi.StatusView {
+func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubclient.StatusView) bool) hubclient.StatusView {
 	f.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var last hubapi.StatusView
+	var last hubclient.StatusView
 	var lastErr error
 	for time.Now().Before(deadline) {
 		last, lastErr = f.client.Status(f.t.Context())
@@ -248,7 +248,7 @@ func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubapi.
 	return last
 }
 
-func dump(st hubapi.StatusView) string {
+func dump(st hubclient.StatusView) string {
 	s := fmt.Sprintf("fleet %+v\nsources %+v\nproblems %v\n", st.Fleet, st.Sources, st.Problems)
 	for _, a := range st.Assignments {
 		s += fmt.Sprintf("  %s on %s: desired %s applied %s phase %s err %q\n", a.Release, a.Cluster, a.DesiredRevision, a.AppliedRevision, a.Phase, a.Error)
@@ -258,8 +258,8 @@ func dump(st hubapi.StatusView) string {
 
 // converged: every expected release/cluster pair is Ready at a desired revision that contains
 // commit, and nothing else is assigned.
-func converged(commit string, want map[string][]string) func(hubapi.StatusView) bool {
-	return func(st hubapi.StatusView) bool {
+func converged(commit string, want map[string][]string) func(hubclient.StatusView) bool {
+	return func(st hubclient.StatusView) bool {
 		got := map[string][]string{}
 		for _, a := range st.Assignments {
 			if a.Phase != "Ready" || a.AppliedRevision != a.DesiredRevision || !containsCommit(a.DesiredRevision, commit) {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // helmFleet: the chart lives in the platform repository (with the fleet), its production
@@ -330,9 +330,9 @@ func TestHelmRelease(t *testing.T) {
 	t.Run("a chart that fails to render fails the release and applies nothing", func(t *testing.T) {
 		before := len(jobs.seen())
 		config.commit("forget the database", map[string]string{"web/prod.yaml": "replicas: 5\ndatabase: {}\ncache: {size: 3}\n"})
-		st := f.waitStatus("the release fails", time.Minute, func(st hubapi.StatusView) bool {
+		st := f.waitStatus("the release fails", time.Minute, func(st hubclient.StatusView) bool {
 			for _, a := range st.Assignments {
-				if a.Release == "web" && a.Phase == hubapi.PhaseFailed {
+				if a.Release == "web" && a.Phase == hubclient.PhaseFailed {
 					return true
 				}
 			}

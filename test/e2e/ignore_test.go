@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestIgnoreRulesThroughTheFleet: a Release's ignore rule and the scale subresource reach the
@@ -104,9 +104,9 @@ data: {mode: production, level: info}
 	}
 
 	// The healed drift is in the hub's drift view with the manager that wrote it.
-	var seen []hubapi.DriftedObject
+	var seen []hubclient.DriftedObject
 	waitFor(t, "drift view names kubectl-patch", time.Minute, func() bool {
-		v, err := f.client.Drift(t.Context(), hubapi.DriftFilter{Cluster: "edge", Release: "web"})
+		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "edge", Release: "web"})
 		if err != nil {
 			return false
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // receiver is a real HTTP endpoint for notifications (/hook, /slack) and the audit sink
@@ -186,7 +186,7 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 	}
 
 	// The audit sink has every record of the trail, in order.
-	trail, err := f.client.Audit(t.Context(), hubapi.AuditFilter{})
+	trail, err := f.client.Audit(t.Context(), hubclient.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 			sc := bufio.NewScanner(strings.NewReader(string(b)))
 			sc.Buffer(nil, 1<<20)
 			for sc.Scan() {
-				var r hubapi.AuditRecord
+				var r hubclient.AuditRecord
 				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 					t.Fatalf("audit line %q: %v", sc.Text(), err)
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact/ocitest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/registrytest"
 )
 
@@ -54,8 +54,8 @@ spec:
 	f := newFleet(t, "file://"+repoDir, map[string]map[string]string{"edge": {"env": "prod"}},
 		func(o *hub.Options) { o.VerifyKeys = map[string]string{"release": kp.Public} })
 
-	applied := func(rev string) func(hubapi.StatusView) bool {
-		return func(st hubapi.StatusView) bool {
+	applied := func(rev string) func(hubclient.StatusView) bool {
+		return func(st hubclient.StatusView) bool {
 			return len(st.Assignments) == 1 && st.Assignments[0].Phase == "Ready" && st.Assignments[0].AppliedRevision == rev
 		}
 	}
@@ -70,7 +70,7 @@ spec:
 		t.Fatalf("web-config version %q, want 1.1.0", v)
 	}
 
-	records, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Action: "source.revision"})
+	records, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Action: "source.revision"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/pgtest"
 )
@@ -103,7 +103,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	cluster := clustertest.StartAll(t, "eu-1")["eu-1"]
 
 	var adminToken string
-	startReplica := func(id, dsn string, wrap func(*store.Postgres) store.Store) (*hub.Hub, *hubapi.Client, func()) {
+	startReplica := func(id, dsn string, wrap func(*store.Postgres) store.Store) (*hub.Hub, *hubclient.Client, func()) {
 		t.Helper()
 		pg, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
 		if err != nil {
@@ -128,7 +128,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 		if adminToken == "" {
 			adminToken = h.AdminToken() // the first replica's: those that join hold its hash only
 		}
-		client, err := hubapi.NewClient(hubapi.Config{Hub: h.APIURL(), Token: adminToken, CAFile: h.CAPath()})
+		client, err := hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: adminToken, CAFile: h.CAPath()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 
 	markers.commit("marker 1", map[string]string{"marker-1/cm.yaml": marker(1)})
 	fleetRepo.commit("marker-1", map[string]string{"fleet/fleet.yaml": storeFaultFleet(srcDir, markerDir, 1)})
-	st := f.waitStatus("marker-1 applied", 90*time.Second, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("marker-1 applied", 90*time.Second, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Release == "marker-1" && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision {
 				return true

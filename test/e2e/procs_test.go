@@ -18,7 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/faultproxy"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
@@ -101,7 +101,7 @@ type procFleet struct {
 	agentAddr string
 	apiAddr   string
 	hub       *proc
-	client    *hubapi.Client
+	client    *hubclient.Client
 	clusters  map[string]*localcluster.Cluster
 	proxies   map[string]*faultproxy.Proxy
 	agents    map[string]*proc
@@ -183,7 +183,7 @@ func (f *procFleet) startHub() {
 	for {
 		token, err := os.ReadFile(filepath.Join(hubDir, "admin.token"))
 		if err == nil {
-			f.client, err = hubapi.NewClient(hubapi.Config{Hub: "https://" + f.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
+			f.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + f.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
 			if err == nil {
 				if _, err = f.client.Clusters(f.t.Context()); err == nil {
 					return
@@ -264,10 +264,10 @@ func tail(path string) string {
 	return strings.Join(lines, "\n")
 }
 
-func (f *procFleet) waitStatus(what string, timeout time.Duration, cond func(hubapi.StatusView) bool) hubapi.StatusView {
+func (f *procFleet) waitStatus(what string, timeout time.Duration, cond func(hubclient.StatusView) bool) hubclient.StatusView {
 	f.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var last hubapi.StatusView
+	var last hubclient.StatusView
 	var lastErr error
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(f.t.Context(), 5*time.Second)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestRemovalIsAudited: a relabel that takes a release off a cluster is audited twice: by the
@@ -26,15 +26,15 @@ func TestRemovalIsAudited(t *testing.T) {
 	if _, err := f.client.LabelCluster(t.Context(), "eu-staging", map[string]*string{"env": &prod}); err != nil {
 		t.Fatal(err)
 	}
-	var removed, pruned hubapi.AuditRecord
+	var removed, pruned hubclient.AuditRecord
 	deadline := time.Now().Add(time.Minute)
 	for removed.Action == "" || pruned.Action == "" {
 		if time.Now().After(deadline) {
-			recs, _ := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-staging"})
+			recs, _ := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "eu-staging"})
 			t.Fatalf("removal not audited within a minute:\n%s", dumpAudit(recs))
 		}
 		time.Sleep(200 * time.Millisecond)
-		recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-staging", Release: "staging-tools"})
+		recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "eu-staging", Release: "staging-tools"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Issue 24, section 1: a team's render bombs fail alone, each with its bound named, while a
@@ -292,7 +292,7 @@ data: {rev: ` + rev + "}\n"
 
 	bombs := []string{"a-chart", "a-kustomize", "a-alias"}
 	t.Run("agent", func(t *testing.T) {
-		var last hubapi.StatusView
+		var last hubclient.StatusView
 		t.Cleanup(func() {
 			if t.Failed() {
 				for _, a := range last.Assignments {
@@ -307,7 +307,7 @@ data: {rev: ` + rev + "}\n"
 				return false
 			}
 			last = st
-			byRelease := map[string]hubapi.AssignmentView{}
+			byRelease := map[string]hubclient.AssignmentView{}
 			for _, a := range st.Assignments {
 				byRelease[a.Release] = a
 			}
@@ -335,7 +335,7 @@ data: {rev: ` + rev + "}\n"
 		// render again, for its whole 30 s wall budget, just before the commit: a loop that
 		// reconciles one release at a time for the whole cluster applies the commit only after
 		// that render, past the 20 s allowed here (the poll and the release's interval are 2 s).
-		if _, err := f.client.Sync(t.Context(), "a-kustomize", hubapi.SyncRequest{}); err != nil {
+		if _, err := f.client.Sync(t.Context(), "a-kustomize", hubclient.SyncRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the agent renders the kustomize bomb again", 30*time.Second, func() bool {
@@ -367,17 +367,17 @@ data: {rev: ` + rev + "}\n"
 		if err := teamRepo.r.Storer.SetReference(plumbing.NewHashReference("refs/heads/bomb", head.Hash())); err != nil {
 			t.Fatal(err)
 		}
-		tok, err := f.client.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "a-viewer", Role: "viewer", Projects: []string{"team-a"}})
+		tok, err := f.client.CreateUserToken(ctx, hubclient.CreateUserTokenRequest{Name: "a-viewer", Role: "viewer", Projects: []string{"team-a"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		viewer, err := hubapi.NewClient(hubapi.Config{Hub: "https://" + f.apiAddr, Token: tok.Token, CAFile: f.dir + "/hub/ca.crt"})
+		viewer, err := hubclient.NewClient(hubclient.Config{Hub: "https://" + f.apiAddr, Token: tok.Token, CAFile: f.dir + "/hub/ca.crt"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hubBefore, _ := hubMem.read()
 		start := time.Now()
-		plan, err := viewer.Plan(ctx, hubapi.PlanRequest{Ref: "main", Sources: map[string]string{"team": "bomb"}})
+		plan, err := viewer.Plan(ctx, hubclient.PlanRequest{Ref: "main", Sources: map[string]string{"team": "bomb"}})
 		checkAlive("after the bomb plan")
 		if err != nil {
 			t.Fatalf("plan of the bomb branch by a viewer of team-a: %v\nhub log:\n%s", err, tail(hubProc.log))
@@ -386,7 +386,7 @@ data: {rev: ` + rev + "}\n"
 		var found bool
 		for _, p := range plan.Problems {
 			t.Logf("plan problem: %s %s/%s: %s", p.Kind, p.Release, p.Cluster, p.Message)
-			if p.Kind == hubapi.PlanRender && p.Release == "a-chart" && budgetError(p.Message) {
+			if p.Kind == hubclient.PlanRender && p.Release == "a-chart" && budgetError(p.Message) {
 				found = true
 			}
 		}
@@ -408,7 +408,7 @@ data: {rev: ` + rev + "}\n"
 		if _, err := viewer.Status(ctx); err != nil {
 			t.Errorf("status after the bomb plan: %v", err)
 		}
-		if _, err := viewer.Plan(ctx, hubapi.PlanRequest{Ref: "main"}); err != nil {
+		if _, err := viewer.Plan(ctx, hubclient.PlanRequest{Ref: "main"}); err != nil {
 			t.Errorf("a second plan after the bomb plan: %v", err)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestRenewalRevocationAndRotate runs a real agent whose certificates live seconds: each
@@ -28,7 +28,7 @@ func TestRenewalRevocationAndRotate(t *testing.T) {
 	// Renewals revoke what they replace, and the agent is not locked out by its own.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-prod"})
+		recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "eu-prod"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestRenewalRevocationAndRotate(t *testing.T) {
 	}
 	f.startAgent("eu-prod", v.JoinToken)
 	f.waitStatus("convergence after re-joining", time.Minute, converged(locked, want))
-	recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-prod"})
+	recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "eu-prod"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/cli"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/secrets/sopstest"
 )
 
@@ -144,10 +144,10 @@ func TestSecretsKeysPerProject(t *testing.T) {
 	}
 
 	// The hub shows team-a's key on sa-1, beside the cluster's own.
-	var view hubapi.ClusterView
+	var view hubclient.ClusterView
 	waitFor(t, "team-a's recipient on sa-1", time.Minute, func() bool {
 		out, _ := mustFlotilla(append([]string{"get", "clusters", "-o", "json"}, conn...)...)
-		var cs []hubapi.ClusterView
+		var cs []hubclient.ClusterView
 		if err := json.Unmarshal([]byte(out), &cs); err != nil || len(cs) != 1 {
 			return false
 		}
@@ -194,7 +194,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)
 	}
 	waitFor(t, "drift on configmap/tuned", time.Minute, func() bool {
-		v, err := f.client.Drift(t.Context(), hubapi.DriftFilter{Cluster: "sa-1", Release: "team-a-web"})
+		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "sa-1", Release: "team-a-web"})
 		if err != nil {
 			return false
 		}
@@ -213,7 +213,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 
 	// The attack: the platform's ciphertext, byte for byte, in team-a's path.
 	attack := rp.commit("steal", map[string]string{"team/stolen.yaml": platformEnc, "team/settings.yaml": settingsConfigMap("v2")})
-	st := f.waitStatus("the stolen secret refused", 2*time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("the stolen secret refused", 2*time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Release == "team-a-web" && containsCommit(a.DesiredRevision, attack) && a.Error != "" {
 				return true

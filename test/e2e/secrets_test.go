@@ -19,7 +19,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/cli"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/secrets"
 	"github.com/flotilla/flotilla/internal/secrets/sopstest"
 )
@@ -92,7 +92,7 @@ func TestSecretsEncryptedPerCluster(t *testing.T) {
 	// Each agent made its key when it joined: the hub shows the recipients, the keys stay in
 	// the state dirs.
 	out, _ := flotilla(append([]string{"get", "clusters", "-o", "json"}, conn...)...)
-	var clusters []hubapi.ClusterView
+	var clusters []hubclient.ClusterView
 	if err := json.Unmarshal([]byte(out), &clusters); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -137,7 +137,7 @@ func TestSecretsEncryptedPerCluster(t *testing.T) {
 	commit := rp.commit("db password", map[string]string{"secrets/db.yaml": string(enc), "secrets/settings.yaml": settingsConfigMap("v2")})
 
 	// sa-1 gets the Secret; sb-1's revision fails naming the file and the cluster.
-	st := f.waitStatus("sa-1 applied, sb-1 failed", 2*time.Minute, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("sa-1 applied, sb-1 failed", 2*time.Minute, func(st hubclient.StatusView) bool {
 		ok := 0
 		for _, a := range st.Assignments {
 			if a.Cluster == "sa-1" && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && containsCommit(a.DesiredRevision, commit) {
@@ -187,7 +187,7 @@ func TestSecretsEncryptedPerCluster(t *testing.T) {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)
 	}
 	waitFor(t, "drift on secret/db in the drift view", time.Minute, func() bool {
-		v, err := f.client.Drift(t.Context(), hubapi.DriftFilter{Cluster: "sa-1", Release: "db"})
+		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "sa-1", Release: "db"})
 		if err != nil {
 			return false
 		}

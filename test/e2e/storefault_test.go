@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // faultyStore fails the next call of each armed operation once, as one SQLITE_BUSY or one
@@ -108,7 +108,7 @@ func TestStoreFaultAfterRestartPrunesNothing(t *testing.T) {
 
 			markers.commit(fmt.Sprintf("marker %d", n), map[string]string{fmt.Sprintf("marker-%d/cm.yaml", n): marker(n)})
 			fleetRepo.commit(fmt.Sprintf("marker-%d", n), map[string]string{"fleet/fleet.yaml": storeFaultFleet(srcDir, markerDir, n)})
-			f.waitStatus(fmt.Sprintf("marker-%d applied", n), 90*time.Second, func(st hubapi.StatusView) bool {
+			f.waitStatus(fmt.Sprintf("marker-%d applied", n), 90*time.Second, func(st hubclient.StatusView) bool {
 				for _, a := range st.Assignments {
 					if a.Release == fmt.Sprintf("marker-%d", n) && a.Cluster == "eu-1" && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision {
 						return true
@@ -131,7 +131,7 @@ func TestStoreFaultAfterRestartPrunesNothing(t *testing.T) {
 	}
 }
 
-func assigned(st hubapi.StatusView, release, cluster string) bool {
+func assigned(st hubclient.StatusView, release, cluster string) bool {
 	for _, a := range st.Assignments {
 		if a.Release == release && a.Cluster == cluster {
 			return true

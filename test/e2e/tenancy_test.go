@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestTenancy is issue 12's fleet: a platform release that gives two teams a namespace, a
@@ -122,8 +122,8 @@ subjects: [{kind: ServiceAccount, name: deployer, namespace: %[1]s}]
 		"b-secret":  {`secret/token in namespace "team-b"`, `User "system:serviceaccount:team-b:deployer" cannot`, `resource "secrets"`},
 	}
 	const foreignProblem = `project team-a does not allow source "other"`
-	st := f.waitStatus("team releases Ready, the others failed with their rule", 3*time.Minute, func(st hubapi.StatusView) bool {
-		byRelease := map[string]hubapi.AssignmentView{}
+	st := f.waitStatus("team releases Ready, the others failed with their rule", 3*time.Minute, func(st hubclient.StatusView) bool {
+		byRelease := map[string]hubclient.AssignmentView{}
 		for _, a := range st.Assignments {
 			byRelease[a.Release] = a
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // forgetfulStore serves one cluster's desired state without one release, as a hub that lost
@@ -117,12 +117,12 @@ func TestRemovalNeedsATombstone(t *testing.T) {
 	f.startAgent("eu-1", "")
 
 	t.Run("without a tombstone the document is refused and nothing pruned", func(t *testing.T) {
-		var refusal hubapi.AuditRecord
+		var refusal hubclient.AuditRecord
 		waitFor(t, "the refusal audited, or baseline pruned", 90*time.Second, func() bool {
 			if !baselineApplied() {
 				return true
 			}
-			recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Cluster: "eu-1", Action: "desired.refused", Since: since})
+			recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "eu-1", Action: "desired.refused", Since: since})
 			if err != nil || len(recs) == 0 {
 				return false
 			}
@@ -139,7 +139,7 @@ func TestRemovalNeedsATombstone(t *testing.T) {
 		// The agent keeps running what it accepted, and its reports keep reaching the hub:
 		// web is reconciled again (every 2s) and reported after the refusal.
 		refusedAt := refusal.Time
-		f.waitStatus("web reported after the refusal", 60*time.Second, func(st hubapi.StatusView) bool {
+		f.waitStatus("web reported after the refusal", 60*time.Second, func(st hubclient.StatusView) bool {
 			for _, a := range st.Assignments {
 				if a.Release == "web" && a.Cluster == "eu-1" && a.ReportedAt != nil && a.ReportedAt.After(refusedAt) {
 					return true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/cli"
 	"github.com/flotilla/flotilla/internal/hub"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestViewsDriftAndUnreachable makes drift with kubectl on a real cluster and checks that
@@ -102,10 +102,10 @@ spec:
 	})
 	t.Run("a silent cluster is Unreachable, never Ready", func(t *testing.T) {
 		f.stopAgent("views-b")
-		st := f.waitStatus("views-b unreachable", 30*time.Second, func(st hubapi.StatusView) bool {
+		st := f.waitStatus("views-b unreachable", 30*time.Second, func(st hubclient.StatusView) bool {
 			n := 0
 			for _, a := range st.Assignments {
-				if a.Cluster == "views-b" && a.Phase == hubapi.PhaseUnreachable && a.ReportedPhase == hubapi.PhaseReady {
+				if a.Cluster == "views-b" && a.Phase == hubclient.PhaseUnreachable && a.ReportedPhase == hubclient.PhaseReady {
 					n++
 				}
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // webhookFleet polls its source only every hour: a new commit lands early only if a webhook
@@ -89,7 +89,7 @@ func TestGitHubWebhookLandsACommit(t *testing.T) {
 	}
 
 	code, data := deliver(webhook.SignatureHeader(body, "not-the-configured-secret"))
-	var apiErr hubapi.APIError
+	var apiErr hubclient.APIError
 	_ = json.Unmarshal(data, &apiErr)
 	if want := "github webhook: X-Hub-Signature-256 does not match the body signed with the configured secret: webhook not authenticated"; code != http.StatusUnauthorized || apiErr.Error != want {
 		t.Fatalf("wrong signature: %d %s; want 401 %q", code, data, want)
@@ -132,7 +132,7 @@ func TestSyncNowReconcilesAtOnce(t *testing.T) {
 	if code := cli.Run(t.Context(), args, &out, &errOut); code != 0 {
 		t.Fatalf("flotilla sync web: exit %d: %s", code, errOut.String())
 	}
-	var sv hubapi.SyncView
+	var sv hubclient.SyncView
 	if err := json.Unmarshal(out.Bytes(), &sv); err != nil || sv.Release != "web" || sv.Override {
 		t.Fatalf("sync web -o json: %s (%v)", out.String(), err)
 	}
@@ -140,7 +140,7 @@ func TestSyncNowReconcilesAtOnce(t *testing.T) {
 		v, _ := configMapData(t, c, "web", "web", "version")
 		return v == "v1"
 	})
-	recs, err := f.client.Audit(t.Context(), hubapi.AuditFilter{Action: "sync.requested"})
+	recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Action: "sync.requested"})
 	if err != nil {
 		t.Fatal(err)
 	}

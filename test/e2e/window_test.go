@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // startAgentOnClock replaces the fleet's agent of a cluster by one on clk (the harness's
@@ -85,9 +85,9 @@ func TestDenyWindowHoldsWhileTheHubIsDown(t *testing.T) {
 	clk.advance(opens.Sub(clk.Now()) + time.Minute)
 	v2 := src.commit("web v2", map[string]string{"web/web.yaml": webConfigMap("v2")})
 	closes := opens.Add(2 * time.Hour).Format("15:04")
-	st := f.waitStatus("v2 held by the window", 90*time.Second, func(st hubapi.StatusView) bool {
+	st := f.waitStatus("v2 held by the window", 90*time.Second, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
-			if a.Release == "web" && containsCommit(a.DesiredRevision, v2) && a.Phase == hubapi.PhaseWaiting {
+			if a.Release == "web" && containsCommit(a.DesiredRevision, v2) && a.Phase == hubclient.PhaseWaiting {
 				return true
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // OIDCOptions configure sign-in with ID tokens of an OpenID Connect issuer. Issuer empty:
@@ -113,7 +113,7 @@ func NewOIDC(o OIDCOptions) (*OIDC, error) {
 	}
 	c := &OIDC{o: o, client: http.DefaultClient}
 	if o.CAFile != "" {
-		if c.client, err = hubapi.HTTPClientTrusting(o.CAFile); err != nil {
+		if c.client, err = hubclient.HTTPClientTrusting(o.CAFile); err != nil {
 			return nil, err
 		}
 	}

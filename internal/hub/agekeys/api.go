@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Bounds on a request's selectors.
@@ -109,7 +109,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			projects[rec.Key] = ps
 		}
 	}
-	out := hubapi.AgeKeysView{Project: project, Clusters: []hubapi.ClusterAgeKey{}, Missing: []string{}, RecoveryRecipients: a.recovery}
+	out := hubclient.AgeKeysView{Project: project, Clusters: []hubclient.ClusterAgeKey{}, Missing: []string{}, RecoveryRecipients: a.recovery}
 	if out.RecoveryRecipients == nil {
 		out.RecoveryRecipients = []string{}
 	}
@@ -124,7 +124,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			k, ok = projects[c.Name][project]
 		}
 		if ok && k != "" {
-			out.Clusters = append(out.Clusters, hubapi.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: httpapi.VisibleProjects(r.Context(), projects[c.Name])})
+			out.Clusters = append(out.Clusters, hubclient.ClusterAgeKey{Name: c.Name, AgeRecipient: k, Projects: httpapi.VisibleProjects(r.Context(), projects[c.Name])})
 		} else {
 			out.Missing = append(out.Missing, c.Name)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pgtest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -246,7 +246,7 @@ func TestAuditCheckpoints(t *testing.T) {
 			{0, ready("r1"), false, []string{"apply"}},
 			{10 * time.Minute, ready("r1"), false, nil},
 			{10 * time.Minute, changed(ready("r1"), func(st *agentv1.AssignmentStatus) {
-				st.Phase, st.Pruned, st.Objects, st.Health = string(hubapi.PhaseRemoved), 3, 0, ""
+				st.Phase, st.Pruned, st.Objects, st.Health = string(hubclient.PhaseRemoved), 3, 0, ""
 				st.Removal = &agentv1.Removal{Reason: desired.ReasonNotSelected, FleetRevision: "f2", Actor: "admin",
 					PrunedObjects: []string{"configmap/web in web", "service/web in web", "deployment/web in web"}, KeptObjects: []string{"secret/keep in web"}}
 			}), true,

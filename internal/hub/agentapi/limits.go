@@ -17,7 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
@@ -283,8 +283,8 @@ func checkRemoval(st *agentv1.AssignmentStatus, fail func(string, ...any) error)
 	if rm == nil {
 		return nil
 	}
-	if hubapi.Phase(st.GetPhase()) != hubapi.PhaseRemoved {
-		return fail("a removal with phase %q; only phase %s carries one", st.GetPhase(), hubapi.PhaseRemoved)
+	if hubclient.Phase(st.GetPhase()) != hubclient.PhaseRemoved {
+		return fail("a removal with phase %q; only phase %s carries one", st.GetPhase(), hubclient.PhaseRemoved)
 	}
 	for what, list := range map[string][]string{"pruned objects": rm.GetPrunedObjects(), "kept objects": rm.GetKeptObjects()} {
 		if len(list) > maxRemovalObjects {

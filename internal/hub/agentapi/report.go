@@ -11,7 +11,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -63,7 +63,7 @@ func (s *Server) IngestReports(ctx context.Context, cluster string, reports []*a
 	for _, r := range reports {
 		statuses := make([]store.AssignmentStatus, 0, len(r.GetStatuses()))
 		for _, st := range r.GetStatuses() {
-			if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
+			if hubclient.Phase(st.GetPhase()) == hubclient.PhaseRemoved {
 				continue // audited only: the release no longer has a status on this cluster
 			}
 			statuses = append(statuses, StatusFromProto(cluster, r, st))
@@ -167,7 +167,7 @@ func StatusFromProto(cluster string, r *agentv1.Report, st *agentv1.AssignmentSt
 func (s *Server) recordReport(ctx context.Context, cluster string, r *agentv1.Report, urls releases) {
 	actor := "agent:" + cluster
 	for _, st := range r.GetStatuses() {
-		if hubapi.Phase(st.GetPhase()) == hubapi.PhaseRemoved {
+		if hubclient.Phase(st.GetPhase()) == hubclient.PhaseRemoved {
 			w := s.closeCheckpoint(ctx, cluster, st.GetRelease())
 			s.d.Record(ctx, audit.Event{Actor: actor, Action: audit.ActionRemoved, Cluster: cluster, Release: st.GetRelease(), Detail: removedDetail(r, st, w)})
 			continue

@@ -26,7 +26,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -144,8 +144,8 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/x-tar")
 	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fmt.Sprintf("%s-%d.bundle", cluster, ds.Generation)))
-	h.Set(hubapi.HeaderBundleGeneration, strconv.FormatInt(ds.Generation, 10))
-	h.Set(hubapi.HeaderBundleBytes, strconv.FormatInt(total, 10))
+	h.Set(hubclient.HeaderBundleGeneration, strconv.FormatInt(ds.Generation, 10))
+	h.Set(hubclient.HeaderBundleBytes, strconv.FormatInt(total, 10))
 	cw := &countingWriter{w: w}
 	m, err := bundle.Write(ctx, cw, bundle.WriteOptions{
 		Desired: ds, CreatedAt: a.d.Clock.Now(), ReportsIngestedThrough: stats.LastSeq,
@@ -240,7 +240,7 @@ func (a *API) importReports(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	out := hubapi.ReportsImport{Cluster: cluster, Reports: len(rf.Reports), FirstSeq: m.FirstSeq, LastSeq: m.LastSeq}
+	out := hubclient.ReportsImport{Cluster: cluster, Reports: len(rf.Reports), FirstSeq: m.FirstSeq, LastSeq: m.LastSeq}
 	var stopped error
 	for batch := range slices.Chunk(rf.Reports, ingestBatch) {
 		refused, err := a.ingest(ctx, cluster, batch)
@@ -276,7 +276,7 @@ const ingestBatch = 100
 // hub will never take) is ingested one report at a time, so that the refused ones are listed
 // and dropped and the rest go in, as an agent does online. Any other failure stops the
 // import: the reports before it are in, and importing the file again ingests the rest.
-func (a *API) ingest(ctx context.Context, cluster string, batch []*agentv1.Report) ([]hubapi.RefusedReport, error) {
+func (a *API) ingest(ctx context.Context, cluster string, batch []*agentv1.Report) ([]hubclient.RefusedReport, error) {
 	acked, err := a.d.Ingest(ctx, cluster, batch)
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		if err == nil && len(acked) < len(batch) {
@@ -288,11 +288,11 @@ func (a *API) ingest(ctx context.Context, cluster string, batch []*agentv1.Repor
 		}
 		return nil, nil
 	}
-	var refused []hubapi.RefusedReport
+	var refused []hubclient.RefusedReport
 	for _, rep := range batch {
 		acked, err := a.d.Ingest(ctx, cluster, []*agentv1.Report{rep})
 		if connect.CodeOf(err) == connect.CodeInvalidArgument {
-			refused = append(refused, hubapi.RefusedReport{Seq: rep.GetSeq(), Error: connectMessage(err)})
+			refused = append(refused, hubclient.RefusedReport{Seq: rep.GetSeq(), Error: connectMessage(err)})
 			continue
 		}
 		if err == nil && len(acked) == 0 {

@@ -15,14 +15,14 @@ import (
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-func client(t *testing.T, f *hubtest.Fleet, token string) *hubapi.Client {
+func client(t *testing.T, f *hubtest.Fleet, token string) *hubclient.Client {
 	t.Helper()
-	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: token, CAFile: f.CAPath})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: token, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,8 @@ func TestExport(t *testing.T) {
 	admin := client(t, f, f.AdminToken)
 	cluster := f.Clusters[0]
 	var buf bytes.Buffer
-	var info hubapi.BundleInfo
-	if err := admin.ExportBundle(t.Context(), cluster, &buf, func(bi hubapi.BundleInfo) { info = bi }); err != nil {
+	var info hubclient.BundleInfo
+	if err := admin.ExportBundle(t.Context(), cluster, &buf, func(bi hubclient.BundleInfo) { info = bi }); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := f.Store.GetDesiredState(t.Context(), cluster)
@@ -113,7 +113,7 @@ func TestExport(t *testing.T) {
 	if b.Manifest.ReportsIngestedThrough != 1 {
 		t.Errorf("reportsIngestedThrough = %d, want 1", b.Manifest.ReportsIngestedThrough)
 	}
-	recs, err := admin.Audit(t.Context(), hubapi.AuditFilter{Action: "bundle.exported"})
+	recs, err := admin.Audit(t.Context(), hubclient.AuditFilter{Action: "bundle.exported"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,18 +123,18 @@ func TestExport(t *testing.T) {
 
 	t.Run("unknown cluster", func(t *testing.T) {
 		err := admin.ExportBundle(t.Context(), "nope", &bytes.Buffer{}, nil)
-		var se *hubapi.StatusError
+		var se *hubclient.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusNotFound || !strings.Contains(se.Message, `cluster "nope" not found`) {
 			t.Errorf("error %v, want 404 naming the cluster", err)
 		}
 	})
 	t.Run("a viewer may not", func(t *testing.T) {
-		tok, err := admin.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
+		tok, err := admin.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = client(t, f, tok.Token).ExportBundle(t.Context(), cluster, &bytes.Buffer{}, nil)
-		var se *hubapi.StatusError
+		var se *hubclient.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusForbidden || !strings.Contains(se.Message, "deployer of every project") {
 			t.Errorf("error %v, want 403 saying a deployer of every project is needed", err)
 		}
@@ -171,7 +171,7 @@ func TestImportReports(t *testing.T) {
 	if again.Ingested != 0 || again.Duplicates != 3 || after.Ingested != stats.Ingested {
 		t.Errorf("second import: %+v, the store went from %d to %d reports; want nothing ingested", again, stats.Ingested, after.Ingested)
 	}
-	recs, err := admin.Audit(t.Context(), hubapi.AuditFilter{Action: "reports.imported"})
+	recs, err := admin.Audit(t.Context(), hubclient.AuditFilter{Action: "reports.imported"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestImportReports(t *testing.T) {
 		if err != nil || res.Ingested != 1 {
 			t.Fatalf("import: %+v (%v); want the report ingested: the agent could not renew", res, err)
 		}
-		recs, err := admin.Audit(t.Context(), hubapi.AuditFilter{Action: "reports.imported"})
+		recs, err := admin.Audit(t.Context(), hubclient.AuditFilter{Action: "reports.imported"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestImportReports(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := admin.ImportReports(t.Context(), bytes.NewReader(tc.file))
-			var se *hubapi.StatusError
+			var se *hubclient.StatusError
 			if !errors.As(err, &se) || se.Code != tc.code || !strings.Contains(se.Message, tc.want) {
 				t.Errorf("error %v, want %d containing %q", err, tc.code, tc.want)
 			}

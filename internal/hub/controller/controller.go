@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
@@ -19,7 +21,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Store is the part of the hub's store the controller uses.
@@ -100,7 +101,7 @@ type Deps struct {
 	LastSeen         func(store.Cluster) time.Time
 	UnreachableAfter time.Duration
 	// RolloutEvent is called for every rollout event, after it is audited (notifications).
-	RolloutEvent func(release string, e hubapi.RolloutEvent)
+	RolloutEvent func(release string, e phase.RolloutEvent)
 
 	// DesiredChanged is called for every cluster whose stored desired state changed.
 	DesiredChanged func(cluster string)

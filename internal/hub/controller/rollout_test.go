@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/audit"
@@ -20,7 +22,6 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 const rolloutFleetYAML = `apiVersion: flotilla.dev/v1alpha1
@@ -56,7 +57,7 @@ type rolloutHarness struct {
 	clk    *clock.Fake
 	mu     sync.Mutex
 	audit  []audit.Event
-	events []hubapi.RolloutEvent
+	events []phase.RolloutEvent
 }
 
 func newRolloutHarness(t *testing.T, s Store, extraYAML ...string) *rolloutHarness {
@@ -92,7 +93,7 @@ func newRolloutHarness(t *testing.T, s Store, extraYAML ...string) *rolloutHarne
 	}
 	h.c, err = New(Deps{Store: s, Poller: downPoller{}, Artifacts: arts, Lease: heldLease{}, Clock: h.clk, LastSeen: h.lastSeen,
 		Record: func(_ context.Context, e audit.Event) { h.mu.Lock(); h.audit = append(h.audit, e); h.mu.Unlock() },
-		RolloutEvent: func(_ string, e hubapi.RolloutEvent) {
+		RolloutEvent: func(_ string, e phase.RolloutEvent) {
 			h.mu.Lock()
 			h.events = append(h.events, e)
 			h.mu.Unlock()
@@ -383,7 +384,7 @@ func TestRolloutContinuesAfterTakeover(t *testing.T) {
 
 	var announced []string
 	next, err := New(Deps{Store: h.st, Poller: downPoller{}, Artifacts: h.c.d.Artifacts, Lease: heldLease{}, Clock: h.clk, LastSeen: h.lastSeen,
-		RolloutEvent: func(_ string, e hubapi.RolloutEvent) { announced = append(announced, e.Type) },
+		RolloutEvent: func(_ string, e phase.RolloutEvent) { announced = append(announced, e.Type) },
 	}, h.c.opts)
 	if err != nil {
 		t.Fatal(err)

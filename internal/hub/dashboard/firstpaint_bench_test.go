@@ -11,7 +11,7 @@ import (
 	"github.com/flotilla/flotilla/internal/browsertest"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // pageLoad is what the browser measured for one cold load of the dashboard's matrix.
@@ -77,7 +77,7 @@ func BenchmarkFirstPaint(b *testing.B) {
 				b.Fatal(err)
 			}
 			browser := browsertest.Start(b, browsertest.Options{TrustSPKI: []string{spki}})
-			client, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+			client, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 			if err != nil {
 				b.Fatal(err)
 			}

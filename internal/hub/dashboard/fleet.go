@@ -3,12 +3,12 @@ package dashboard
 import (
 	"sort"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // State is what one release on one cluster looks like on the dashboard: one code per matrix
 // cell, so the page can count, colour and filter 20,000 cells without parsing them. The states
-// are the phases `flotilla status` shows (hubapi.Phase*), plus Unassigned.
+// are the phases `flotilla status` shows (hubclient.Phase*), plus Unassigned.
 type State int
 
 // The states, in the order of StateNames.
@@ -49,7 +49,7 @@ const (
 // Classify maps an assignment's phase (computed by the hub's fleet view, so an unreachable
 // cluster is never Ready) to a State and its flags. A phase the page does not know counts as
 // Progressing.
-func Classify(a hubapi.AssignmentView) (State, int) {
+func Classify(a hubclient.AssignmentView) (State, int) {
 	flags := 0
 	if a.Drifted {
 		flags |= FlagDrifted
@@ -57,7 +57,7 @@ func Classify(a hubapi.AssignmentView) (State, int) {
 	if a.Conflicts > 0 {
 		flags |= FlagConflicted
 	}
-	if a.Phase == hubapi.PhaseWaiting {
+	if a.Phase == hubclient.PhaseWaiting {
 		flags |= FlagWaiting
 	}
 	switch a.Health {
@@ -70,13 +70,13 @@ func Classify(a hubapi.AssignmentView) (State, int) {
 		flags |= FlagHealthInProgress
 	}
 	switch a.Phase {
-	case hubapi.PhaseReady:
+	case hubclient.PhaseReady:
 		return Ready, flags
-	case hubapi.PhasePending:
+	case hubclient.PhasePending:
 		return Pending, flags
-	case hubapi.PhaseFailed:
+	case hubclient.PhaseFailed:
 		return Failed, flags
-	case hubapi.PhaseUnreachable:
+	case hubclient.PhaseUnreachable:
 		return Unreachable, flags
 	default:
 		return Progressing, flags
@@ -101,9 +101,9 @@ const CellInts = 4
 // changes when the fleet does or when the hub re-reads its configuration or polls a source
 // (fleet.updatedAt, sources[].checkedAt), so between those an idle dashboard polls for a 304.
 type Fleet struct {
-	Fleet    hubapi.FleetStatus  `json:"fleet"`
-	Sources  []hubapi.SourceView `json:"sources"`
-	Problems []string            `json:"problems"`
+	Fleet    hubclient.FleetStatus  `json:"fleet"`
+	Sources  []hubclient.SourceView `json:"sources"`
+	Problems []string               `json:"problems"`
 	// States are the names of the State codes used in Cells.
 	States    []string  `json:"states"`
 	Releases  []string  `json:"releases"`
@@ -115,24 +115,24 @@ type Fleet struct {
 	// is 0,-1,-1,0.
 	Cells [][]int `json:"cells"`
 	// Summaries are the per-release counts exactly as `flotilla status` shows them.
-	Summaries []hubapi.ReleaseSummary `json:"summaries"`
+	Summaries []hubclient.ReleaseSummary `json:"summaries"`
 }
 
 // Build turns the fleet status and the cluster list into the compact document. releases are
 // the releases of the fleet configuration in force, in its order; a release that only appears
 // in assignments (e.g. removed from the configuration a moment ago) is added after them.
 // Clusters are sorted by name.
-func Build(st hubapi.StatusView, releases []string, clusters []Cluster) Fleet {
+func Build(st hubclient.StatusView, releases []string, clusters []Cluster) Fleet {
 	f := Fleet{
 		Fleet: st.Fleet, Sources: st.Sources, Problems: st.Problems,
 		States: StateNames[:], Releases: []string{}, Clusters: []Cluster{}, Revisions: []string{},
 		Cells: [][]int{}, Summaries: st.Releases,
 	}
 	if f.Summaries == nil {
-		f.Summaries = []hubapi.ReleaseSummary{}
+		f.Summaries = []hubclient.ReleaseSummary{}
 	}
 	if f.Sources == nil {
-		f.Sources = []hubapi.SourceView{}
+		f.Sources = []hubclient.SourceView{}
 	}
 	if f.Problems == nil {
 		f.Problems = []string{}

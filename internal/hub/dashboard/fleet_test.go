@@ -5,27 +5,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		a         hubapi.AssignmentView
+		a         hubclient.AssignmentView
 		want      State
 		wantFlags int
 	}{
-		{"ready", hubapi.AssignmentView{Phase: hubapi.PhaseReady}, Ready, 0},
-		{"ready but drifted", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Drifted: true}, Ready, FlagDrifted},
-		{"failed with conflicts", hubapi.AssignmentView{Phase: hubapi.PhaseFailed, Conflicts: 2}, Failed, FlagConflicted},
-		{"pending", hubapi.AssignmentView{Phase: hubapi.PhasePending}, Pending, 0},
-		{"progressing", hubapi.AssignmentView{Phase: hubapi.PhaseProgressing}, Progressing, 0},
-		{"unreachable, drifted when last heard of", hubapi.AssignmentView{Phase: hubapi.PhaseUnreachable, Drifted: true, Conflicts: 1}, Unreachable, FlagDrifted | FlagConflicted},
-		{"a phase the page does not know", hubapi.AssignmentView{Phase: "Applying"}, Progressing, 0},
-		{"ready and healthy", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "Current"}, Ready, FlagHealthCurrent},
-		{"ready, objects still progressing", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "InProgress"}, Ready, FlagHealthInProgress},
-		{"failed health", hubapi.AssignmentView{Phase: hubapi.PhaseFailed, Health: "Failed", Drifted: true}, Failed, FlagDrifted | FlagHealthFailed},
-		{"a health the page does not know is not healthy", hubapi.AssignmentView{Phase: hubapi.PhaseReady, Health: "Terminating"}, Ready, FlagHealthInProgress},
+		{"ready", hubclient.AssignmentView{Phase: hubclient.PhaseReady}, Ready, 0},
+		{"ready but drifted", hubclient.AssignmentView{Phase: hubclient.PhaseReady, Drifted: true}, Ready, FlagDrifted},
+		{"failed with conflicts", hubclient.AssignmentView{Phase: hubclient.PhaseFailed, Conflicts: 2}, Failed, FlagConflicted},
+		{"pending", hubclient.AssignmentView{Phase: hubclient.PhasePending}, Pending, 0},
+		{"progressing", hubclient.AssignmentView{Phase: hubclient.PhaseProgressing}, Progressing, 0},
+		{"unreachable, drifted when last heard of", hubclient.AssignmentView{Phase: hubclient.PhaseUnreachable, Drifted: true, Conflicts: 1}, Unreachable, FlagDrifted | FlagConflicted},
+		{"a phase the page does not know", hubclient.AssignmentView{Phase: "Applying"}, Progressing, 0},
+		{"ready and healthy", hubclient.AssignmentView{Phase: hubclient.PhaseReady, Health: "Current"}, Ready, FlagHealthCurrent},
+		{"ready, objects still progressing", hubclient.AssignmentView{Phase: hubclient.PhaseReady, Health: "InProgress"}, Ready, FlagHealthInProgress},
+		{"failed health", hubclient.AssignmentView{Phase: hubclient.PhaseFailed, Health: "Failed", Drifted: true}, Failed, FlagDrifted | FlagHealthFailed},
+		{"a health the page does not know is not healthy", hubclient.AssignmentView{Phase: hubclient.PhaseReady, Health: "Terminating"}, Ready, FlagHealthInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, flags := Classify(tc.a)
@@ -38,10 +38,10 @@ func TestClassify(t *testing.T) {
 
 func TestBuild(t *testing.T) {
 	const r1, r2 = "main@sha1:1111111", "main@sha1:2222222"
-	st := hubapi.StatusView{
-		Fleet:    hubapi.FleetStatus{Revision: "main@sha1:f"},
-		Releases: []hubapi.ReleaseSummary{{Release: "web", Clusters: 3, Ready: 1, Progressing: 1, Pending: 1}},
-		Assignments: []hubapi.AssignmentView{
+	st := hubclient.StatusView{
+		Fleet:    hubclient.FleetStatus{Revision: "main@sha1:f"},
+		Releases: []hubclient.ReleaseSummary{{Release: "web", Clusters: 3, Ready: 1, Progressing: 1, Pending: 1}},
+		Assignments: []hubclient.AssignmentView{
 			{Release: "web", Cluster: "b", DesiredRevision: r2, AppliedRevision: r2, Phase: "Ready", Drifted: true, Reachable: true},
 			{Release: "web", Cluster: "a", DesiredRevision: r2, AppliedRevision: r1, Phase: "Progressing", Reachable: true},
 			{Release: "db", Cluster: "a", DesiredRevision: r1, Phase: "Pending", Reachable: true},

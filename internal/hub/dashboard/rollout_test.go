@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/chromedp/chromedp"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -14,7 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/oidctest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -36,12 +38,12 @@ func TestRolloutLanes(t *testing.T) {
 		})
 	desired := f.Desired(t, "can-1")
 	f.ReportReady(t, "can-1", desired)
-	f.WaitRollout(t, "waiting for approval", func(v hubapi.RolloutView) bool { return v.Phase == "WaitingApproval" })
-	admin, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	f.WaitRollout(t, "waiting for approval", func(v phase.RolloutView) bool { return v.Phase == "WaitingApproval" })
+	admin, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viewer, err := admin.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
+	viewer, err := admin.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestRolloutLanes(t *testing.T) {
 	run(chromedp.Click(chromedp.CSS(rest + ` button[data-action="approve"]`)))
 	waitText("#rollout-outcome", "approve rest: done")
 	waitText(rest+` [data-field="approval"]`, "approved by token:admin")
-	f.WaitRollout(t, "progressing on wave rest", func(v hubapi.RolloutView) bool { return v.Phase == "Progressing" })
+	f.WaitRollout(t, "progressing on wave rest", func(v phase.RolloutView) bool { return v.Phase == "Progressing" })
 	waitText(`#view-rollout dd[data-field="Phase"]`, "Progressing")
 	waitText(`#rollout-events`, "approved: wave rest approved (by token:admin)")
 
@@ -182,7 +184,7 @@ func TestRolloutLanes(t *testing.T) {
 	waitText("#rollout-outcome", "pause refused: oidc:id2 (")
 	waitText("#rollout-outcome", "may not POST /api/v1/rollouts/web/pause: it needs deployer of the release's project")
 	browsertest.Screenshot(t, tab, "dashboard-rollout-refused", false)
-	if v := f.WaitRollout(t, "read", func(hubapi.RolloutView) bool { return true }); v.Paused {
+	if v := f.WaitRollout(t, "read", func(phase.RolloutView) bool { return true }); v.Paused {
 		t.Errorf("the refused pause paused the rollout: %+v", v)
 	}
 }

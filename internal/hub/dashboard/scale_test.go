@@ -13,7 +13,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/browsertest"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestMatrixAtScale opens the dashboard on a hub with 1,000 clusters x 20 releases of stored
@@ -23,7 +23,7 @@ import (
 // the API's.
 func TestMatrixAtScale(t *testing.T) {
 	f := hubtest.Start(t, hubtest.Options{})
-	client, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	client, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestMatrixAtScale(t *testing.T) {
 	}
 	// want counts the clusters the status API says match: a label, and a release whose
 	// assignment is in phase (any release and any phase when empty).
-	want := func(label, release string, phase hubapi.Phase) int {
+	want := func(label, release string, phase hubclient.Phase) int {
 		k, v, _ := strings.Cut(label, "=")
 		match := map[string]bool{}
 		for _, a := range st.Assignments {
@@ -103,11 +103,11 @@ func TestMatrixAtScale(t *testing.T) {
 
 	for _, tc := range []struct {
 		hash, label, release string
-		phase                hubapi.Phase
+		phase                hubclient.Phase
 	}{
-		{"#/matrix?state=failed", "", "", hubapi.PhaseFailed},
-		{"#/matrix?state=unreachable", "", "", hubapi.PhaseUnreachable},
-		{"#/matrix?q=region%3Dap&release=release-03&state=progressing", "region=ap", "release-03", hubapi.PhaseProgressing},
+		{"#/matrix?state=failed", "", "", hubclient.PhaseFailed},
+		{"#/matrix?state=unreachable", "", "", hubclient.PhaseUnreachable},
+		{"#/matrix?q=region%3Dap&release=release-03&state=progressing", "region=ap", "release-03", hubclient.PhaseProgressing},
 		{"#/matrix?q=env%3Dstaging", "env=staging", "", ""},
 	} {
 		run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = %q`, tc.hash)))
@@ -121,7 +121,7 @@ func TestMatrixAtScale(t *testing.T) {
 	run(chromedp.Click(chromedp.CSS(`#nav a[data-view="overview"]`)))
 	waitText(`#view-overview tr[data-release="release-00"]`, "release-00")
 	got := eval(`Array.from(document.querySelectorAll('#view-overview tr[data-release="release-00"] td.num')).map((td) => td.textContent).join(' ')`)
-	s := st.Releases[slices.IndexFunc(st.Releases, func(r hubapi.ReleaseSummary) bool { return r.Release == "release-00" })]
+	s := st.Releases[slices.IndexFunc(st.Releases, func(r hubclient.ReleaseSummary) bool { return r.Release == "release-00" })]
 	if w := fmt.Sprintf("%d %d %d %d %d %d %d %d", s.Clusters, s.Ready, s.Progressing, s.Pending, s.Failed, s.Unreachable, s.Drifted, s.Conflicted); got != w {
 		t.Errorf("overview counts of release-00: %q, want the status API's %q", got, w)
 	}
@@ -151,7 +151,7 @@ func TestMatrixAtScale(t *testing.T) {
 	}
 	browsertest.Screenshot(t, tab, "dashboard-1000-skew", false)
 
-	drift, err := client.Drift(t.Context(), hubapi.DriftFilter{})
+	drift, err := client.Drift(t.Context(), hubclient.DriftFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

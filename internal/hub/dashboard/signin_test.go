@@ -10,7 +10,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/oidctest"
 )
 
@@ -23,11 +23,11 @@ func TestSignIn(t *testing.T) {
 	f := hubtest.Start(t, hubtest.Options{Clusters: 4, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
 		Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer:platform"},
 	}}})
-	admin, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	admin, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	teamZ, err := admin.CreateUserToken(t.Context(), hubapi.CreateUserTokenRequest{Name: "team-z-viewer", Role: "viewer", Projects: []string{"team-z"}})
+	teamZ, err := admin.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "team-z-viewer", Role: "viewer", Projects: []string{"team-z"}})
 	if err != nil {
 		t.Fatal(err)
 	}

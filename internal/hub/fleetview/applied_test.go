@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // The applied revision is the one whose objects the agent applied: a report of a revision it
@@ -40,7 +40,7 @@ func TestAppliedRevision(t *testing.T) {
 	}
 	// Skew still groups a cluster that applied nothing as failed on the revision it tried.
 	failed := Assignment("c1", d, &store.AssignmentStatus{Revision: "r2", Digest: "d2", Phase: "Failed"}, obs)
-	sk := Skew([]hubapi.AssignmentView{failed})
+	sk := Skew([]hubclient.AssignmentView{failed})
 	if g := sk[0].Groups[0]; g.Revision != "r2" || !g.Failed || g.Desired {
 		t.Errorf("skew group of a cluster that applied nothing = %+v, want failed on r2", g)
 	}

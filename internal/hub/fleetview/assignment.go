@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Desired is what one cluster should run for one release.
@@ -25,10 +25,10 @@ type Observed struct {
 
 // Assignment merges one desired assignment with the agent's last report (nil: none yet) into
 // the view `flotilla status` shows; see the package documentation for the phases.
-func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o Observed) hubapi.AssignmentView {
-	v := hubapi.AssignmentView{
+func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o Observed) hubclient.AssignmentView {
+	v := hubclient.AssignmentView{
 		Release: d.Release, Cluster: cluster, DesiredRevision: d.Revision, DesiredDigest: d.Digest,
-		Phase: hubapi.PhasePending, Rollout: d.Rollout,
+		Phase: hubclient.PhasePending, Rollout: d.Rollout,
 	}
 	if !o.LastSeen.IsZero() {
 		t := o.LastSeen
@@ -41,18 +41,18 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 			v.AppliedRevision, v.AppliedDigest = s.Revision, s.Digest
 		}
 		v.Health, v.Drifted, v.Conflicts, v.Objects, v.Error = s.Health, s.Drifted, s.Conflicts, s.Objects, s.Error
-		v.ReportedPhase = hubapi.Phase(s.Phase)
+		v.ReportedPhase = hubclient.Phase(s.Phase)
 		v.Phase = v.ReportedPhase
 		if !s.ReportedAt.IsZero() {
 			t := s.ReportedAt
 			v.ReportedAt = &t
 		}
 		switch v.ReportedPhase {
-		case hubapi.PhaseApplying, "":
-			v.Phase = hubapi.PhaseProgressing
+		case hubclient.PhaseApplying, "":
+			v.Phase = hubclient.PhaseProgressing
 		}
 		onDesired := s.Digest == d.Digest && s.Revision == d.Revision
-		if v.ReportedPhase == hubapi.PhaseWaiting {
+		if v.ReportedPhase == hubclient.PhaseWaiting {
 			// A waiting agent reports the revision still in force and the one held back
 			// as pending: it is waiting on the desired one when that is what is pending.
 			h := heldBy(s)
@@ -61,11 +61,11 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 		}
 		if !onDesired {
 			// The agent has not acted on the desired revision yet.
-			v.Phase = hubapi.PhaseProgressing
+			v.Phase = hubclient.PhaseProgressing
 		}
 	}
 	if v.LastSeen != nil && !v.Reachable {
-		v.Phase = hubapi.PhaseUnreachable
+		v.Phase = hubclient.PhaseUnreachable
 	}
 	return v
 }
@@ -74,8 +74,8 @@ func Assignment(cluster string, d Desired, reported *store.AssignmentStatus, o O
 // reports the revision it tried, and one that failed, or is waiting for its artifact, with no
 // object in its result applied nothing of it (download, render and validation come first).
 func appliedSomething(s *store.AssignmentStatus) bool {
-	switch hubapi.Phase(s.Phase) {
-	case hubapi.PhaseFailed, hubapi.PhasePending:
+	switch hubclient.Phase(s.Phase) {
+	case hubclient.PhaseFailed, hubclient.PhasePending:
 		return s.Objects > 0
 	}
 	return true

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // fleet1000x20 is 1,000 clusters x 20 releases, one cluster in ten on an old revision.
-func fleet1000x20() []hubapi.AssignmentView {
-	out := make([]hubapi.AssignmentView, 0, 20000)
+func fleet1000x20() []hubclient.AssignmentView {
+	out := make([]hubclient.AssignmentView, 0, 20000)
 	for r := range 20 {
 		for c := range 1000 {
 			applied := "abc"
@@ -17,7 +17,7 @@ func fleet1000x20() []hubapi.AssignmentView {
 				applied = "old"
 			}
 			v := av(fmt.Sprintf("release-%02d", r), fmt.Sprintf("cluster-%04d", c), "abc", applied)
-			v.Phase = hubapi.PhaseReady
+			v.Phase = hubclient.PhaseReady
 			out = append(out, v)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Condition types of a cluster, in the order Conditions returns them.
@@ -20,8 +20,8 @@ const (
 // Conditions summarises a cluster from its last-seen time (zero: never), the unreachable
 // threshold, now, and its assignments' views: Reachable, Converged (every assignment Ready),
 // Drifted, Failed and Conflicted, each with a reason and a message naming the releases.
-func Conditions(lastSeen time.Time, threshold time.Duration, now time.Time, status []hubapi.AssignmentView) []hubapi.Condition {
-	out := make([]hubapi.Condition, 0, 5)
+func Conditions(lastSeen time.Time, threshold time.Duration, now time.Time, status []hubclient.AssignmentView) []hubclient.Condition {
+	out := make([]hubclient.Condition, 0, 5)
 	switch {
 	case lastSeen.IsZero():
 		out = append(out, cond(ConditionReachable, false, "NeverSeen", "no agent has connected for this cluster yet"))
@@ -33,13 +33,13 @@ func Conditions(lastSeen time.Time, threshold time.Duration, now time.Time, stat
 
 	var notReady, drifted, failed, conflicted []string
 	for _, a := range status {
-		if a.Phase != hubapi.PhaseReady {
+		if a.Phase != hubclient.PhaseReady {
 			notReady = append(notReady, a.Release+" "+string(a.Phase))
 		}
 		if a.Drifted {
 			drifted = append(drifted, a.Release)
 		}
-		if a.Phase == hubapi.PhaseFailed || (a.Phase == hubapi.PhaseUnreachable && a.ReportedPhase == hubapi.PhaseFailed) {
+		if a.Phase == hubclient.PhaseFailed || (a.Phase == hubclient.PhaseUnreachable && a.ReportedPhase == hubclient.PhaseFailed) {
 			msg := a.Release
 			if a.Error != "" {
 				msg += ": " + a.Error
@@ -64,17 +64,17 @@ func Conditions(lastSeen time.Time, threshold time.Duration, now time.Time, stat
 	return out
 }
 
-func flag(typ string, items []string, yes, no, prefix string) hubapi.Condition {
+func flag(typ string, items []string, yes, no, prefix string) hubclient.Condition {
 	if len(items) == 0 {
 		return cond(typ, false, no, "")
 	}
 	return cond(typ, true, yes, prefix+strings.Join(items, "; "))
 }
 
-func cond(typ string, ok bool, reason, msg string) hubapi.Condition {
+func cond(typ string, ok bool, reason, msg string) hubclient.Condition {
 	st := "False"
 	if ok {
 		st = "True"
 	}
-	return hubapi.Condition{Type: typ, Status: st, Reason: reason, Message: msg}
+	return hubclient.Condition{Type: typ, Status: st, Reason: reason, Message: msg}
 }

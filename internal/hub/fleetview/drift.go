@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -17,8 +17,8 @@ import (
 // agent's AssignmentStatus as protojson), ordered by cluster, release, namespace and object.
 // A status whose Detail cannot be decoded is an error naming it; it never hides the others,
 // which are returned with it.
-func Drift(statuses []store.AssignmentStatus) ([]hubapi.DriftedObject, error) {
-	out := []hubapi.DriftedObject{}
+func Drift(statuses []store.AssignmentStatus) ([]hubclient.DriftedObject, error) {
+	out := []hubclient.DriftedObject{}
 	var firstErr error
 	for _, s := range statuses {
 		// Drifted is set only for drift left in place; healed drift is in the detail alone.
@@ -39,14 +39,14 @@ func Drift(statuses []store.AssignmentStatus) ([]hubapi.DriftedObject, error) {
 			if paths == nil {
 				paths = []string{}
 			}
-			o := hubapi.DriftedObject{
+			o := hubclient.DriftedObject{
 				Cluster: s.Cluster, Release: s.Release, Object: d.GetObject(), Namespace: d.GetNamespace(),
 				Paths: paths, Healed: d.GetHealed(), ReportedAt: s.ReportedAt,
 			}
 			if od := details[[2]string{d.GetNamespace(), d.GetObject()}]; od != nil {
 				o.Group, o.Kind, o.Name = od.GetGroup(), od.GetKind(), od.GetName()
 				for _, f := range od.GetDrift() {
-					o.Fields = append(o.Fields, hubapi.DriftField{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
+					o.Fields = append(o.Fields, hubclient.DriftField{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
 				}
 			}
 			out = append(out, o)

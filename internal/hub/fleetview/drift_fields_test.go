@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -37,10 +37,10 @@ func TestDriftFieldsNameTheManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hubapi.DriftedObject{
+	want := []hubclient.DriftedObject{
 		{Cluster: "a", Release: "web", Object: "configmap/undetailed", Namespace: "web", Paths: []string{".data.a"}, ReportedAt: at},
 		{Cluster: "a", Release: "web", Object: "deployment.apps/web", Namespace: "web", Paths: []string{".spec.replicas"}, ReportedAt: at,
-			Group: "apps", Kind: "Deployment", Name: "web", Fields: []hubapi.DriftField{{Path: ".spec.replicas", Desired: "2", Live: "5", Manager: "kubectl-edit"}}},
+			Group: "apps", Kind: "Deployment", Name: "web", Fields: []hubclient.DriftField{{Path: ".spec.replicas", Desired: "2", Live: "5", Manager: "kubectl-edit"}}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Drift (-want +got):\n%s", d)

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -37,7 +37,7 @@ func TestDrift(t *testing.T) {
 	if err == nil || err.Error()[:30] != "report of release api on clust" {
 		t.Errorf("Drift error = %v, want one naming release api on cluster a", err)
 	}
-	want := []hubapi.DriftedObject{
+	want := []hubclient.DriftedObject{
 		{Cluster: "b", Release: "web", Object: "configmap/web", Namespace: "web", Paths: []string{".data.level", ".metadata.labels.team"}, ReportedAt: at},
 		{Cluster: "b", Release: "web", Object: "deployment.apps/web", Namespace: "web", Paths: []string{".spec.replicas"}, Healed: true, ReportedAt: at},
 		{Cluster: "c", Release: "web", Object: "configmap/web", Namespace: "web", Paths: []string{".data.level"}, Healed: true, ReportedAt: at},

@@ -3,28 +3,28 @@ package fleetview
 import (
 	"strings"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // ReportedObjects lists the objects a status details. Drift an agent reported without
 // object detail (agents before it, and drift beyond its bounds) is listed from the status's
 // drift summary, with the paths and without values.
-func ReportedObjects(st *agentv1.AssignmentStatus) ([]hubapi.ObjectView, int) {
-	out := []hubapi.ObjectView{}
+func ReportedObjects(st *agentv1.AssignmentStatus) ([]hubclient.ObjectView, int) {
+	out := []hubclient.ObjectView{}
 	have := map[[2]string]bool{}
 	for _, d := range st.GetObjectDetails() {
-		o := hubapi.ObjectView{
+		o := hubclient.ObjectView{
 			Group: d.GetGroup(), Version: d.GetVersion(), Kind: d.GetKind(), Namespace: d.GetNamespace(), Name: d.GetName(),
 			Object: kubectlName(d.GetGroup(), d.GetKind(), d.GetName()), Action: d.GetAction(),
 			Health: d.GetHealth(), HealthMessage: d.GetHealthMessage(), Error: d.GetError(), FieldsOmitted: int(d.GetFieldsOmitted()),
-			Drift: []hubapi.FieldDrift{}, Conflicts: []hubapi.FieldConflict{},
+			Drift: []hubclient.FieldDrift{}, Conflicts: []hubclient.FieldConflict{},
 		}
 		for _, f := range d.GetDrift() {
-			o.Drift = append(o.Drift, hubapi.FieldDrift{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
+			o.Drift = append(o.Drift, hubclient.FieldDrift{Path: f.GetPath(), Desired: f.GetDesired(), Live: f.GetLive(), Manager: f.GetManager()})
 		}
 		for _, c := range d.GetConflicts() {
-			o.Conflicts = append(o.Conflicts, hubapi.FieldConflict{Field: c.GetField(), Owner: c.GetOwner()})
+			o.Conflicts = append(o.Conflicts, hubclient.FieldConflict{Field: c.GetField(), Owner: c.GetOwner()})
 		}
 		have[[2]string{o.Namespace, o.Object}] = true
 		out = append(out, o)
@@ -33,12 +33,12 @@ func ReportedObjects(st *agentv1.AssignmentStatus) ([]hubapi.ObjectView, int) {
 		if have[[2]string{d.GetNamespace(), d.GetObject()}] {
 			continue
 		}
-		o := hubapi.ObjectView{Object: d.GetObject(), Namespace: d.GetNamespace(), Action: "drifted", Drift: []hubapi.FieldDrift{}, Conflicts: []hubapi.FieldConflict{}}
+		o := hubclient.ObjectView{Object: d.GetObject(), Namespace: d.GetNamespace(), Action: "drifted", Drift: []hubclient.FieldDrift{}, Conflicts: []hubclient.FieldConflict{}}
 		if d.GetHealed() {
 			o.Action = "healed"
 		}
 		for _, p := range d.GetPaths() {
-			o.Drift = append(o.Drift, hubapi.FieldDrift{Path: p})
+			o.Drift = append(o.Drift, hubclient.FieldDrift{Path: p})
 		}
 		out = append(out, o)
 	}

@@ -3,7 +3,7 @@ package fleetview
 import (
 	"sort"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Skew groups the assignments that should be alike (same release and desired revision) by
@@ -15,7 +15,7 @@ import (
 // tried): it is grouped apart, as failed on that revision, and counted as skewed. Results are
 // ordered by release, then by desired revision; within one, the desired group comes first,
 // then the others by size (largest first) and revision. Cluster names are sorted.
-func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
+func Skew(assignments []hubclient.AssignmentView) []hubclient.ReleaseSkew {
 	type cohortKey struct{ release, revision string }
 	type groupKey struct {
 		revision  string
@@ -44,7 +44,7 @@ func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 			// It applied nothing of the revision it tried: grouped as failed on that one.
 			revision, digest = a.ReportedRevision, a.ReportedDigest
 		}
-		gk := groupKey{revision, digest != "" && digest == a.DesiredDigest, a.ReportedPhase == hubapi.PhaseFailed}
+		gk := groupKey{revision, digest != "" && digest == a.DesiredDigest, a.ReportedPhase == hubclient.PhaseFailed}
 		g := c.groups[gk]
 		if g == nil {
 			g = &group{}
@@ -53,13 +53,13 @@ func Skew(assignments []hubapi.AssignmentView) []hubapi.ReleaseSkew {
 		g.digests.add(digest)
 		g.clusters = append(g.clusters, a.Cluster)
 	}
-	out := make([]hubapi.ReleaseSkew, 0, len(cohorts))
+	out := make([]hubclient.ReleaseSkew, 0, len(cohorts))
 	for ck, c := range cohorts {
-		rs := hubapi.ReleaseSkew{Release: ck.release, DesiredRevision: ck.revision, DesiredDigest: c.digests.value(), Groups: make([]hubapi.RevisionGroup, 0, len(c.groups))}
+		rs := hubclient.ReleaseSkew{Release: ck.release, DesiredRevision: ck.revision, DesiredDigest: c.digests.value(), Groups: make([]hubclient.RevisionGroup, 0, len(c.groups))}
 		for gk, gr := range c.groups {
 			clusters := gr.clusters
 			sort.Strings(clusters)
-			g := hubapi.RevisionGroup{Revision: gk.revision, Digest: gr.digests.value(), Failed: gk.failed, Count: len(clusters), Clusters: clusters}
+			g := hubclient.RevisionGroup{Revision: gk.revision, Digest: gr.digests.value(), Failed: gk.failed, Count: len(clusters), Clusters: clusters}
 			g.Desired = gk.revision == ck.revision && gk.atDesired && !gk.failed
 			rs.Clusters += g.Count
 			if !g.Desired {

@@ -3,32 +3,32 @@ package fleetview
 import (
 	"sort"
 
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Summarize counts assignments per release, in release order. A release's DesiredRevision is
 // the one most of its assignments desire (ties: the greatest, which for a change in flight
 // is as good a guess as any and keeps the output stable).
-func Summarize(assignments []hubapi.AssignmentView) []hubapi.ReleaseSummary {
-	byRelease := map[string]*hubapi.ReleaseSummary{}
+func Summarize(assignments []hubclient.AssignmentView) []hubclient.ReleaseSummary {
+	byRelease := map[string]*hubclient.ReleaseSummary{}
 	revisions := map[string]map[string]int{}
 	for _, a := range assignments {
 		s := byRelease[a.Release]
 		if s == nil {
-			s = &hubapi.ReleaseSummary{Release: a.Release}
+			s = &hubclient.ReleaseSummary{Release: a.Release}
 			byRelease[a.Release] = s
 			revisions[a.Release] = map[string]int{}
 		}
 		s.Clusters++
 		revisions[a.Release][a.DesiredRevision]++
 		switch a.Phase {
-		case hubapi.PhaseReady:
+		case hubclient.PhaseReady:
 			s.Ready++
-		case hubapi.PhaseFailed:
+		case hubclient.PhaseFailed:
 			s.Failed++
-		case hubapi.PhaseUnreachable:
+		case hubclient.PhaseUnreachable:
 			s.Unreachable++
-		case hubapi.PhasePending:
+		case hubclient.PhasePending:
 			s.Pending++
 		default:
 			s.Progressing++
@@ -40,7 +40,7 @@ func Summarize(assignments []hubapi.AssignmentView) []hubapi.ReleaseSummary {
 			s.Conflicted++
 		}
 	}
-	out := make([]hubapi.ReleaseSummary, 0, len(byRelease))
+	out := make([]hubclient.ReleaseSummary, 0, len(byRelease))
 	for name, s := range byRelease {
 		best, n := "", -1
 		for rev, c := range revisions[name] {

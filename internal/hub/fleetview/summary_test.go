@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func TestAssignmentPhase(t *testing.T) {
@@ -18,7 +18,7 @@ func TestAssignmentPhase(t *testing.T) {
 		name              string
 		reported          *store.AssignmentStatus
 		obs               Observed
-		phase, reportedAs hubapi.Phase
+		phase, reportedAs hubclient.Phase
 	}{
 		{name: "no agent yet", obs: Observed{}, phase: "Pending"},
 		{name: "agent seen, no report yet", obs: reachable, phase: "Pending"},
@@ -43,7 +43,7 @@ func TestAssignmentPhase(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	in := []hubapi.AssignmentView{
+	in := []hubclient.AssignmentView{
 		{Release: "web", Cluster: "a", DesiredRevision: "r2", Phase: "Ready"},
 		{Release: "web", Cluster: "b", DesiredRevision: "r2", Phase: "Ready", Drifted: true},
 		{Release: "web", Cluster: "c", DesiredRevision: "r2", Phase: "Progressing"},
@@ -51,7 +51,7 @@ func TestSummarize(t *testing.T) {
 		{Release: "web", Cluster: "e", DesiredRevision: "r2", Phase: "Unreachable", Drifted: true},
 		{Release: "api", Cluster: "a", DesiredRevision: "x", Phase: "Pending"},
 	}
-	want := []hubapi.ReleaseSummary{
+	want := []hubclient.ReleaseSummary{
 		{Release: "api", DesiredRevision: "x", Clusters: 1, Pending: 1},
 		{Release: "web", DesiredRevision: "r2", Clusters: 5, Ready: 2, Progressing: 1, Failed: 1, Unreachable: 1, Drifted: 2, Conflicted: 1},
 	}

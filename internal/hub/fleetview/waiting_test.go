@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -38,50 +38,50 @@ func TestAssignmentWaiting(t *testing.T) {
 		report  *agentv1.AssignmentStatus
 		detail  string // replaces the report's detail when set
 		obs     Observed
-		phase   hubapi.Phase
+		phase   hubclient.Phase
 		waiting string
 		applied string
 	}{
 		{
 			name:   "a window holds the desired revision back",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r1", Digest: "d1", Phase: "Waiting", Health: "Current", Objects: 3, Waiting: window, PendingRevision: "r2", PendingDigest: "d2"},
-			phase:  hubapi.PhaseWaiting, waiting: window, applied: "r1",
+			phase:  hubclient.PhaseWaiting, waiting: window, applied: "r1",
 		},
 		{
 			name:   "a release waits for the one it depends on before its first apply",
 			report: &agentv1.AssignmentStatus{Release: "web", Phase: "Waiting", Waiting: `release "db" is not Ready`, PendingRevision: "r2", PendingDigest: "d2"},
-			phase:  hubapi.PhaseWaiting, waiting: `release "db" is not Ready`,
+			phase:  hubclient.PhaseWaiting, waiting: `release "db" is not Ready`,
 		},
 		{
 			name:   "a freeze holds self-heal on the desired revision",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r2", Digest: "d2", Phase: "Waiting", Objects: 3, Waiting: `freeze "incident-42" blocks self-heal`},
-			phase:  hubapi.PhaseWaiting, waiting: `freeze "incident-42" blocks self-heal`, applied: "r2",
+			phase:  hubclient.PhaseWaiting, waiting: `freeze "incident-42" blocks self-heal`, applied: "r2",
 		},
 		{
 			name:   "the hub desires a newer revision than the one held back",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r0", Digest: "d0", Phase: "Waiting", Objects: 3, Waiting: window, PendingRevision: "r1", PendingDigest: "d1"},
-			phase:  hubapi.PhaseProgressing, waiting: window, applied: "r0",
+			phase:  hubclient.PhaseProgressing, waiting: window, applied: "r0",
 		},
 		{
 			name:   "an unreachable cluster is not Waiting on old news",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r1", Digest: "d1", Phase: "Waiting", Objects: 3, Waiting: window, PendingRevision: "r2", PendingDigest: "d2"},
-			obs:    Observed{LastSeen: seen.LastSeen}, phase: hubapi.PhaseUnreachable, waiting: window, applied: "r1",
+			obs:    Observed{LastSeen: seen.LastSeen}, phase: hubclient.PhaseUnreachable, waiting: window, applied: "r1",
 		},
 		{
 			name:   "a Waiting report without a reason still waits",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r2", Digest: "d2", Phase: "Waiting"},
-			phase:  hubapi.PhaseWaiting, waiting: "the agent did not say what for", applied: "r2",
+			phase:  hubclient.PhaseWaiting, waiting: "the agent did not say what for", applied: "r2",
 		},
 		{
 			name:   "an unreadable report says so",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r2", Digest: "d2", Phase: "Waiting"},
 			detail: `{"waiting": 7}`,
-			phase:  hubapi.PhaseWaiting, waiting: "the agent's report is unreadable", applied: "r2",
+			phase:  hubclient.PhaseWaiting, waiting: "the agent's report is unreadable", applied: "r2",
 		},
 		{
 			name:   "a Ready report has no waiting line",
 			report: &agentv1.AssignmentStatus{Release: "web", Revision: "r2", Digest: "d2", Phase: "Ready", Objects: 3},
-			phase:  hubapi.PhaseReady, applied: "r2",
+			phase:  hubclient.PhaseReady, applied: "r2",
 		},
 	}
 	for _, tt := range tests {
@@ -104,7 +104,7 @@ func TestAssignmentWaiting(t *testing.T) {
 			if v.AppliedRevision != tt.applied {
 				t.Errorf("applied %q, want %q", v.AppliedRevision, tt.applied)
 			}
-			if v.ReportedPhase != hubapi.Phase(tt.report.GetPhase()) {
+			if v.ReportedPhase != hubclient.Phase(tt.report.GetPhase()) {
 				t.Errorf("reported phase %q, want %q", v.ReportedPhase, tt.report.GetPhase())
 			}
 		})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // WriteJSON writes v as compact JSON: indenting the status of 20,000 assignments took a
@@ -21,9 +21,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// WriteError writes err as the error document (hubapi.APIError) every route answers with.
+// WriteError writes err as the error document (hubclient.APIError) every route answers with.
 func WriteError(w http.ResponseWriter, status int, err error) {
-	WriteJSON(w, status, hubapi.APIError{Error: err.Error()})
+	WriteJSON(w, status, hubclient.APIError{Error: err.Error()})
 }
 
 // WriteStoreError answers 404 "WHAT not found" for store.ErrNotFound, and 500 with err for

@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // tokens authenticates a bearer token as the principal it names; "down" cannot be checked.
@@ -58,7 +58,7 @@ func call(h http.Handler, method, path, token, remote string) *httptest.Response
 }
 
 func errorOf(rec *httptest.ResponseRecorder) string {
-	var e hubapi.APIError
+	var e hubclient.APIError
 	_ = json.Unmarshal(rec.Body.Bytes(), &e)
 	return e.Error
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -40,7 +40,7 @@ type Options struct {
 // Fleet is a running hub with a seeded fleet.
 type Fleet struct {
 	// APIURL, AdminToken and CAPath are what a client needs: flotilla --hub APIURL --token
-	// AdminToken --ca CAPath, or hubapi.Config{Hub: APIURL, Token: AdminToken, CAFile: CAPath}.
+	// AdminToken --ca CAPath, or hubclient.Config{Hub: APIURL, Token: AdminToken, CAFile: CAPath}.
 	APIURL     string
 	AdminToken string
 	CAPath     string
@@ -179,14 +179,14 @@ const (
 func Seed(i, j int, name string, a desired.Assignment, now time.Time) store.AssignmentStatus {
 	s := store.AssignmentStatus{
 		Cluster: name, Release: a.Release, ObservedGeneration: 1, Revision: a.Revision, Digest: a.Digest,
-		Phase: string(hubapi.PhaseReady), Health: "Current", Objects: 2, ReportedAt: now, UpdatedAt: now,
+		Phase: string(hubclient.PhaseReady), Health: "Current", Objects: 2, ReportedAt: now, UpdatedAt: now,
 	}
 	report := &agentv1.AssignmentStatus{Release: a.Release, Generation: 1, Objects: 2}
 	switch {
 	case i%10 == 3:
 		s.Revision, s.Digest = OldRevision, OldDigest
 	case i%20 == 7:
-		s.Phase, s.Health, s.Error = string(hubapi.PhaseFailed), "Failed", fmt.Sprintf("ConfigMap/apps/settings-%s apply failed: admission webhook denied the request", a.Release)
+		s.Phase, s.Health, s.Error = string(hubclient.PhaseFailed), "Failed", fmt.Sprintf("ConfigMap/apps/settings-%s apply failed: admission webhook denied the request", a.Release)
 	case i%10 == 5:
 		// As the agent does: Drifted only for drift left in place, healed drift is in the
 		// detail alone.
@@ -195,7 +195,7 @@ func Seed(i, j int, name string, a desired.Assignment, now time.Time) store.Assi
 	case i%25 == 11 && j == 0:
 		// As the agent does: a conflict fails the assignment.
 		conflict := fmt.Sprintf(`configmap/settings-%s in namespace "apps": .data.level owned by field manager "kubectl-edit"`, a.Release)
-		s.Phase, s.Conflicts, s.Error = string(hubapi.PhaseFailed), 1, "conflict: "+conflict
+		s.Phase, s.Conflicts, s.Error = string(hubclient.PhaseFailed), 1, "conflict: "+conflict
 		report.Conflicts = []string{conflict}
 	}
 	report.Revision, report.Digest, report.Phase, report.Health, report.Drifted, report.Error = s.Revision, s.Digest, s.Phase, s.Health, s.Drifted, s.Error

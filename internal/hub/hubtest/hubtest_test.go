@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TestStart checks that the seeded fleet is what the API shows: every assignment listed, at
 // the source's revision, with the seeded phases.
 func TestStart(t *testing.T) {
 	f := hubtest.Start(t, hubtest.Options{Clusters: 60, Releases: 3})
-	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestStart(t *testing.T) {
 	if got, want := len(st.Assignments), 60*3; got != want {
 		t.Fatalf("status lists %d assignments, want %d", got, want)
 	}
-	phases := map[hubapi.Phase]int{}
+	phases := map[hubclient.Phase]int{}
 	for _, a := range st.Assignments {
 		if a.DesiredRevision != f.Revision {
 			t.Errorf("%s on %s desires %q, want %q", a.Release, a.Cluster, a.DesiredRevision, f.Revision)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -24,7 +26,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -144,7 +146,7 @@ func (f *RolloutFleet) ReportReady(tb testing.TB, cluster string, a desired.Assi
 	ctx := context.Background()
 	now := time.Now()
 	report := &agentv1.AssignmentStatus{Release: a.Release, Generation: 1, Revision: a.Revision, Digest: a.Digest,
-		Phase: string(hubapi.PhaseReady), Health: "Current", Objects: 1}
+		Phase: string(hubclient.PhaseReady), Health: "Current", Objects: 1}
 	detail, err := protojson.Marshal(report)
 	if err != nil {
 		tb.Fatal(err)
@@ -161,9 +163,9 @@ func (f *RolloutFleet) ReportReady(tb testing.TB, cluster string, a desired.Assi
 }
 
 // WaitRollout asks the hub for RolloutRelease's rollout until ok accepts it, and returns it.
-func (f *RolloutFleet) WaitRollout(tb testing.TB, what string, ok func(hubapi.RolloutView) bool) hubapi.RolloutView {
+func (f *RolloutFleet) WaitRollout(tb testing.TB, what string, ok func(phase.RolloutView) bool) phase.RolloutView {
 	tb.Helper()
-	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {
 		tb.Fatal(err)
 	}

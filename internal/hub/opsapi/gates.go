@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
@@ -56,7 +56,7 @@ func (a *API) gateRoutes() []httpapi.Route {
 func (a *API) freeze(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	release := r.PathValue("release")
-	var req hubapi.FreezeRequest
+	var req hubclient.FreezeRequest
 	if !readBody(w, r, maxGateBody, &req, "", `{"selector": {"key": "value"}, "reason": "..."}`) {
 		return
 	}
@@ -123,13 +123,13 @@ func (a *API) listFreezes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	visible := a.freezeVisible(ctx)
-	out := make([]hubapi.FreezeView, 0, len(records))
+	out := make([]hubclient.FreezeView, 0, len(records))
 	for _, rec := range records {
 		if f := decodeFreeze(rec); visible(f) {
 			out = append(out, a.freezeView(ctx, f, clusters))
 		}
 	}
-	slices.SortFunc(out, func(x, y hubapi.FreezeView) int {
+	slices.SortFunc(out, func(x, y hubclient.FreezeView) int {
 		return cmp.Or(x.Created.Compare(y.Created), strings.Compare(x.ID, y.ID))
 	})
 	httpapi.WriteJSON(w, http.StatusOK, out)
@@ -193,7 +193,7 @@ func (a *API) unfreeze(w http.ResponseWriter, r *http.Request) {
 func (a *API) suspendCluster(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
-	var req hubapi.SuspendRequest
+	var req hubclient.SuspendRequest
 	if !readBody(w, r, maxGateBody, &req, "", `{"reason": "..."}`) {
 		return
 	}
@@ -240,7 +240,7 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := a.d.Store.GetRecord(ctx, hold.RecordSuspend, name)
 	if errors.Is(err, store.ErrNotFound) {
-		httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+		httpapi.WriteJSON(w, http.StatusOK, hubclient.SuspensionView{Cluster: name})
 		return
 	}
 	if err != nil {
@@ -249,7 +249,7 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := a.d.Store.DeleteRecord(ctx, hold.RecordSuspend, name, rec.Version); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name})
+			httpapi.WriteJSON(w, http.StatusOK, hubclient.SuspensionView{Cluster: name})
 			return
 		}
 		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("resume cluster %q: %w", name, err))
@@ -263,7 +263,7 @@ func (a *API) resumeCluster(w http.ResponseWriter, r *http.Request) {
 	a.record(ctx, audit.Event{Action: ActionClusterResumed, Cluster: name, Detail: detail})
 	a.d.Logger.Info("cluster resumed", "cluster", name, "actor", httpapi.Actor(ctx))
 	a.d.Wake()
-	httpapi.WriteJSON(w, http.StatusOK, hubapi.SuspensionView{Cluster: name, Changed: true})
+	httpapi.WriteJSON(w, http.StatusOK, hubclient.SuspensionView{Cluster: name, Changed: true})
 }
 
 // clusterExists answers 404 (or 503) and returns false unless the cluster is registered.
@@ -293,7 +293,7 @@ func decodeSuspension(rec store.Record) hold.Suspension {
 }
 
 // freezeView shows f with the number of clusters it matches; clusters nil: read them.
-func (a *API) freezeView(ctx context.Context, f hold.Freeze, clusters []store.Cluster) hubapi.FreezeView {
+func (a *API) freezeView(ctx context.Context, f hold.Freeze, clusters []store.Cluster) hubclient.FreezeView {
 	if clusters == nil {
 		clusters, _ = a.d.Store.ListClusters(ctx) // a count of 0 on a failed read is only shown
 	}
@@ -303,7 +303,7 @@ func (a *API) freezeView(ctx context.Context, f hold.Freeze, clusters []store.Cl
 			n++
 		}
 	}
-	return hubapi.FreezeView{ID: f.ID, Release: f.Release, Selector: f.Selector, Reason: f.Reason, Actor: f.Actor, Created: f.Created, Clusters: n}
+	return hubclient.FreezeView{ID: f.ID, Release: f.Release, Selector: f.Selector, Reason: f.Reason, Actor: f.Actor, Created: f.Created, Clusters: n}
 }
 
 func freezeDetail(f hold.Freeze) map[string]any {
@@ -319,7 +319,7 @@ func freezeDetail(f hold.Freeze) map[string]any {
 	return d
 }
 
-func suspensionView(s hold.Suspension, changed bool) hubapi.SuspensionView {
+func suspensionView(s hold.Suspension, changed bool) hubclient.SuspensionView {
 	since := s.Since
-	return hubapi.SuspensionView{Cluster: s.Cluster, Suspended: true, Reason: s.Reason, Actor: s.Actor, Since: &since, Changed: changed}
+	return hubclient.SuspensionView{Cluster: s.Cluster, Suspended: true, Reason: s.Reason, Actor: s.Actor, Since: &since, Changed: changed}
 }

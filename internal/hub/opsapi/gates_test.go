@@ -18,7 +18,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
@@ -56,9 +56,9 @@ func not(f func([]window.Gate) bool) func([]window.Gate) bool {
 	return func(gs []window.Gate) bool { return !f(gs) }
 }
 
-func client(t *testing.T, f *hubtest.Fleet, token string) *hubapi.Client {
+func client(t *testing.T, f *hubtest.Fleet, token string) *hubclient.Client {
 	t.Helper()
-	c, err := hubapi.NewClient(hubapi.Config{Hub: f.APIURL, Token: token, CAFile: f.CAPath})
+	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: token, CAFile: f.CAPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +89,9 @@ func raw(t *testing.T, f *hubtest.Fleet, method, path, body string) (int, string
 	return resp.StatusCode, string(data)
 }
 
-func auditActions(t *testing.T, c *hubapi.Client, action string) []hubapi.AuditRecord {
+func auditActions(t *testing.T, c *hubclient.Client, action string) []hubclient.AuditRecord {
 	t.Helper()
-	recs, err := c.Audit(t.Context(), hubapi.AuditFilter{Action: action})
+	recs, err := c.Audit(t.Context(), hubclient.AuditFilter{Action: action})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +106,14 @@ func TestFreezeAndSuspend(t *testing.T) {
 	ctx := t.Context()
 	prod, staging := f.Clusters[0], f.Clusters[1] // env=prod, env=staging (hubtest alternates)
 
-	all, err := admin.Freeze(ctx, "", hubapi.FreezeRequest{Selector: map[string]string{"env": "prod"}, Reason: "  incident 4711 "})
+	all, err := admin.Freeze(ctx, "", hubclient.FreezeRequest{Selector: map[string]string{"env": "prod"}, Reason: "  incident 4711 "})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(all.ID, "frz-") || all.Actor != "token:admin" || all.Reason != "incident 4711" || all.Clusters != 2 || all.Release != "" {
 		t.Errorf("fleet freeze answered %+v", all)
 	}
-	web, err := admin.Freeze(ctx, f.Releases[1], hubapi.FreezeRequest{Reason: "bad config in release-01"})
+	web, err := admin.Freeze(ctx, f.Releases[1], hubclient.FreezeRequest{Reason: "bad config in release-01"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 	}
 
 	// A viewer lists freezes and may not set or lift one.
-	tok, err := admin.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
+	tok, err := admin.CreateUserToken(ctx, hubclient.CreateUserTokenRequest{Name: "watcher", Role: "viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +150,8 @@ func TestFreezeAndSuspend(t *testing.T) {
 	if _, err := viewer.Freezes(ctx); err != nil {
 		t.Errorf("a viewer lists freezes: %v", err)
 	}
-	var se *hubapi.StatusError
-	if _, err := viewer.Freeze(ctx, "", hubapi.FreezeRequest{Reason: "x"}); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+	var se *hubclient.StatusError
+	if _, err := viewer.Freeze(ctx, "", hubclient.FreezeRequest{Reason: "x"}); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Errorf("a viewer freezes: %v", err)
 	}
 	if _, err := viewer.Unfreeze(ctx, "", all.ID); !errors.As(err, &se) || se.Code != http.StatusForbidden {
@@ -164,7 +164,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 		project string
 		want    []string
 	}{{"team-x", []string{all.ID}}, {"platform", []string{all.ID, web.ID}}} {
-		tok, err := admin.CreateUserToken(ctx, hubapi.CreateUserTokenRequest{Name: "viewer-" + tt.project, Role: "viewer", Projects: []string{tt.project}})
+		tok, err := admin.CreateUserToken(ctx, hubclient.CreateUserTokenRequest{Name: "viewer-" + tt.project, Role: "viewer", Projects: []string{tt.project}})
 		if err != nil {
 			t.Fatal(err)
 		}

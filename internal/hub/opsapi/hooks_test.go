@@ -17,7 +17,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // pollCall is one call of Deps.PollNow.
@@ -171,7 +171,7 @@ func TestHooks(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
 			}
 			if tt.wantError != "" {
-				var e hubapi.APIError
+				var e hubclient.APIError
 				if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error != tt.wantError {
 					t.Errorf("error %q (%v), want %q", rec.Body, err, tt.wantError)
 				}

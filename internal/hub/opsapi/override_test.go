@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
@@ -124,7 +124,7 @@ func TestOverrideNeedsTheRightsToLiftTheGate(t *testing.T) {
 			h := newGateAPI(t, now, tt.fx)
 			sa := &syncAPI{handler: h}
 			rec := sa.post(tt.token, "/api/v1/releases/web/sync", tt.body)
-			var e hubapi.APIError
+			var e hubclient.APIError
 			_ = json.Unmarshal(rec.Body.Bytes(), &e)
 			if rec.Code != tt.status || e.Error != tt.want {
 				t.Errorf("status %d %q, want %d %q", rec.Code, e.Error, tt.status, tt.want)
@@ -141,7 +141,7 @@ func TestSyncRequestsCoalesceAndCap(t *testing.T) {
 	sa := &syncAPI{handler: newGateAPI(t, now, gateFixture{})}
 	id := func(rec *httptest.ResponseRecorder) string {
 		t.Helper()
-		var v hubapi.SyncView
+		var v hubclient.SyncView
 		if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &v) != nil {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -155,7 +155,7 @@ func TestSyncRequestsCoalesceAndCap(t *testing.T) {
 		id(sa.post("team-a-token", "/api/v1/releases/web/sync", fmt.Sprintf(`{"reason": "r%d"}`, i)))
 	}
 	rec := sa.post("team-a-token", "/api/v1/releases/web/sync", `{"reason": "one more"}`)
-	var e hubapi.APIError
+	var e hubclient.APIError
 	_ = json.Unmarshal(rec.Body.Bytes(), &e)
 	want := `sync refused: release "web" has 20 pending sync requests, at most 20 (a request ends once every cluster reported it, or after 10m0s)`
 	if rec.Code != http.StatusTooManyRequests || e.Error != want || rec.Header().Get("Retry-After") != "600" {

@@ -26,7 +26,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/textcut"
 )
 
@@ -72,7 +72,7 @@ const (
 	maxPlanSources = 20
 	maxPlansAtOnce = 2
 	// planResolveTimeout bounds each resolution and checkout of a ref, planDeadline the
-	// whole plan: under the 30 s a hubapi client waits for an answer.
+	// whole plan: under the 30 s a hubclient.Client waits for an answer.
 	planResolveTimeout = 20 * time.Second
 	planDeadline       = 25 * time.Second
 )
@@ -150,13 +150,13 @@ type planner struct {
 }
 
 // run returns the plan, or an HTTP status and error.
-func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1alpha1.Fleet, problems []schedule.Problem, revision string, now time.Time) (hubapi.Plan, int, error) {
+func (p *planner) run(ctx context.Context, req hubclient.PlanRequest, inForce *v1alpha1.Fleet, problems []schedule.Problem, revision string, now time.Time) (hubclient.Plan, int, error) {
 	cand, label, invalid, err := p.candidate(ctx, req)
 	if err != nil {
-		return hubapi.Plan{}, http.StatusBadRequest, err
+		return hubclient.Plan{}, http.StatusBadRequest, err
 	}
 	if invalid != nil {
-		out := hubapi.Plan{Revision: revision, Candidate: label, Errors: true, Groups: []hubapi.PlanGroup{}}
+		out := hubclient.Plan{Revision: revision, Candidate: label, Errors: true, Groups: []hubclient.PlanGroup{}}
 		for _, pr := range invalid.Problems {
 			msg := pr.Message
 			if pr.Object != "" {
@@ -168,13 +168,13 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 					msg = pr.Field + ": " + msg
 				}
 			}
-			out.Problems = append(out.Problems, hubapi.PlanProblem{Kind: hubapi.PlanInvalid, File: pr.File, Line: pr.Line, Message: msg})
+			out.Problems = append(out.Problems, hubclient.PlanProblem{Kind: hubclient.PlanInvalid, File: pr.File, Line: pr.Line, Message: msg})
 		}
 		return out, 0, nil
 	}
 	for name := range req.Sources {
 		if !hasSource(cand, name) {
-			return hubapi.Plan{}, http.StatusBadRequest, fmt.Errorf("--source %s: the candidate has no source %q", name, name)
+			return hubclient.Plan{}, http.StatusBadRequest, fmt.Errorf("--source %s: the candidate has no source %q", name, name)
 		}
 	}
 	addTenants(cand, inForce)
@@ -183,21 +183,21 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	pr, _ := access.FromContext(ctx)
 	caller := callerOf(pr)
 	if err := plan.CheckCandidate(inForce, cand, caller); err != nil {
-		return hubapi.Plan{}, http.StatusForbidden, err
+		return hubclient.Plan{}, http.StatusForbidden, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(req.Sources)) {
 		if !plan.SourceAllowed(inForce, caller, name) {
-			return hubapi.Plan{}, http.StatusForbidden, fmt.Errorf("plan refused: --source %s: none of your projects %s may use source %s (their spec.sources)",
+			return hubclient.Plan{}, http.StatusForbidden, fmt.Errorf("plan refused: --source %s: none of your projects %s may use source %s (their spec.sources)",
 				name, caller.Projects, name)
 		}
 	}
 	arts, srcProblems, err := p.artifacts(ctx, cand, inForce, req.Sources)
 	if err != nil {
-		return hubapi.Plan{}, http.StatusInternalServerError, err
+		return hubclient.Plan{}, http.StatusInternalServerError, err
 	}
 	clusters, err := p.current(ctx)
 	if err != nil {
-		return hubapi.Plan{}, http.StatusInternalServerError, err
+		return hubclient.Plan{}, http.StatusInternalServerError, err
 	}
 	in := plan.Input{
 		Candidate: cand, CandidateRevision: "plan", Clusters: clusters.list, Current: clusters.docs,
@@ -209,7 +209,7 @@ func (p *planner) run(ctx context.Context, req hubapi.PlanRequest, inForce *v1al
 	}
 	out, err := plan.Compute(ctx, in)
 	if err != nil {
-		return hubapi.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)
+		return hubclient.Plan{}, http.StatusServiceUnavailable, fmt.Errorf("plan: not computed within %s: %w", planDeadline, err)
 	}
 	out.Revision, out.Candidate, out.Scoped = revision, label, in.Visible != nil
 	if len(srcProblems) > 0 {
@@ -255,7 +255,7 @@ func callerOf(pr access.Principal) plan.Caller {
 // ownSourceProblems keeps, of the problems of the candidate's sources, those of sources a
 // release of the caller's projects reads: another team's source and its URL are not the
 // caller's to see.
-func ownSourceProblems(problems []hubapi.PlanProblem, cand *v1alpha1.Fleet, c plan.Caller) []hubapi.PlanProblem {
+func ownSourceProblems(problems []hubclient.PlanProblem, cand *v1alpha1.Fleet, c plan.Caller) []hubclient.PlanProblem {
 	own := map[string]bool{}
 	for _, r := range cand.Releases {
 		if slices.Contains(c.Projects, r.Spec.ProjectOrDefault()) {
@@ -264,7 +264,7 @@ func ownSourceProblems(problems []hubapi.PlanProblem, cand *v1alpha1.Fleet, c pl
 			}
 		}
 	}
-	var out []hubapi.PlanProblem
+	var out []hubclient.PlanProblem
 	for _, pp := range problems {
 		name, _, _ := strings.Cut(strings.TrimPrefix(pp.Message, "source "), ":")
 		if own[name] {
@@ -310,7 +310,7 @@ func (p *planner) current(ctx context.Context) (clusterState, error) {
 
 // candidate loads the candidate: the uploaded files, or the fleet repository at a ref. An
 // invalid candidate is returned as its problems, with files named as the user knows them.
-func (p *planner) candidate(ctx context.Context, req hubapi.PlanRequest) (*v1alpha1.Fleet, string, *v1alpha1.InvalidError, error) {
+func (p *planner) candidate(ctx context.Context, req hubclient.PlanRequest) (*v1alpha1.Fleet, string, *v1alpha1.InvalidError, error) {
 	var invalid *v1alpha1.InvalidError
 	if req.Ref == "" {
 		files := make(map[string][]byte, len(req.Files))
@@ -381,7 +381,7 @@ func (p *planner) checkout(ctx context.Context, g source.Git, dir string) (sourc
 // candidate leaves as it is, a temporary checkout for one it changes or that --source reads
 // at another ref. Only repositories the fleet in force already reads are fetched: a
 // candidate cannot make the hub fetch a URL, with its credentials, that nobody merged.
-func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, refs map[string]string) (map[string]schedule.Artifact, []hubapi.PlanProblem, error) {
+func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, refs map[string]string) (map[string]schedule.Artifact, []hubclient.PlanProblem, error) {
 	statuses, err := p.d.Store.ListSourceStatuses(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: read the sources' status: %w", err)
@@ -401,7 +401,7 @@ func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, 
 		}
 	}
 	arts := map[string]schedule.Artifact{}
-	var problems []hubapi.PlanProblem
+	var problems []hubclient.PlanProblem
 	for _, s := range cand.Sources {
 		name, git := s.Metadata.Name, s.Spec.Git
 		if git == nil {
@@ -417,7 +417,7 @@ func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, 
 			continue
 		}
 		if !known[git.URL] {
-			problems = append(problems, hubapi.PlanProblem{Kind: hubapi.PlanSource, Message: fmt.Sprintf(
+			problems = append(problems, hubclient.PlanProblem{Kind: hubclient.PlanSource, Message: fmt.Sprintf(
 				"source %s: %s is not a repository of the fleet in force; a plan reads only those, so its releases are not planned", name, source.Redact(git.URL))})
 			continue
 		}
@@ -428,7 +428,7 @@ func (p *planner) artifacts(ctx context.Context, cand, inForce *v1alpha1.Fleet, 
 		}
 		art, err := p.readSource(ctx, g)
 		if err != nil {
-			problems = append(problems, hubapi.PlanProblem{Kind: hubapi.PlanSource, Message: fmt.Sprintf("source %s: %v", name, err)})
+			problems = append(problems, hubclient.PlanProblem{Kind: hubclient.PlanSource, Message: fmt.Sprintf("source %s: %v", name, err)})
 			continue
 		}
 		arts[name] = art
@@ -527,8 +527,8 @@ func addTenants(cand, inForce *v1alpha1.Fleet) {
 var refText = regexp.MustCompile(`^[A-Za-z0-9._/@+-]{1,255}$`)
 
 // readPlanRequest reads and checks the body.
-func readPlanRequest(w http.ResponseWriter, r *http.Request) (hubapi.PlanRequest, error) {
-	var req hubapi.PlanRequest
+func readPlanRequest(w http.ResponseWriter, r *http.Request) (hubclient.PlanRequest, error) {
+	var req hubclient.PlanRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxPlanBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

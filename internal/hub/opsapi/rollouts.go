@@ -7,13 +7,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/textcut"
 )
 
@@ -52,7 +54,7 @@ func (a *API) listRollouts(w http.ResponseWriter, r *http.Request) {
 		byRelease[rec.Key] = rec
 	}
 	p, _ := access.FromContext(r.Context())
-	out := []hubapi.RolloutView{}
+	out := []phase.RolloutView{}
 	for i := range fleet.Releases {
 		rel := &fleet.Releases[i]
 		if rel.Spec.Rollout == nil || !p.Can(access.Viewer, rel.Spec.Project) {
@@ -136,7 +138,7 @@ func (a *API) actOnRollout(w http.ResponseWriter, r *http.Request) {
 	name := rel.Metadata.Name
 	actor := httpapi.Actor(ctx)
 	var (
-		e  hubapi.RolloutEvent
+		e  phase.RolloutEvent
 		st *rollout.State
 	)
 	for try := 0; ; try++ {
@@ -223,8 +225,8 @@ func (a *API) rolloutRelease(w http.ResponseWriter, r *http.Request) (*v1alpha1.
 }
 
 // readRolloutAction reads the bounded body of an action; an empty body is no wave.
-func readRolloutAction(w http.ResponseWriter, r *http.Request) (hubapi.RolloutAction, bool) {
-	var req hubapi.RolloutAction
+func readRolloutAction(w http.ResponseWriter, r *http.Request) (hubclient.RolloutAction, bool) {
+	var req hubclient.RolloutAction
 	if !readBody(w, r, maxRolloutBody, &req, "rollout action: ", `{"wave": ...}`) {
 		return req, false
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/clock"
@@ -19,7 +21,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // rolloutAuth maps bearer tokens to principals.
@@ -137,7 +139,7 @@ func (ra *rolloutAPI) audited(action string) []audit.Event {
 }
 
 func errorOf(rec *httptest.ResponseRecorder) string {
-	var e hubapi.APIError
+	var e hubclient.APIError
 	_ = json.Unmarshal(rec.Body.Bytes(), &e)
 	return e.Error
 }
@@ -149,7 +151,7 @@ func TestRolloutRoutes(t *testing.T) {
 	t.Run("the list holds the rollouts the principal may view", func(t *testing.T) {
 		for token, want := range map[string]string{"viewer-a-token": "web old-web", "viewer-token": "web baseline old-web", "admin-token": "web baseline old-web"} {
 			rec := ra.do("GET", token, "/api/v1/rollouts", "")
-			var views []hubapi.RolloutView
+			var views []phase.RolloutView
 			if err := json.Unmarshal(rec.Body.Bytes(), &views); rec.Code != http.StatusOK || err != nil {
 				t.Fatalf("%s: status %d %s", token, rec.Code, rec.Body)
 			}
@@ -165,7 +167,7 @@ func TestRolloutRoutes(t *testing.T) {
 
 	t.Run("one rollout, as its waves stand", func(t *testing.T) {
 		rec := ra.do("GET", "viewer-a-token", "/api/v1/rollouts/web", "")
-		var v hubapi.RolloutView
+		var v phase.RolloutView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d %s", rec.Code, rec.Body)
 		}
@@ -182,7 +184,7 @@ func TestRolloutRoutes(t *testing.T) {
 
 	t.Run("a deployer of the release's project approves the waiting wave", func(t *testing.T) {
 		rec := ra.do("POST", "team-a-token", "/api/v1/rollouts/web/approve", ``)
-		var v hubapi.RolloutView
+		var v phase.RolloutView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d %s", rec.Code, rec.Body)
 		}
@@ -278,7 +280,7 @@ func TestRolloutRoutes(t *testing.T) {
 
 	t.Run("a deleted release's removal is shown, and approved by a deployer of every project", func(t *testing.T) {
 		rec := ra.do("GET", "viewer-a-token", "/api/v1/rollouts/old-web", "")
-		var v hubapi.RolloutView
+		var v phase.RolloutView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d %s", rec.Code, rec.Body)
 		}
@@ -300,7 +302,7 @@ func TestRolloutRoutes(t *testing.T) {
 
 	t.Run("rollback sends the started clusters back to the stable revision", func(t *testing.T) {
 		rec := ra.do("POST", "team-a-token", "/api/v1/rollouts/web/rollback", "")
-		var v hubapi.RolloutView
+		var v phase.RolloutView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d %s", rec.Code, rec.Body)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Audit actions of sync requests.
@@ -45,7 +45,7 @@ func (a *API) syncRoutes() []httpapi.Route {
 func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	release := r.PathValue("release")
-	var req hubapi.SyncRequest
+	var req hubclient.SyncRequest
 	if !readBody(w, r, maxSyncBody, &req, "sync request: ", `{"cluster": ..., "override": ..., "reason": ...}`) {
 		return
 	}
@@ -127,13 +127,13 @@ func (a *API) sync(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusAccepted, syncView(rec))
 }
 
-func syncView(r syncreq.Request) hubapi.SyncView {
-	return hubapi.SyncView{ID: r.ID, Release: r.Release, Cluster: r.Cluster, Override: r.Override, Reason: r.Reason,
+func syncView(r syncreq.Request) hubclient.SyncView {
+	return hubclient.SyncView{ID: r.ID, Release: r.Release, Cluster: r.Cluster, Override: r.Override, Reason: r.Reason,
 		Actor: r.Actor, Created: r.Created, Expires: r.Expires()}
 }
 
 // checkSyncRequest checks a sync request's body and trims its reason.
-func checkSyncRequest(req hubapi.SyncRequest) (hubapi.SyncRequest, error) {
+func checkSyncRequest(req hubclient.SyncRequest) (hubclient.SyncRequest, error) {
 	req.Reason = strings.TrimSpace(req.Reason)
 	switch {
 	case req.Override && req.Reason == "":

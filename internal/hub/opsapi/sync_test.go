@@ -23,7 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hub/syncreq"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // tokenAuth maps bearer tokens to principals.
@@ -115,7 +115,7 @@ func TestSyncRequests(t *testing.T) {
 		if rec.Code != http.StatusAccepted {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
-		var v hubapi.SyncView
+		var v hubclient.SyncView
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestSyncRequests(t *testing.T) {
 		t.Run("refuses "+tt.name, func(t *testing.T) {
 			before, _ := sa.store.ListRecords(t.Context(), syncreq.Kind)
 			rec := sa.post(tt.token, tt.path, tt.body)
-			var e hubapi.APIError
+			var e hubclient.APIError
 			_ = json.Unmarshal(rec.Body.Bytes(), &e)
 			if rec.Code != tt.status || e.Error != tt.want {
 				t.Errorf("status %d %q, want %d %q", rec.Code, e.Error, tt.status, tt.want)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/desired"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/render"
 )
 
@@ -45,7 +45,7 @@ type renderer struct {
 	names map[string]map[string]bool
 	// charts says which (artifact, path) is a chart directory.
 	charts map[string]bool
-	diffs  map[[2]*rendered][]hubapi.PlanObject
+	diffs  map[[2]*rendered][]hubclient.PlanObject
 	count  int
 	// cut counts renders the limits left out, by limit.
 	overCount, overTime int
@@ -56,7 +56,7 @@ type renderer struct {
 
 func newRenderer(ctx context.Context, dir func(context.Context, string) (string, error), lim Limits) *renderer {
 	rctx, cancel := context.WithTimeout(ctx, lim.RenderTime)
-	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, charts: map[string]bool{}, diffs: map[[2]*rendered][]hubapi.PlanObject{},
+	return &renderer{ctx: rctx, cancel: cancel, dir: dir, lim: lim, cache: map[string]*rendered{}, names: map[string]map[string]bool{}, charts: map[string]bool{}, diffs: map[[2]*rendered][]hubclient.PlanObject{},
 		sandbox: render.Lazy{Options: render.SandboxOptions{Concurrent: 1}}}
 }
 
@@ -206,22 +206,22 @@ func objectKey(o *unstructured.Unstructured) string {
 
 // compare returns release's change on a cluster from assignment a (in force, when had) to b
 // (the candidate's, when has); false when nothing changes.
-func (r *renderer) compare(release string, a desired.Assignment, had bool, b desired.Assignment, has bool) (hubapi.PlanGroup, bool) {
-	g := hubapi.PlanGroup{Release: release}
+func (r *renderer) compare(release string, a desired.Assignment, had bool, b desired.Assignment, has bool) (hubclient.PlanGroup, bool) {
+	g := hubclient.PlanGroup{Release: release}
 	var before, after *rendered
 	switch {
 	case !had && !has:
 		return g, false
 	case !had:
-		g.Change = hubapi.PlanGained
+		g.Change = hubclient.PlanGained
 		g.Assignment = []string{"path: " + shownPath(b.Path), "revision: " + b.Revision}
 		after = r.render(b)
 	case !has:
-		g.Change = hubapi.PlanLost
+		g.Change = hubclient.PlanLost
 		g.Assignment = []string{"removed from the cluster: its objects are pruned"}
 		before = r.render(a)
 	default:
-		g.Change = hubapi.PlanChanged
+		g.Change = hubclient.PlanChanged
 		g.Assignment = settings(a, b)
 		if a.Digest != b.Digest || a.Path != b.Path || !maps.Equal(a.Vars, b.Vars) || !sameHelm(a, b) {
 			before, after = r.render(a), r.render(b)
@@ -235,7 +235,7 @@ func (r *renderer) compare(release string, a desired.Assignment, had bool, b des
 	default:
 		g.Objects = r.diff(before, after)
 	}
-	if g.Change == hubapi.PlanChanged && len(g.Objects) == 0 && g.Error == "" && onlyRevision(g.Assignment) {
+	if g.Change == hubclient.PlanChanged && len(g.Objects) == 0 && g.Error == "" && onlyRevision(g.Assignment) {
 		// A new revision of the source that renders the same objects changes nothing on
 		// the cluster: the agent applies what it already runs.
 		return g, false
@@ -312,7 +312,7 @@ func settings(a, b desired.Assignment) []string {
 }
 
 // diff is diffObjects, once per pair of renders: the clusters that share renders share it.
-func (r *renderer) diff(before, after *rendered) []hubapi.PlanObject {
+func (r *renderer) diff(before, after *rendered) []hubclient.PlanObject {
 	k := [2]*rendered{before, after}
 	if d, ok := r.diffs[k]; ok {
 		return slices.Clone(d)
@@ -324,14 +324,14 @@ func (r *renderer) diff(before, after *rendered) []hubapi.PlanObject {
 
 // diffObjects compares two renders: the candidate's objects in its order, then those it
 // removes in the order they were rendered.
-func diffObjects(before, after *rendered) []hubapi.PlanObject {
+func diffObjects(before, after *rendered) []hubclient.PlanObject {
 	if before == nil {
 		before = &rendered{}
 	}
 	if after == nil {
 		after = &rendered{}
 	}
-	var out []hubapi.PlanObject
+	var out []hubclient.PlanObject
 	for _, k := range after.keys {
 		b := after.objs[k]
 		a, had := before.objs[k]
@@ -354,7 +354,7 @@ func diffObjects(before, after *rendered) []hubapi.PlanObject {
 		}
 		a := before.objs[k]
 		x, _ := redactedPair(a, nil)
-		o := planObject(a, hubapi.ObjectRemoved)
+		o := planObject(a, hubclient.ObjectRemoved)
 		o.Diff = unified(x, "", o, true, false)
 		out = append(out, o)
 	}
@@ -364,17 +364,17 @@ func diffObjects(before, after *rendered) []hubapi.PlanObject {
 // objectAction is ObjectChanged for an object that was there, ObjectAdded otherwise.
 func objectAction(had bool) string {
 	if had {
-		return hubapi.ObjectChanged
+		return hubclient.ObjectChanged
 	}
-	return hubapi.ObjectAdded
+	return hubclient.ObjectAdded
 }
 
-func planObject(o *unstructured.Unstructured, action string) hubapi.PlanObject {
-	return hubapi.PlanObject{Action: action, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+func planObject(o *unstructured.Unstructured, action string) hubclient.PlanObject {
+	return hubclient.PlanObject{Action: action, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 }
 
 // unified is the unified diff of one object's YAML, named by the object.
-func unified(x, y string, o hubapi.PlanObject, had, has bool) string {
+func unified(x, y string, o hubclient.PlanObject, had, has bool) string {
 	name := o.Kind + "/" + o.Name
 	if o.Namespace != "" {
 		name = o.Kind + "/" + o.Namespace + "/" + o.Name
@@ -458,7 +458,7 @@ func toYAML(o *unstructured.Unstructured) string {
 }
 
 // contentHash identifies a change by its full content, before any cut.
-func contentHash(g hubapi.PlanGroup) string {
+func contentHash(g hubclient.PlanGroup) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", g.Release, g.Change, g.Error)
 	for _, l := range g.Assignment {

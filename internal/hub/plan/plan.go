@@ -30,7 +30,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
@@ -94,11 +94,11 @@ type Input struct {
 // change is one release's change on one cluster, before grouping.
 type change struct {
 	release, cluster string
-	group            hubapi.PlanGroup
+	group            hubclient.PlanGroup
 }
 
 // Compute returns the plan. It fails only when ctx ends; everything else is in the plan.
-func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
+func Compute(ctx context.Context, in Input) (hubclient.Plan, error) {
 	lim := in.Limits
 	if lim == (Limits{}) {
 		lim = DefaultLimits()
@@ -125,7 +125,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 	slices.SortFunc(clusters, func(a, b schedule.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	sched := schedule.ScheduleWith(in.Schedule, in.Candidate, clusters, in.Artifacts, in.Current, in.CandidateRevision)
 
-	out := hubapi.Plan{Groups: []hubapi.PlanGroup{}, Problems: []hubapi.PlanProblem{}}
+	out := hubclient.Plan{Groups: []hubclient.PlanGroup{}, Problems: []hubclient.PlanProblem{}}
 	old := map[string]bool{}
 	for _, p := range in.CurrentProblems {
 		old[p.String()] = true
@@ -134,7 +134,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 		if !see(p.Release) || !seesCluster(p.Cluster) || (p.Project != "" && !visible("", p.Project)) {
 			continue
 		}
-		pp := hubapi.PlanProblem{Kind: hubapi.PlanSchedule, Release: p.Release, Cluster: p.Cluster, Message: p.Message, Existing: old[p.String()]}
+		pp := hubclient.PlanProblem{Kind: hubclient.PlanSchedule, Release: p.Release, Cluster: p.Cluster, Message: p.Message, Existing: old[p.String()]}
 		out.Problems = append(out.Problems, pp)
 	}
 
@@ -165,7 +165,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 			if !ok {
 				continue
 			}
-			if hasB && g.Change != hubapi.PlanLost {
+			if hasB && g.Change != hubclient.PlanLost {
 				if v := verdicts.evaluate(gates, rel, in.Now); v.Revisions {
 					g.Waiting = v.Reason
 				}
@@ -177,7 +177,7 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return hubapi.Plan{}, err
+		return hubclient.Plan{}, err
 	}
 	group(&out, changes, lim)
 	out.Truncated = append(out.Truncated, r.truncated()...)
@@ -196,16 +196,16 @@ func Compute(ctx context.Context, in Input) (hubapi.Plan, error) {
 }
 
 // group collapses the changes into groups by release and hash, and counts them.
-func group(out *hubapi.Plan, changes []change, lim Limits) {
+func group(out *hubclient.Plan, changes []change, lim Limits) {
 	idx := map[string]int{}
 	changed, releases := map[string]bool{}, map[string]bool{}
-	var groups []hubapi.PlanGroup
+	var groups []hubclient.PlanGroup
 	for _, ch := range changes {
 		changed[ch.cluster], releases[ch.release] = true, true
 		switch ch.group.Change {
-		case hubapi.PlanGained:
+		case hubclient.PlanGained:
 			out.Summary.Gained++
-		case hubapi.PlanLost:
+		case hubclient.PlanLost:
 			out.Summary.Lost++
 		default:
 			out.Summary.Changed++
@@ -232,11 +232,11 @@ func group(out *hubapi.Plan, changes []change, lim Limits) {
 	}
 	for _, g := range groups {
 		if g.Error != "" {
-			out.Problems = append(out.Problems, hubapi.PlanProblem{Kind: hubapi.PlanRender, Release: g.Release,
+			out.Problems = append(out.Problems, hubclient.PlanProblem{Kind: hubclient.PlanRender, Release: g.Release,
 				Cluster: clusterList(g), Message: g.Error})
 		}
 	}
-	slices.SortStableFunc(groups, func(a, b hubapi.PlanGroup) int {
+	slices.SortStableFunc(groups, func(a, b hubclient.PlanGroup) int {
 		return cmp.Or(strings.Compare(a.Release, b.Release), strings.Compare(a.Clusters[0], b.Clusters[0]))
 	})
 	out.Summary.ClustersChanged, out.Summary.Releases = len(changed), len(releases)
@@ -259,20 +259,20 @@ func group(out *hubapi.Plan, changes []change, lim Limits) {
 		out.Truncated = append(out.Truncated, fmt.Sprintf("the diffs of %d objects (over %d bytes of diffs in all)", left, lim.DiffTotal))
 	}
 	out.Groups = append(out.Groups, groups...)
-	slices.SortStableFunc(out.Problems, func(a, b hubapi.PlanProblem) int {
+	slices.SortStableFunc(out.Problems, func(a, b hubclient.PlanProblem) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Release, b.Release), strings.Compare(a.Cluster, b.Cluster))
 	})
 }
 
 // mergeProblems lists a problem that many clusters share once, naming its clusters ("c1,
 // c2 and 998 more"), in the order of its first cluster.
-func mergeProblems(ps []hubapi.PlanProblem, listed int) []hubapi.PlanProblem {
+func mergeProblems(ps []hubclient.PlanProblem, listed int) []hubclient.PlanProblem {
 	type merged struct {
-		p        hubapi.PlanProblem
+		p        hubclient.PlanProblem
 		clusters []string
 		n        int
 	}
-	idx := map[hubapi.PlanProblem]int{}
+	idx := map[hubclient.PlanProblem]int{}
 	var ms []merged
 	for _, p := range ps {
 		key := p
@@ -293,18 +293,18 @@ func mergeProblems(ps []hubapi.PlanProblem, listed int) []hubapi.PlanProblem {
 			}
 		}
 	}
-	out := make([]hubapi.PlanProblem, len(ms))
+	out := make([]hubclient.PlanProblem, len(ms))
 	for i, m := range ms {
 		out[i] = m.p
 		if m.n > 1 {
-			out[i].Cluster = clusterList(hubapi.PlanGroup{Clusters: m.clusters, ClusterCount: m.n})
+			out[i].Cluster = clusterList(hubclient.PlanGroup{Clusters: m.clusters, ClusterCount: m.n})
 		}
 	}
 	return out
 }
 
 // clusterList names a group's clusters for a problem: "c1, c2 and 3 more".
-func clusterList(g hubapi.PlanGroup) string {
+func clusterList(g hubclient.PlanGroup) string {
 	s := strings.Join(g.Clusters, ", ")
 	if more := g.ClusterCount - len(g.Clusters); more > 0 {
 		s += fmt.Sprintf(" and %d more", more)

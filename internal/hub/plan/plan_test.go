@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func TestUnifiedDiff(t *testing.T) {
@@ -117,7 +117,7 @@ func fixture(t testing.TB, n int, candidate *v1alpha1.Fleet) Input {
 	}
 }
 
-func summary(p hubapi.Plan) []string {
+func summary(p hubclient.Plan) []string {
 	var out []string
 	for _, g := range p.Groups {
 		s := fmt.Sprintf("%s %s x%d", g.Release, g.Change, g.ClusterCount)

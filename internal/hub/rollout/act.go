@@ -4,25 +4,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Act applies a user's action (ActionPause...) to st, by actor at now, and returns the
 // event to audit and notify. wave names the wave to approve ("" the one waiting). An action
 // that does not fit where the rollout stands is refused with an error wrapping ErrAction
 // that says why; st is then unchanged.
-func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEvent, error) {
-	refuse := func(format string, args ...any) (hubapi.RolloutEvent, error) {
-		return hubapi.RolloutEvent{}, fmt.Errorf("%s: %s: %w", action, fmt.Sprintf(format, args...), ErrAction)
+func Act(st *State, action, wave, actor string, now time.Time) (phase.RolloutEvent, error) {
+	refuse := func(format string, args ...any) (phase.RolloutEvent, error) {
+		return phase.RolloutEvent{}, fmt.Errorf("%s: %s: %w", action, fmt.Sprintf(format, args...), ErrAction)
 	}
-	phase := st.viewPhase()
+	current := st.viewPhase()
 	running := st.Phase == PhaseProgressing || st.Phase == PhaseWaitingApproval
 	what := "rollout of " + short(st.Current.Revision)
 	if st.Removing {
 		what = "removal of the deleted release"
 	}
-	var e hubapi.RolloutEvent
+	var e phase.RolloutEvent
 	if st.Removing && (action == ActionAbort || action == ActionRollback) {
 		return refuse("the release was deleted and leaves its clusters wave by wave; to keep it, add it back to the fleet")
 	}
@@ -30,7 +31,7 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 	case ActionPause:
 		lv := st.Leaving
 		if (!running || st.Paused) && (lv == nil || lv.Paused) {
-			return refuse("the rollout is %s", phase)
+			return refuse("the rollout is %s", current)
 		}
 		if running {
 			st.Paused = true
@@ -45,7 +46,7 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 	case ActionResume:
 		lv := st.Leaving
 		if !st.Paused && (lv == nil || !lv.Paused) {
-			return refuse("the rollout is %s, not paused", phase)
+			return refuse("the rollout is %s, not paused", current)
 		}
 		if !st.Paused {
 			what = "removal from the clusters no longer selected"
@@ -73,7 +74,7 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 		}
 		switch {
 		case w == nil && lw == nil && !running:
-			return refuse("the rollout is %s", phase)
+			return refuse("the rollout is %s", current)
 		case w == nil && lw == nil:
 			return refuse("%s", err)
 		}
@@ -90,14 +91,14 @@ func Act(st *State, action, wave, actor string, now time.Time) (hubapi.RolloutEv
 		e = st.event(now, EventApproved, name, "", msg)
 	case ActionAbort:
 		if !active(st.Phase) {
-			return refuse("the rollout is %s", phase)
+			return refuse("the rollout is %s", current)
 		}
 		st.Phase, st.Paused, st.Queued = PhaseAborted, false, Artifact{}
 		st.Message = "aborted by " + actor
 		e = st.event(now, EventAborted, "", "", "rollout of "+short(st.Current.Revision)+" aborted: clusters not started keep their revision")
 	case ActionRollback:
 		if !active(st.Phase) {
-			return refuse("the rollout is %s; only a rollout under way or halted can be rolled back", phase)
+			return refuse("the rollout is %s; only a rollout under way or halted can be rolled back", current)
 		}
 		if st.Stable.Digest == "" {
 			return refuse("no revision of the release has completed a rollout yet: nothing to roll back to")

@@ -61,7 +61,7 @@ const (
 // approve): the user API answers them with 409.
 var ErrAction = errors.New("rollout action refused")
 
-// Phases of a rollout (State.Phase, hubapi.RolloutView.Phase). Paused is only a view's:
+// Phases of a rollout (State.Phase, phase.RolloutView.Phase). Paused is only a view's:
 // the state keeps Paused beside Progressing or WaitingApproval.
 const (
 	PhaseIdle            = "Idle"
@@ -95,7 +95,7 @@ const (
 	WaveHalted          = "Halted"
 )
 
-// Types of events (hubapi.RolloutEvent.Type).
+// Types of events (phase.RolloutEvent.Type).
 const (
 	EventStarted     = "started"
 	EventWaveStarted = "wave-started"

@@ -3,8 +3,9 @@ package rollout
 import (
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Artifact is one artifact of the release's source: what an assignment carries.
@@ -38,7 +39,7 @@ type State struct {
 	StartedAt time.Time                `json:"startedAt,omitzero"`
 	UpdatedAt time.Time                `json:"updatedAt,omitzero"`
 	// Events are the newest events, at most MaxEvents, oldest first.
-	Events []hubapi.RolloutEvent `json:"events,omitempty"`
+	Events []phase.RolloutEvent `json:"events,omitempty"`
 	// Removing is set while a deleted release leaves its clusters wave by wave.
 	Removing bool `json:"removing,omitempty"`
 	// Project is the release's project as last seen: who may view a deleted release's
@@ -116,8 +117,8 @@ func (st *State) rolloutPhase() string {
 }
 
 // event records e in st (bounded) and returns it.
-func (st *State) event(now time.Time, typ, wave, cluster, msg string) hubapi.RolloutEvent {
-	e := hubapi.RolloutEvent{At: now, Type: typ, Wave: wave, Cluster: cluster, Message: msg}
+func (st *State) event(now time.Time, typ, wave, cluster, msg string) phase.RolloutEvent {
+	e := phase.RolloutEvent{At: now, Type: typ, Wave: wave, Cluster: cluster, Message: msg}
 	st.Events = append(st.Events, e)
 	if n := len(st.Events) - MaxEvents; n > 0 {
 		st.Events = append(st.Events[:0:0], st.Events[n:]...)

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // Cluster is one cluster the release selects, as the planner sees it.
@@ -32,7 +34,7 @@ type Cluster struct {
 // Report is the part of an agent's last report the planner reads.
 type Report struct {
 	Digest string
-	Phase  string // hubapi.Phase values: Ready, Failed, ...
+	Phase  string // hubclient.Phase values: Ready, Failed, ...
 	Health string // kstatus: Current, InProgress, Failed, "" without wait
 	At     time.Time
 }
@@ -69,7 +71,7 @@ type Result struct {
 	// Assign holds a decision for every cluster of the input, Leaving included.
 	Assign map[string]Decision
 	// Events happened in this step, oldest first.
-	Events []hubapi.RolloutEvent
+	Events []phase.RolloutEvent
 	// Next is when the rollout should be stepped again by time alone (a bake ends, a
 	// deadline passes); zero when nothing is due.
 	Next time.Time
@@ -125,7 +127,7 @@ type planner struct {
 	members [][]*Cluster
 	// waveOf is each cluster's wave index; -1: in no wave.
 	waveOf map[string]int
-	events []hubapi.RolloutEvent
+	events []phase.RolloutEvent
 	// leaving is the removal from clusters no longer selected as this step left it, even
 	// when it ended (st.Leaving is then nil).
 	leaving *Leaving
@@ -368,9 +370,9 @@ func (p *planner) observe() {
 		r := c.Report
 		at := r != nil && r.Digest == st.Current.Digest
 		switch {
-		case at && r.Phase == string(hubapi.PhaseFailed):
+		case at && r.Phase == string(hubclient.PhaseFailed):
 			p.fail(cs, name, "reported Failed")
-		case at && r.Phase == string(hubapi.PhaseReady) && (r.Health == "" || r.Health == "Current"):
+		case at && r.Phase == string(hubclient.PhaseReady) && (r.Health == "" || r.Health == "Current"):
 			if cs.ReadySince.IsZero() {
 				cs.ReadySince = p.now
 				if !r.At.IsZero() && r.At.After(cs.Since) && r.At.Before(p.now) {
@@ -386,7 +388,7 @@ func (p *planner) observe() {
 		default:
 			cs.Phase, cs.ReadySince = ClusterProgressing, time.Time{}
 			cs.Message = ""
-			if at && r.Phase == string(hubapi.PhaseReady) {
+			if at && r.Phase == string(hubclient.PhaseReady) {
 				cs.Message = "Ready but health " + r.Health
 			}
 			if c.Blocked != "" {

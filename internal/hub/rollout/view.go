@@ -6,25 +6,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // View is st as the user API shows it, for spec (the release's rollout; nil when the release
 // has none any more). st may be nil: a release that never rolled out.
-func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView {
+func View(release string, spec *v1alpha1.Rollout, st *State) phase.RolloutView {
 	if st == nil {
 		st = &State{}
 	}
 	if spec == nil {
 		spec = st.Spec
 	}
-	v := hubapi.RolloutView{
+	v := phase.RolloutView{
 		Release: release, Phase: st.viewPhase(), Message: st.Message, Paused: st.Paused,
 		Revision: st.Current.Revision, Digest: st.Current.Digest,
 		StableRevision: st.Stable.Revision, StableDigest: st.Stable.Digest,
 		QueuedRevision: st.Queued.Revision, QueuedDigest: st.Queued.Digest,
-		Waves: []hubapi.WaveView{}, Events: slices.Clone(st.Events),
+		Waves: []phase.WaveView{}, Events: slices.Clone(st.Events),
 		StartedAt: timePtr(st.StartedAt), UpdatedAt: timePtr(st.UpdatedAt), Removal: st.Removing,
 	}
 	if lv := st.Leaving; lv != nil && lv.Message != "" {
@@ -33,10 +34,10 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 	if spec == nil {
 		return v
 	}
-	byWave := map[string][]hubapi.RolloutClusterView{}
+	byWave := map[string][]phase.RolloutClusterView{}
 	if lv := st.Leaving; lv != nil {
 		for name, lc := range lv.Clusters {
-			c := hubapi.RolloutClusterView{Cluster: name, Phase: lc.Phase, Since: timePtr(lc.Since)}
+			c := phase.RolloutClusterView{Cluster: name, Phase: lc.Phase, Since: timePtr(lc.Since)}
 			switch lc.Phase {
 			case ClusterPending:
 				c.Message = "no longer selected: keeps the release until its wave's removal"
@@ -58,7 +59,7 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 		} else if cs.Phase == ClusterPending {
 			rev = ""
 		}
-		byWave[cs.Wave] = append(byWave[cs.Wave], hubapi.RolloutClusterView{
+		byWave[cs.Wave] = append(byWave[cs.Wave], phase.RolloutClusterView{
 			Cluster: name, Phase: cs.Phase, Revision: rev, Message: cs.Message, Since: timePtr(cs.Since),
 		})
 	}
@@ -68,18 +69,18 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 			ws = *s
 		}
 		cl := byWave[w.Name]
-		slices.SortFunc(cl, func(a, b hubapi.RolloutClusterView) int {
+		slices.SortFunc(cl, func(a, b phase.RolloutClusterView) int {
 			return cmp.Or(cmp.Compare(rank(a.Cluster), rank(b.Cluster)), strings.Compare(a.Cluster, b.Cluster))
 		})
 		if cl == nil {
-			cl = []hubapi.RolloutClusterView{}
+			cl = []phase.RolloutClusterView{}
 		}
-		phase := wavePhase(st, i, w, ws, cl)
+		wp := wavePhase(st, i, w, ws, cl)
 		if st.Leaving != nil && !st.running() && st.Phase != PhaseHalted {
-			phase = leavingWavePhase(st.Leaving, w, i)
+			wp = leavingWavePhase(st.Leaving, w, i)
 		}
-		wv := hubapi.WaveView{
-			Name: w.Name, Phase: phase, Approval: w.Approval == v1alpha1.ApprovalRequired,
+		wv := phase.WaveView{
+			Name: w.Name, Phase: wp, Approval: w.Approval == v1alpha1.ApprovalRequired,
 			ApprovedBy: ws.ApprovedBy, MaxConcurrent: w.MaxConcurrent.Of(max(len(cl), 1), true, v1alpha1.IntOrPercent{Value: 100, Percent: true, Set: true}),
 			MaxFailures: w.MaxFailures.Of(len(cl), false, v1alpha1.IntOrPercent{}), Clusters: cl,
 		}
@@ -88,7 +89,7 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 			wv.Bake = w.Bake.Duration.String()
 		}
 		for name, cs := range st.Clusters {
-			if cs.Wave == w.Name && cs.Failed && slices.ContainsFunc(cl, func(c hubapi.RolloutClusterView) bool { return c.Cluster == name }) {
+			if cs.Wave == w.Name && cs.Failed && slices.ContainsFunc(cl, func(c phase.RolloutClusterView) bool { return c.Cluster == name }) {
 				wv.Failures++
 			}
 		}
@@ -97,7 +98,7 @@ func View(release string, spec *v1alpha1.Rollout, st *State) hubapi.RolloutView 
 	return v
 }
 
-func wavePhase(st *State, i int, w v1alpha1.Wave, ws WaveState, cl []hubapi.RolloutClusterView) string {
+func wavePhase(st *State, i int, w v1alpha1.Wave, ws WaveState, cl []phase.RolloutClusterView) string {
 	switch {
 	case ws.Done:
 		return WaveDone

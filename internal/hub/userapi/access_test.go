@@ -23,7 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -263,9 +263,9 @@ func TestRoleMatrix(t *testing.T) {
 			t.Errorf("drift of viewer-a lacks a-web's: %s", body)
 		}
 		_, body = f.call(t, "viewer-a", "GET", "/api/v1/audit", "")
-		var recs []hubapi.AuditRecord
+		var recs []hubclient.AuditRecord
 		must(t, json.Unmarshal([]byte(body), &recs))
-		if len(recs) == 0 || slices.ContainsFunc(recs, func(r hubapi.AuditRecord) bool { return r.Cluster != "a1" }) {
+		if len(recs) == 0 || slices.ContainsFunc(recs, func(r hubclient.AuditRecord) bool { return r.Cluster != "a1" }) {
 			t.Errorf("audit of viewer-a: %s", body)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // maxAuditList bounds one JSON answer of GET /api/v1/audit; format=jsonl streams without a
@@ -85,9 +85,9 @@ func (api *API) listAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	// The limit counts before the scope's filter: a scoped principal may get fewer.
 	recs = filterRecords(recs, visible)
-	out := make([]hubapi.AuditRecord, len(recs))
+	out := make([]hubclient.AuditRecord, len(recs))
 	for i, rec := range recs {
-		out[i] = hubapi.AuditRecord{
+		out[i] = hubclient.AuditRecord{
 			Seq: rec.Seq, Time: rec.Time, Actor: rec.Actor, Action: rec.Action, Cluster: rec.Cluster,
 			Release: rec.Release, Detail: rec.Detail, PrevHash: rec.PrevHash, Hash: rec.Hash,
 		}
@@ -113,7 +113,7 @@ func (api *API) verifyAudit(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	v := hubapi.AuditVerification{Checked: checked, OK: true}
+	v := hubclient.AuditVerification{Checked: checked, OK: true}
 	if v.HeadSeq, v.HeadHash, err = api.d.Audit.Head(r.Context()); err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return

@@ -14,7 +14,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window/hold"
 )
 
@@ -56,7 +56,7 @@ func (api *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	out := make([]hubapi.ClusterView, 0, len(clusters))
+	out := make([]hubclient.ClusterView, 0, len(clusters))
 	for _, c := range clusters {
 		if !httpapi.VisibleCluster(r.Context(), c) {
 			continue
@@ -78,7 +78,7 @@ func (api *API) getCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := api.clusterView(r, c)
-	fd, err := api.loadFleet(r.Context(), hubapi.StatusFilter{Cluster: c.Name})
+	fd, err := api.loadFleet(r.Context(), hubclient.StatusFilter{Cluster: c.Name})
 	if err != nil {
 		writeViewError(w, err)
 		return
@@ -92,9 +92,9 @@ func (api *API) getCluster(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
-func (api *API) clusterView(r *http.Request, c store.Cluster) hubapi.ClusterView {
+func (api *API) clusterView(r *http.Request, c store.Cluster) hubclient.ClusterView {
 	c.LastSeen, c.AgentVersion = api.d.Seen.Get(c)
-	v := hubapi.ClusterView{Name: c.Name, Labels: c.Labels, CreatedAt: c.CreatedAt, AgentVersion: c.AgentVersion, Assignments: []string{}}
+	v := hubclient.ClusterView{Name: c.Name, Labels: c.Labels, CreatedAt: c.CreatedAt, AgentVersion: c.AgentVersion, Assignments: []string{}}
 	if v.Labels == nil {
 		v.Labels = map[string]string{}
 	}

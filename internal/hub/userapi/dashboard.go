@@ -8,7 +8,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/dashboard"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // dashboardPages serves the dashboard's static pages. They hold no fleet data: the page
@@ -93,7 +93,7 @@ func (api *API) scopedDash(p access.Principal) *dashboard.Snapshots {
 
 // dashboardFleet is the fleet document of ctx's scope.
 func (api *API) dashboardFleet(ctx context.Context) (dashboard.Fleet, error) {
-	st, err := api.statusView(ctx, hubapi.StatusFilter{})
+	st, err := api.statusView(ctx, hubclient.StatusFilter{})
 	if err != nil {
 		return dashboard.Fleet{}, err
 	}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/fleetview"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-// assignmentDetail answers hubapi.AssignmentDetail: one release on one cluster as its agent
+// assignmentDetail answers hubclient.AssignmentDetail: one release on one cluster as its agent
 // last reported it.
 func (api *API) assignmentDetail(w http.ResponseWriter, r *http.Request) {
 	out, err := api.assignmentView(r.Context(), r.PathValue("name"), r.PathValue("release"))
@@ -24,20 +24,20 @@ func (api *API) assignmentDetail(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
-func (api *API) assignmentView(ctx context.Context, cluster, release string) (hubapi.AssignmentDetail, error) {
-	fd, err := api.loadFleet(ctx, hubapi.StatusFilter{Cluster: cluster, Release: release})
+func (api *API) assignmentView(ctx context.Context, cluster, release string) (hubclient.AssignmentDetail, error) {
+	fd, err := api.loadFleet(ctx, hubclient.StatusFilter{Cluster: cluster, Release: release})
 	if err != nil {
-		return hubapi.AssignmentDetail{}, err
+		return hubclient.AssignmentDetail{}, err
 	}
 	if len(fd.assignments) == 0 {
-		return hubapi.AssignmentDetail{}, errUnknown{fmt.Sprintf("release %q is not assigned to cluster %q", release, cluster)}
+		return hubclient.AssignmentDetail{}, errUnknown{fmt.Sprintf("release %q is not assigned to cluster %q", release, cluster)}
 	}
-	out := hubapi.AssignmentDetail{Assignment: fd.assignments[0], ConflictTexts: []string{}, Objects: []hubapi.ObjectView{}}
+	out := hubclient.AssignmentDetail{Assignment: fd.assignments[0], ConflictTexts: []string{}, Objects: []hubclient.ObjectView{}}
 	if ds, err := api.d.Store.GetDesiredState(ctx, cluster); err == nil {
 		if as, err := api.d.Desired.Decode(cluster, ds.Document); err == nil {
 			for _, a := range as {
 				if a.Release == release {
-					out.Desired = hubapi.DesiredSettings{
+					out.Desired = hubclient.DesiredSettings{
 						Source: a.Source, Path: a.Path, Namespace: a.Namespace, Prune: a.Prune, SelfHeal: a.SelfHeal, Wait: a.Wait,
 						Timeout: a.Timeout.String(), Interval: a.Interval.String(),
 					}

@@ -19,7 +19,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -91,16 +91,16 @@ func TestAssignmentDetail(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("%d %s", code, body)
 		}
-		var got hubapi.AssignmentDetail
+		var got hubclient.AssignmentDetail
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatal(err)
 		}
-		want := []hubapi.ObjectView{
+		want := []hubclient.ObjectView{
 			{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "settings", Object: "configmap/settings", Action: "conflict",
-				Drift: []hubapi.FieldDrift{}, Conflicts: []hubapi.FieldConflict{{Field: ".data.logEndpoint", Owner: `field manager "team-x"`}}},
+				Drift: []hubclient.FieldDrift{}, Conflicts: []hubclient.FieldConflict{{Field: ".data.logEndpoint", Owner: `field manager "team-x"`}}},
 			{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "level", Object: "configmap/level", Action: "drifted",
-				Drift: []hubapi.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`}}, Conflicts: []hubapi.FieldConflict{}},
-			{Namespace: "apps", Object: "service/old", Action: "healed", Drift: []hubapi.FieldDrift{{Path: ".spec.type"}}, Conflicts: []hubapi.FieldConflict{}},
+				Drift: []hubclient.FieldDrift{{Path: ".data.level", Desired: `"info"`, Live: `"debug"`}}, Conflicts: []hubclient.FieldConflict{}},
+			{Namespace: "apps", Object: "service/old", Action: "healed", Drift: []hubclient.FieldDrift{{Path: ".spec.type"}}, Conflicts: []hubclient.FieldConflict{}},
 		}
 		if diff := cmp.Diff(want, got.Objects); diff != "" {
 			t.Errorf("objects (-want +got):\n%s", diff)
@@ -111,7 +111,7 @@ func TestAssignmentDetail(t *testing.T) {
 		if diff := cmp.Diff(status.Conflicts, got.ConflictTexts); diff != "" {
 			t.Errorf("conflict texts (-want +got):\n%s", diff)
 		}
-		wantDesired := hubapi.DesiredSettings{Source: "apps", Path: "web", Namespace: "apps", SelfHeal: true, Timeout: "5m0s", Interval: "1m0s"}
+		wantDesired := hubclient.DesiredSettings{Source: "apps", Path: "web", Namespace: "apps", SelfHeal: true, Timeout: "5m0s", Interval: "1m0s"}
 		if diff := cmp.Diff(wantDesired, got.Desired); diff != "" {
 			t.Errorf("desired settings (-want +got):\n%s", diff)
 		}
@@ -119,7 +119,7 @@ func TestAssignmentDetail(t *testing.T) {
 
 	t.Run("an assignment not reported yet has no objects", func(t *testing.T) {
 		code, body := get("/api/v1/clusters/eu-1/releases/db")
-		var got hubapi.AssignmentDetail
+		var got hubclient.AssignmentDetail
 		if err := json.Unmarshal(body, &got); err != nil || code != http.StatusOK || got.Reported || got.Objects == nil || len(got.Objects) != 0 {
 			t.Errorf("%d %s (%v)", code, body, err)
 		}

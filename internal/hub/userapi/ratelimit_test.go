@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/controller"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 type noDevice struct{}
@@ -60,7 +60,7 @@ func TestDeviceSignInRateLimit(t *testing.T) {
 	)
 	for _, s := range steps {
 		rec := call(s.path, s.remote)
-		var e hubapi.APIError
+		var e hubclient.APIError
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)
 		if rec.Code != s.status || e.Error != s.want || rec.Header().Get("Retry-After") != s.retryAfter {
 			t.Errorf("%s: status %d %q Retry-After %q, want %d %q %q", s.name, rec.Code, e.Error, rec.Header().Get("Retry-After"), s.status, s.want, s.retryAfter)

@@ -4,13 +4,13 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 	fleet := api.d.View().Fleet
 	assigned := api.assignedClusters(r)
-	out := []hubapi.ReleaseView{}
+	out := []hubclient.ReleaseView{}
 	scope := httpapi.ScopeOf(r.Context())
 	if fleet != nil {
 		for _, rel := range fleet.Releases {
@@ -21,7 +21,7 @@ func (api *API) listReleases(w http.ResponseWriter, r *http.Request) {
 			if cl == nil {
 				cl = []string{}
 			}
-			out = append(out, hubapi.ReleaseView{Name: rel.Metadata.Name, Source: rel.Spec.Source, Path: rel.Spec.Path, Namespace: rel.Spec.Namespace, Clusters: cl})
+			out = append(out, hubclient.ReleaseView{Name: rel.Metadata.Name, Source: rel.Spec.Source, Path: rel.Spec.Path, Namespace: rel.Spec.Namespace, Clusters: cl})
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
@@ -58,13 +58,13 @@ func (api *API) listSources(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	out := make([]hubapi.SourceView, 0, len(sts))
+	out := make([]hubclient.SourceView, 0, len(sts))
 	visible := api.sourceFilter(r.Context(), api.d.View())
 	for _, s := range sts {
 		if !visible(s.Name) {
 			continue
 		}
-		out = append(out, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
+		out = append(out, hubclient.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // rotateCluster revokes every certificate and unused join token of a cluster, keeping the
@@ -40,5 +40,5 @@ func (api *API) rotateCluster(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, hubapi.RotateView{JoinView: j, RevokedCertificates: certs, RevokedTokens: tokens})
+	httpapi.WriteJSON(w, http.StatusOK, hubclient.RotateView{JoinView: j, RevokedCertificates: certs, RevokedTokens: tokens})
 }

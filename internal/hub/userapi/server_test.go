@@ -15,7 +15,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 type neverSeen struct{}
@@ -65,7 +65,7 @@ func TestAPIWithoutHub(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("add: %d %s", code, body)
 	}
-	var join hubapi.JoinView
+	var join hubclient.JoinView
 	if err := json.Unmarshal([]byte(body), &join); err != nil || join.Name != "edge-1" || !strings.Contains(join.AgentCommand, "--hub https://agents ") {
 		t.Fatalf("add answered %s (%v)", body, err)
 	}

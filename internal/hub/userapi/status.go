@@ -4,20 +4,20 @@ import (
 	"net/http"
 
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // status is the fleet's status; ?release=R and ?cluster=C keep only those assignments, and
 // ?summary=true leaves the assignments out (the per-release counts stay).
 func (api *API) status(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	out, err := api.statusView(r.Context(), hubapi.StatusFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
+	out, err := api.statusView(r.Context(), hubclient.StatusFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
 	if err != nil {
 		writeViewError(w, err)
 		return
 	}
 	if q.Get("summary") == "true" {
-		out.Assignments = []hubapi.AssignmentView{}
+		out.Assignments = []hubclient.AssignmentView{}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
@@ -35,7 +35,7 @@ func (api *API) skew(w http.ResponseWriter, r *http.Request) {
 // drift lists drifted objects; ?release=R and ?cluster=C narrow it.
 func (api *API) drift(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	out, err := api.driftView(r.Context(), hubapi.DriftFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
+	out, err := api.driftView(r.Context(), hubclient.DriftFilter{Release: q.Get("release"), Cluster: q.Get("cluster")})
 	if err != nil {
 		writeViewError(w, err)
 		return

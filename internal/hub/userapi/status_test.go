@@ -13,7 +13,7 @@ import (
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/controller"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 func TestRolloutNotice(t *testing.T) {
@@ -26,17 +26,17 @@ func TestRolloutNotice(t *testing.T) {
 		name     string
 		fleetURL string
 		rejected string
-		sources  []hubapi.SourceView
+		sources  []hubclient.SourceView
 		want     string
 	}{
 		{
 			name: "a source of the fleet repository at the rejected commit", fleetURL: fleetURL, rejected: rejected,
-			sources: []hubapi.SourceView{{Name: "platform", URL: "https://git.example.com/platform/fleet", Revision: "main@sha1:" + rejected}},
+			sources: []hubclient.SourceView{{Name: "platform", URL: "https://git.example.com/platform/fleet", Revision: "main@sha1:" + rejected}},
 			want:    "Commit 272e309 rolls out through source 'platform' (same repository as the fleet) although its fleet configuration was rejected: clusters get its manifests with the release settings of 1a2b3c4.",
 		},
 		{
 			name: "two of them", fleetURL: fleetURL, rejected: rejected,
-			sources: []hubapi.SourceView{
+			sources: []hubclient.SourceView{
 				{Name: "apps", URL: fleetURL, Revision: "main@sha1:" + rejected},
 				{Name: "other", URL: "https://git.example.com/platform/other.git", Revision: "main@sha1:" + rejected},
 				{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + rejected},
@@ -45,19 +45,19 @@ func TestRolloutNotice(t *testing.T) {
 		},
 		{
 			name: "the source is still at an older commit", fleetURL: fleetURL, rejected: rejected,
-			sources: []hubapi.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + inForce}},
+			sources: []hubclient.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + inForce}},
 		},
 		{
 			name: "another repository", fleetURL: fleetURL, rejected: rejected,
-			sources: []hubapi.SourceView{{Name: "apps", URL: "https://git.example.com/platform/apps.git", Revision: "main@sha1:" + rejected}},
+			sources: []hubclient.SourceView{{Name: "apps", URL: "https://git.example.com/platform/apps.git", Revision: "main@sha1:" + rejected}},
 		},
 		{
 			name: "nothing rejected", fleetURL: fleetURL,
-			sources: []hubapi.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + inForce}},
+			sources: []hubclient.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + inForce}},
 		},
 		{
 			name: "a fleet in a directory", rejected: rejected,
-			sources: []hubapi.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + rejected}},
+			sources: []hubclient.SourceView{{Name: "platform", URL: fleetURL, Revision: "main@sha1:" + rejected}},
 		},
 	}
 	for _, tt := range tests {
@@ -100,7 +100,7 @@ func TestStatusSaysTheRejectedCommitRollsOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var v hubapi.StatusView
+	var v hubclient.StatusView
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 )
 
@@ -44,14 +44,14 @@ func (api *API) issueToken(w http.ResponseWriter, r *http.Request, cluster strin
 
 // joinToken creates and records a join token for cluster; revoked is how many unused tokens
 // it replaced, for the audit record.
-func (api *API) joinToken(ctx context.Context, cluster string, labels map[string]string, revoked int64) (hubapi.JoinView, error) {
+func (api *API) joinToken(ctx context.Context, cluster string, labels map[string]string, revoked int64) (hubclient.JoinView, error) {
 	tok, err := pki.NewJoinToken(cluster, api.o.CAFingerprint)
 	if err != nil {
-		return hubapi.JoinView{}, err
+		return hubclient.JoinView{}, err
 	}
 	expires := api.d.Clock.Now().Add(api.o.TokenTTL)
 	if err := api.d.Store.CreateJoinToken(ctx, store.JoinToken{ID: tok.ID, SecretHash: pki.SecretHash(tok.Secret), Cluster: cluster, ExpiresAt: expires}); err != nil {
-		return hubapi.JoinView{}, err
+		return hubclient.JoinView{}, err
 	}
 	api.d.Logger.Info("join token issued", "cluster", cluster, "token", tok.ID, "expires", expires, "revokedTokens", revoked)
 	detail := map[string]any{"token": tok.ID, "expiresAt": expires.UTC()}
@@ -60,7 +60,7 @@ func (api *API) joinToken(ctx context.Context, cluster string, labels map[string
 	}
 	api.record(ctx, audit.Event{Action: "token.issued", Cluster: cluster, Detail: detail})
 	enc := tok.Encode()
-	return hubapi.JoinView{
+	return hubclient.JoinView{
 		Name: cluster, Labels: labels, JoinToken: enc, ExpiresAt: expires,
 		AgentCommand: fmt.Sprintf("flotilla agent --hub %s --join-token %s --kubeconfig KUBECONFIG --state-dir STATE_DIR", api.o.AgentURL, enc),
 	}, nil

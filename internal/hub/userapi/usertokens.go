@@ -11,7 +11,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // TokenStore keeps the named user tokens (access.Tokens).
@@ -28,18 +28,18 @@ type TokenStore interface {
 
 func (api *API) whoami(w http.ResponseWriter, r *http.Request) {
 	p, _ := access.FromContext(r.Context())
-	out := hubapi.WhoAmI{Actor: p.Actor, Grants: []hubapi.Grant{}}
+	out := hubclient.WhoAmI{Actor: p.Actor, Grants: []hubclient.Grant{}}
 	for _, g := range p.Grants {
-		out.Grants = append(out.Grants, hubapi.Grant{Role: string(g.Role), Projects: g.Projects})
+		out.Grants = append(out.Grants, hubclient.Grant{Role: string(g.Role), Projects: g.Projects})
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // loginInfo tells a client how to sign in; it needs no token.
 func (api *API) loginInfo(w http.ResponseWriter, _ *http.Request) {
-	out := hubapi.LoginInfo{}
+	out := hubclient.LoginInfo{}
 	if api.o.OIDCIssuer != "" {
-		out.OIDC = &hubapi.OIDCInfo{Issuer: api.o.OIDCIssuer, ClientID: api.o.OIDCClientID, Scopes: api.o.OIDCScopes}
+		out.OIDC = &hubclient.OIDCInfo{Issuer: api.o.OIDCIssuer, ClientID: api.o.OIDCClientID, Scopes: api.o.OIDCScopes}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
@@ -52,8 +52,8 @@ func (api *API) tokenStore(w http.ResponseWriter) bool {
 	return true
 }
 
-func tokenView(t access.Token) hubapi.UserToken {
-	return hubapi.UserToken{Name: t.Name, Grant: hubapi.Grant{Role: string(t.Grant.Role), Projects: t.Grant.Projects}, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
+func tokenView(t access.Token) hubclient.UserToken {
+	return hubclient.UserToken{Name: t.Name, Grant: hubclient.Grant{Role: string(t.Grant.Role), Projects: t.Grant.Projects}, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
 }
 
 func (api *API) listUserTokens(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +65,7 @@ func (api *API) listUserTokens(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	out := make([]hubapi.UserToken, len(ts))
+	out := make([]hubclient.UserToken, len(ts))
 	for i, t := range ts {
 		out[i] = tokenView(t)
 	}
@@ -76,7 +76,7 @@ func (api *API) createUserToken(w http.ResponseWriter, r *http.Request) {
 	if !api.tokenStore(w) {
 		return
 	}
-	var req hubapi.CreateUserTokenRequest
+	var req hubclient.CreateUserTokenRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		httpapi.WriteError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
 		return
@@ -117,7 +117,7 @@ func (api *API) createUserToken(w http.ResponseWriter, r *http.Request) {
 		detail["expiresAt"] = t.ExpiresAt
 	}
 	api.record(r.Context(), audit.Event{Action: "user-token.created", Detail: detail})
-	httpapi.WriteJSON(w, http.StatusCreated, hubapi.NewUserToken{Name: t.Name, Token: secret})
+	httpapi.WriteJSON(w, http.StatusCreated, hubclient.NewUserToken{Name: t.Name, Token: secret})
 }
 
 func (api *API) revokeUserToken(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +144,7 @@ func (api *API) rotateUserToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.record(r.Context(), audit.Event{Action: "user-token.rotated", Detail: map[string]any{"token": t.Name}})
-	httpapi.WriteJSON(w, http.StatusOK, hubapi.NewUserToken{Name: t.Name, Token: secret})
+	httpapi.WriteJSON(w, http.StatusOK, hubclient.NewUserToken{Name: t.Name, Token: secret})
 }
 
 func writeTokenError(w http.ResponseWriter, err error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
+	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
 // errUnknown marks a view asked for a release or cluster the hub does not know: the API
@@ -27,23 +27,23 @@ func (e errUnknown) Error() string { return e.msg }
 // FleetStatus computes the whole fleet's status from the store, the scheduler's desired
 // states and the last-seen times: the one view that status, the dashboard and notifications
 // share.
-func (api *API) FleetStatus(ctx context.Context) (hubapi.StatusView, error) {
-	return api.statusView(httpapi.WithScope(ctx, access.Everything()), hubapi.StatusFilter{})
+func (api *API) FleetStatus(ctx context.Context) (hubclient.StatusView, error) {
+	return api.statusView(httpapi.WithScope(ctx, access.Everything()), hubclient.StatusFilter{})
 }
 
 // statusView is FleetStatus for the assignments f selects within ctx's scope; an unknown
 // release or cluster, or one outside the scope, is an errUnknown. A scope short of the
 // whole fleet sees the sources its releases use, the problems of its releases, and not the
 // text of a rejected fleet configuration (it may name any project's objects).
-func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.StatusView, error) {
+func (api *API) statusView(ctx context.Context, f hubclient.StatusFilter) (hubclient.StatusView, error) {
 	scope := httpapi.ScopeOf(ctx)
 	fd, err := api.loadFleet(ctx, f)
 	if err != nil {
-		return hubapi.StatusView{}, err
+		return hubclient.StatusView{}, err
 	}
-	out := hubapi.StatusView{Sources: []hubapi.SourceView{}, Problems: []string{}, Assignments: fd.assignments}
+	out := hubclient.StatusView{Sources: []hubclient.SourceView{}, Problems: []string{}, Assignments: fd.assignments}
 	if fs, err := api.d.Store.GetFleetStatus(ctx); err == nil {
-		out.Fleet = hubapi.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
+		out.Fleet = hubclient.FleetStatus{Revision: fs.Revision, Error: fs.Error, UpdatedAt: fs.UpdatedAt}
 	}
 	srcs, _ := api.d.Store.ListSourceStatuses(ctx)
 	view := api.d.View()
@@ -52,7 +52,7 @@ func (api *API) statusView(ctx context.Context, f hubapi.StatusFilter) (hubapi.S
 		if !visibleSource(s.Name) {
 			continue
 		}
-		out.Sources = append(out.Sources, hubapi.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
+		out.Sources = append(out.Sources, hubclient.SourceView{Name: s.Name, URL: s.URL, Revision: s.Revision, Digest: s.Digest, Error: s.Error, CheckedAt: s.CheckedAt})
 	}
 	if out.Fleet.Error != "" && !scope.All() {
 		out.Fleet.Error = "the fleet configuration's last change was rejected (an admin sees why)"
@@ -90,12 +90,12 @@ func problemVisible(scope access.Scope, p schedule.Problem, clusters map[string]
 // fleetData is what the views are computed from: the assignments f selects, as status
 // shows them, and the stored statuses behind them.
 type fleetData struct {
-	assignments []hubapi.AssignmentView
+	assignments []hubclient.AssignmentView
 	statuses    []store.AssignmentStatus // of the selected assignments only
 	clusters    map[string]bool          // the clusters of the scope (all of them, if f names none)
 }
 
-func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData, error) {
+func (api *API) loadFleet(ctx context.Context, f hubclient.StatusFilter) (fleetData, error) {
 	if f.Release != "" {
 		if known := api.releaseNames(ctx); !slices.Contains(known, f.Release) {
 			have := "it has none"
@@ -133,7 +133,7 @@ func (api *API) loadFleet(ctx context.Context, f hubapi.StatusFilter) (fleetData
 		s := &statuses[i]
 		reported[[2]string{s.Cluster, s.Release}] = s
 	}
-	out := fleetData{assignments: []hubapi.AssignmentView{}, statuses: []store.AssignmentStatus{}, clusters: map[string]bool{}}
+	out := fleetData{assignments: []hubclient.AssignmentView{}, statuses: []store.AssignmentStatus{}, clusters: map[string]bool{}}
 	scope := httpapi.ScopeOf(ctx)
 	docs, err := api.desiredDocuments(ctx, f.Cluster)
 	if err != nil {
@@ -242,33 +242,33 @@ func (api *API) sourceFilter(ctx context.Context, view controller.View) func(nam
 }
 
 // skewView groups, per release, the clusters by the revision they applied.
-func (api *API) skewView(ctx context.Context, release string) (hubapi.SkewView, error) {
-	fd, err := api.loadFleet(ctx, hubapi.StatusFilter{Release: release})
+func (api *API) skewView(ctx context.Context, release string) (hubclient.SkewView, error) {
+	fd, err := api.loadFleet(ctx, hubclient.StatusFilter{Release: release})
 	if err != nil {
-		return hubapi.SkewView{}, err
+		return hubclient.SkewView{}, err
 	}
-	return hubapi.SkewView{Releases: fleetview.Skew(fd.assignments)}, nil
+	return hubclient.SkewView{Releases: fleetview.Skew(fd.assignments)}, nil
 }
 
 // driftView lists the drifted objects of the assignments f selects, from each one's last
 // report. A report whose detail cannot be read is logged and left out.
-func (api *API) driftView(ctx context.Context, f hubapi.DriftFilter) (hubapi.DriftView, error) {
-	fd, err := api.loadFleet(ctx, hubapi.StatusFilter{Release: f.Release, Cluster: f.Cluster})
+func (api *API) driftView(ctx context.Context, f hubclient.DriftFilter) (hubclient.DriftView, error) {
+	fd, err := api.loadFleet(ctx, hubclient.StatusFilter{Release: f.Release, Cluster: f.Cluster})
 	if err != nil {
-		return hubapi.DriftView{}, err
+		return hubclient.DriftView{}, err
 	}
 	objs, err := fleetview.Drift(fd.statuses)
 	if err != nil {
 		api.d.Logger.Warn("drift view: a report's detail is unreadable", "error", err)
 	}
-	return hubapi.DriftView{Objects: objs}, nil
+	return hubclient.DriftView{Objects: objs}, nil
 }
 
 // rolloutNotice is the one sentence that tells a user the rejected fleet commit is rolling
 // out anyway: the fleet repository (fleetURL) is also the repository of a source, which
 // resolved to that commit, so clusters get its manifests with the release settings of the
 // configuration in force (at inForce). It is "" when no source is at the rejected commit.
-func rolloutNotice(fleetURL, rejected, inForce string, sources []hubapi.SourceView) string {
+func rolloutNotice(fleetURL, rejected, inForce string, sources []hubclient.SourceView) string {
 	if fleetURL == "" || rejected == "" {
 		return ""
 	}

@@ -2,7 +2,7 @@
 // counts (each a link into the filtered matrix), sources and scheduling problems.
 import { h, show, shortRev, when, table } from './dom.js';
 
-// COLUMNS are the counts of `flotilla status` (hubapi.ReleaseSummary): the first five
+// COLUMNS are the counts of `flotilla status` (hubclient.ReleaseSummary): the first five
 // partition a release's clusters; drifted and conflicted count among them.
 const COLUMNS = [
   ['ready', 'On desired revision'], ['progressing', 'Progressing'], ['pending', 'Pending'],

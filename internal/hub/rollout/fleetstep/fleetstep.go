@@ -14,13 +14,14 @@ import (
 	"maps"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
 )
 
 // Store is the part of the hub's store rollouts use.
@@ -43,7 +44,7 @@ type Deps struct {
 	UnreachableAfter time.Duration
 	// Record writes an audit record; Notify sends a rollout event to the notifications.
 	Record func(ctx context.Context, e audit.Event)
-	Notify func(release string, e hubapi.RolloutEvent)
+	Notify func(release string, e phase.RolloutEvent)
 	Logger *slog.Logger
 }
 
@@ -87,7 +88,7 @@ func New(d Deps) *Stepper {
 		d.Record = func(context.Context, audit.Event) {}
 	}
 	if d.Notify == nil {
-		d.Notify = func(string, hubapi.RolloutEvent) {}
+		d.Notify = func(string, phase.RolloutEvent) {}
 	}
 	if d.UnreachableAfter <= 0 {
 		d.UnreachableAfter = 2 * time.Minute

@@ -8,13 +8,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/phase"
+
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/rollout"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
-	"github.com/flotilla/flotilla/internal/hubapi"
 	"github.com/flotilla/flotilla/internal/window"
 )
 
@@ -181,7 +182,7 @@ func stateBytes(st *rollout.State) []byte {
 }
 
 // announce audits one rollout event and sends it to the notifications.
-func (s *Stepper) announce(ctx context.Context, release string, st *rollout.State, e hubapi.RolloutEvent) {
+func (s *Stepper) announce(ctx context.Context, release string, st *rollout.State, e phase.RolloutEvent) {
 	actor := e.Actor
 	if actor == "" {
 		actor = "hub"
@@ -199,7 +200,7 @@ func (s *Stepper) announce(ctx context.Context, release string, st *rollout.Stat
 // recorded in st since this stepper last looked: the user API audited them when it wrote
 // them, from whichever replica took the request. ownEvents are this step's, announced by
 // the caller. After a restart or a takeover the actions already recorded are not sent again.
-func (s *Stepper) notifyActions(release string, st *rollout.State, ownEvents []hubapi.RolloutEvent) {
+func (s *Stepper) notifyActions(release string, st *rollout.State, ownEvents []phase.RolloutEvent) {
 	last, known := s.seen[release]
 	newest := last
 	for _, e := range st.Events {

@@ -1,4 +1,4 @@
-package hubapi
+package phase
 
 import "time"
 
@@ -64,10 +64,4 @@ type RolloutEvent struct {
 	Cluster string `json:"cluster,omitempty"`
 	Actor   string `json:"actor,omitempty"`
 	Message string `json:"message,omitempty"`
-}
-
-// RolloutAction is the body of POST /api/v1/rollouts/{release}/{action} (pause, resume,
-// approve, abort, rollback): Wave names the wave to approve ("" the one waiting).
-type RolloutAction struct {
-	Wave string `json:"wave,omitempty"`
 }

@@ -1,4 +1,4 @@
-package hubapi
+package hubclient
 
 // DriftField is one drifted field of a DriftedObject: the desired and the live value as JSON
 // ("" when absent on that side; "(redacted)" for a Secret's), and the field manager that

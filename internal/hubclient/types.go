@@ -1,5 +1,8 @@
-// Package hubapi is the hub's user API as Go types and a client: what the CLI and scripts use.
-package hubapi
+// Package hubclient is the client of the hub's user API, what the CLI and scripts use, with
+// the documents it sends and receives. The hub's handlers serve the same types, so that the
+// two cannot disagree on a field; the vocabulary of where things stand (an assignment's
+// phase, a rollout's views and events) is the domain's, in internal/phase.
+package hubclient
 
 import (
 	"time"

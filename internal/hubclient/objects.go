@@ -1,4 +1,4 @@
-package hubapi
+package hubclient
 
 // AssignmentDetail is one release on one cluster as its agent last reported it: the status
 // `flotilla status` shows, what the hub asks of the cluster, and every object the agent
