@@ -20,9 +20,16 @@ type Rule struct {
 // rule's reason.
 func Check(t *testing.T, pkg string, rules []Rule) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	CheckTags(t, pkg, "", rules)
+}
+
+// CheckTags is Check for pkg built with the build tags tags (comma-separated, as go build
+// -tags takes them): for what a binary links as the Makefile builds it.
+func CheckTags(t *testing.T, pkg, tags string, rules []Rule) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-tags", tags, pkg).Output()
 	if err != nil {
-		t.Fatalf("go list -deps %s: %v", pkg, err)
+		t.Fatalf("go list -deps -tags %q %s: %v", tags, pkg, err)
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) < 10 {
