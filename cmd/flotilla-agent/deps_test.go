@@ -34,3 +34,17 @@ func TestDependencies(t *testing.T) {
 		{Prefix: "github.com/chromedp/", Why: "the browser tests' driver"},
 	})
 }
+
+// TestMakefileTags: built as the Makefile builds it, the agent links no Go plugin loader.
+// With cgo on, Go's plugin package makes the linker export every symbol (kustomize imports
+// it, unless told not to by the tag in GOTAGS), which cost 10 MB of symbol tables and about
+// 20 MiB of resident memory at start; this fails if the tag is dropped or kustomize renames it.
+func TestMakefileTags(t *testing.T) {
+	tags, err := deptest.MakefileTags("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deptest.CheckTags(t, ".", tags, []deptest.Rule{
+		{Prefix: "plugin", Why: "Go's plugin loader (the renderer allows kustomize's builtin plugins only)"},
+	})
+}
