@@ -7,16 +7,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/gittest"
 )
 
 // TestSourcePolicyRefusals: what the operator's policy refuses shows as each source's error in
 // the API, with the setting that would allow it, and the allowed source still resolves.
 func TestSourcePolicyRefusals(t *testing.T) {
 	root := t.TempDir()
-	commitFiles(t, filepath.Join(root, "apps"), map[string][]byte{"web/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")})
+	gittest.CommitFiles(t, filepath.Join(root, "apps"), map[string][]byte{"web/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")})
 	base := serveGitHTTP(t, root, "deploy", "s3cret")
 	outside := t.TempDir()
-	commitFiles(t, outside, map[string][]byte{"x.yaml": []byte("a: b\n")})
+	gittest.CommitFiles(t, outside, map[string][]byte{"x.yaml": []byte("a: b\n")})
 
 	cfgDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(cfgDir, "local.creds"), []byte("username: deploy\npassword: s3cret\n"), 0o600); err != nil {

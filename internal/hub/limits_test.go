@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"connectrpc.com/connect"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
@@ -325,7 +325,7 @@ func TestArtifactDownloadsBounded(t *testing.T) {
 	// that the release's artifact carries it.
 	blob := make([]byte, 9<<20)
 	rand.Read(blob)
-	commitFiles(t, repoDir, map[string][]byte{
+	gittest.CommitFiles(t, repoDir, map[string][]byte{
 		"apps/big/blob.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: blob}\ndata: {blob: " + base64.StdEncoding.EncodeToString(blob) + "}\n"),
 		"apps/big/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: b}\n"),
 	})
@@ -421,33 +421,6 @@ func waitDigest(t *testing.T, a *testAgent) string {
 	}
 	t.Fatalf("no assignment with an artifact: %v", stream.Err())
 	return ""
-}
-
-func commitFiles(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := wt.Commit("initial", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestWatchStreamsPerClusterCapped: one cluster's identity holds at most

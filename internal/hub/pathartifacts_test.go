@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/desired"
 )
@@ -37,7 +39,7 @@ func TestArtifactsPerReleasePath(t *testing.T) {
 		files["clusters/"+c+"/kustomization.yaml"] = []byte("resources:\n- ../../base\n- own.yaml\n")
 		files["clusters/"+c+"/own.yaml"] = []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {cluster: %s}\n", c))
 	}
-	commitFiles(t, repoDir, files)
+	gittest.CommitFiles(t, repoDir, files)
 	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
 kind: Source
 metadata: {name: apps}

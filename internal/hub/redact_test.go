@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"connectrpc.com/connect"
 
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -72,7 +74,7 @@ func serveGitHTTP(t *testing.T, root, user, pass string) string {
 func TestSourceURLCredentialsRedacted(t *testing.T) {
 	const secret = "pl4nted-s3cret"
 	root := t.TempDir()
-	commitFiles(t, filepath.Join(root, "apps"), map[string][]byte{
+	gittest.CommitFiles(t, filepath.Join(root, "apps"), map[string][]byte{
 		"web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n"),
 	})
 	base := serveGitHTTP(t, root, "deploy", secret)

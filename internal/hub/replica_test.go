@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"connectrpc.com/connect"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -75,7 +77,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // directory naming it. It returns the fleet directory and the source repository.
 func replicaFleet(t *testing.T) (fleetDir, repoDir string) {
 	repoDir, fleetDir = t.TempDir(), t.TempDir()
-	commitFiles(t, repoDir, map[string][]byte{
+	gittest.CommitFiles(t, repoDir, map[string][]byte{
 		"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: one}\n"),
 	})
 	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1

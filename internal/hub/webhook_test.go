@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"github.com/go-git/go-git/v5"
 
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
@@ -33,8 +35,8 @@ func githubPush(url, ref string) []byte {
 func TestGitHubWebhookPollsAtOnce(t *testing.T) {
 	const secret = "gh-webhook-secret-0123456789"
 	repo, other, fleetDir := t.TempDir(), t.TempDir(), t.TempDir()
-	commitFiles(t, repo, map[string][]byte{"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: one}\n")})
-	commitFiles(t, other, map[string][]byte{"apps/db/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\ndata: {version: one}\n")})
+	gittest.CommitFiles(t, repo, map[string][]byte{"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: one}\n")})
+	gittest.CommitFiles(t, other, map[string][]byte{"apps/db/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\ndata: {version: one}\n")})
 	fleet := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1
 kind: Source
 metadata: {name: apps}

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/gittest"
+
 	"connectrpc.com/connect"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub"
@@ -74,7 +74,7 @@ func TestNotifications(t *testing.T) {
 	srv := httptest.NewServer(rv)
 	defer srv.Close()
 	dir, repoDir, fleetDir := t.TempDir(), t.TempDir(), t.TempDir()
-	commitFiles(t, repoDir, map[string][]byte{
+	gittest.CommitFiles(t, repoDir, map[string][]byte{
 		"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n"),
 	})
 	slackURLFile := filepath.Join(dir, "slack-url")
@@ -302,34 +302,6 @@ func runHub(t *testing.T, opts hub.Options, st store.Store) (*hub.Hub, func()) {
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
 	return h, stop
-}
-
-// commitFiles makes dir a Git repository whose branch main has one commit of files.
-func commitFiles(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	r, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := wt.Commit("initial", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // scrape is the hub's metrics as Prometheus reads them.
