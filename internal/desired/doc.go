@@ -6,7 +6,11 @@
 // documents decoded for the views). The agent receives it as the agent protocol's
 // DesiredState message; [ToProto] and [FromProto], in proto.go, are the only conversion
 // between the two, and the only place that knows the wire form's units (seconds for
-// timeouts, milliseconds for render budgets, JSON for Helm values).
+// timeouts, milliseconds for render budgets, JSON for Helm values). The agent converts once,
+// where a document reaches it (the watch stream, its state dir, a bundle), and works on the
+// Go types from there; it keeps what it accepted in the wire form ([StateToProto], and
+// [AssignmentToProto] for the assignment in force of each release), as agents before this
+// model did, so that state dirs stay readable across upgrades.
 //
 // # Adding a field
 //

@@ -18,7 +18,15 @@ import (
 // sends says that removals are explicit (its tombstones are all the removals there are).
 // Durations go in whole seconds (render budgets in milliseconds), as the wire form has them.
 func ToProto(cluster string, generation int64, doc Document) (*agentv1.DesiredState, error) {
-	out := &agentv1.DesiredState{Cluster: cluster, Generation: generation, ExplicitRemovals: true}
+	return StateToProto(State{Cluster: cluster, Generation: generation, ExplicitRemovals: true, Document: doc})
+}
+
+// StateToProto is s in its wire form, ExplicitRemovals as s has it: what an agent keeps of
+// the document it accepted (its state dir holds the message as it came), and what a bundle
+// carries.
+func StateToProto(s State) (*agentv1.DesiredState, error) {
+	cluster, doc := s.Cluster, s.Document
+	out := &agentv1.DesiredState{Cluster: cluster, Generation: s.Generation, ExplicitRemovals: s.ExplicitRemovals}
 	for _, t := range doc.Removed {
 		out.Removed = append(out.Removed, &agentv1.Tombstone{
 			Release: t.Release, Reason: t.Reason, FleetRevision: t.FleetRevision, Revision: t.Revision, Digest: t.Digest, Actor: t.Actor,
@@ -42,6 +50,25 @@ func ToProto(cluster string, generation int64, doc Document) (*agentv1.DesiredSt
 		out.Syncs = append(out.Syncs, &agentv1.SyncRequest{Id: r.ID, Release: r.Release, Override: r.Override, Actor: r.Actor})
 	}
 	return out, nil
+}
+
+// AssignmentToProto is one assignment in its wire form: what the agent keeps of the one in
+// force for a release, as agents before this model kept it, and what identifies its content.
+func AssignmentToProto(a Assignment) (*agentv1.Assignment, error) {
+	pa, err := assignmentToProto(a)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", a.Release, err)
+	}
+	return pa, nil
+}
+
+// AssignmentFromProto reads what AssignmentToProto wrote; see FromProto.
+func AssignmentFromProto(pa *agentv1.Assignment) (Assignment, error) {
+	a, err := assignmentFromProto(pa)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("release %q: %w", pa.GetRelease(), err)
+	}
+	return a, nil
 }
 
 func assignmentToProto(a Assignment) (*agentv1.Assignment, error) {
@@ -115,6 +142,9 @@ func fileRefToProto(f FileRef) *agentv1.FileRef {
 // FromProto is the desired state an agent received. It copies what it takes from m, so that
 // the result shares nothing with the message. Helm values keep their numbers exact
 // (json.Number), as the hub wrote them. Vars are never nil, as [DecodeDocument] makes them.
+// A gate's duration beyond [window.MaxDuration] stays beyond it (not wrapped round), and a
+// negative one stays negative, so that [window.Check] refuses the gate.
+// Any field it cannot read (Helm values that are not JSON) refuses the whole document.
 func FromProto(m *agentv1.DesiredState) (State, error) {
 	s := State{Cluster: m.GetCluster(), Generation: m.GetGeneration(), ExplicitRemovals: m.GetExplicitRemovals()}
 	s.Assignments = make([]Assignment, 0, len(m.GetAssignments()))
@@ -134,7 +164,7 @@ func FromProto(m *agentv1.DesiredState) (State, error) {
 	for _, g := range m.GetGates() {
 		s.Gates = append(s.Gates, window.Gate{
 			Name: g.GetName(), Kind: g.GetKind(), Type: g.GetType(), Schedule: g.GetSchedule(),
-			Duration: time.Duration(g.GetDurationSeconds()) * time.Second, TimeZone: g.GetTimeZone(),
+			Duration: gateDuration(g.GetDurationSeconds()), TimeZone: g.GetTimeZone(),
 			Releases: slices.Clone(g.GetReleases()), Blocks: slices.Clone(g.GetBlocks()), Reason: g.GetReason(), Actor: g.GetActor(),
 		})
 	}
@@ -142,6 +172,16 @@ func FromProto(m *agentv1.DesiredState) (State, error) {
 		s.Syncs = append(s.Syncs, SyncRequest{ID: r.GetId(), Release: r.GetRelease(), Override: r.GetOverride(), Actor: r.GetActor()})
 	}
 	return s, nil
+}
+
+func gateDuration(seconds int64) time.Duration {
+	switch {
+	case seconds < 0:
+		return -time.Second
+	case seconds > int64(window.MaxDuration/time.Second):
+		return window.MaxDuration + time.Second
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 func assignmentFromProto(pa *agentv1.Assignment) (Assignment, error) {

@@ -2,8 +2,10 @@ package desired
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/flotilla/flotilla/internal/project"
+	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -280,5 +283,92 @@ func TestProjectWithoutServiceAccount(t *testing.T) {
 	}
 	if diff := cmp.Diff(doc, s.Document); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// A gate's duration the agent cannot take stays one that window.Check refuses, whatever the
+// number on the wire: the gate then holds back everything it may cover (fail closed).
+func TestFromProtoKeepsBadGateDurationsBad(t *testing.T) {
+	for _, tc := range []struct {
+		seconds int64
+		want    string
+	}{
+		{seconds: 3600, want: ""},
+		{seconds: 0, want: `window "w": duration 0s must be more than 0 and at most 8784h0m0s`},
+		{seconds: -1, want: `window "w": duration -1s must be more than 0 and at most 8784h0m0s`},
+		// Would wrap round to a valid-looking duration if converted blindly.
+		{seconds: math.MaxInt64/int64(time.Second) + 3600, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
+		{seconds: 1 << 62, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
+	} {
+		s, err := FromProto(&agentv1.DesiredState{Gates: []*agentv1.Gate{{Name: "w", Kind: "window", Type: "deny", Schedule: "0 1 * * *", DurationSeconds: tc.seconds}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = window.Check(s.Gates[0])
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%d seconds: Check says %v, want %q", tc.seconds, err, tc.want)
+		}
+	}
+}
+
+// What an agent keeps of a document from a hub older than tombstones still says so when read
+// back: it must not make that hub's next document look like one that removes on purpose.
+func TestStateToProtoKeepsExplicitRemovals(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		want := State{Cluster: "eu-1", Generation: 3, ExplicitRemovals: explicit,
+			Document: Document{Assignments: []Assignment{{Release: "web", Vars: map[string]string{}}}}}
+		m, err := StateToProto(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FromProto(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("explicit removals %t: round trip (-want +got):\n%s", explicit, diff)
+		}
+	}
+}
+
+// One assignment converts as it does inside a document, both ways, and bad Helm values are
+// refused naming the release.
+func TestAssignmentProto(t *testing.T) {
+	want := filled[Assignment]()
+	m, err := AssignmentToProto(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AssignmentFromProto(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clearHubOnly(reflect.ValueOf(&want).Elem())
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Go -> proto -> Go of one assignment (-want +got):\n%s", diff)
+	}
+	_, err = AssignmentFromProto(&agentv1.Assignment{Release: "web", Helm: &agentv1.HelmRelease{ValuesJson: []byte("not json")}})
+	const wantErr = `release "web": helm values: invalid character 'o' in literal null (expecting 'u')`
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("bad Helm values: got error %v, want %q", err, wantErr)
+	}
+}
+
+// An assignment without project rules is the built-in platform project (everything allowed,
+// the agent's own identity): it must not turn into rules of an unnamed project on the way.
+func TestNoProjectStaysNone(t *testing.T) {
+	m, err := AssignmentToProto(Assignment{Release: "web", Vars: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GetProject() != nil {
+		t.Errorf("wire form of an assignment without rules carries project %v", m.GetProject())
+	}
+	got, err := AssignmentFromProto(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Project != nil {
+		t.Errorf("assignment read back has project rules %+v, want none", got.Project)
 	}
 }
