@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/secrets"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -176,10 +177,10 @@ func (pk *projectKeys) recipients() []*agentv1.ProjectAgeRecipient {
 // ensure creates the keys of the projects ds assigns releases of that the agent has none of
 // yet, so that the hub learns their recipients before a team encrypts anything; created
 // says whether any was.
-func (pk *projectKeys) ensure(ds *agentv1.DesiredState) (created bool, err error) {
+func (pk *projectKeys) ensure(ds desired.State) (created bool, err error) {
 	var errs []error
-	for _, as := range ds.GetAssignments() {
-		_, c, err := pk.get(projectName(as))
+	for i := range ds.Assignments {
+		_, c, err := pk.get(projectName(&ds.Assignments[i]))
 		if err != nil {
 			errs = append(errs, err)
 		}

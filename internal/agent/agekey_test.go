@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/secrets"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 func TestAgeKeyInStateDir(t *testing.T) {
@@ -60,13 +60,13 @@ func TestDecryptorForAssignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Agent{id: &identity{Cluster: "eu-1"}, age: k}
-	if d, err := a.decryptor(&agentv1.Assignment{Release: "web"}); d != nil || err != nil {
+	if d, err := a.decryptor(&desired.Assignment{Release: "web"}); d != nil || err != nil {
 		t.Errorf("no decryption asked: got %v, %v; want nil, nil", d, err)
 	}
-	if _, err := a.decryptor(&agentv1.Assignment{Release: "web", Decryption: "vault"}); err == nil || !strings.Contains(err.Error(), `release web: decryption provider "vault"`) {
+	if _, err := a.decryptor(&desired.Assignment{Release: "web", Decryption: "vault"}); err == nil || !strings.Contains(err.Error(), `release web: decryption provider "vault"`) {
 		t.Errorf("unknown provider: err = %v", err)
 	}
-	d, err := a.decryptor(&agentv1.Assignment{Release: "web", Decryption: "sops"})
+	d, err := a.decryptor(&desired.Assignment{Release: "web", Decryption: "sops"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/secrets"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -161,9 +162,9 @@ type Agent struct {
 	passes atomic.Int32
 
 	mu      sync.Mutex
-	desired *agentv1.DesiredState // the last accepted desired state
-	lastGen int64                 // its generation
-	refused *RefusedError         // the hub's latest desired state, when the agent refused it
+	desired *desired.State // the last accepted desired state
+	lastGen int64          // its generation
+	refused *RefusedError  // the hub's latest desired state, when the agent refused it
 
 	caps capabilityCache // the cluster's .Capabilities for charts (helm.go)
 
@@ -254,6 +255,11 @@ func (a *Agent) init(ctx context.Context) error {
 		}
 	}
 	ds, err := a.st.loadDesired()
+	var unreadable *unreadableDesiredError
+	if errors.As(err, &unreadable) {
+		a.log.Error("cached desired state cannot be read; starting without it until the hub sends one", "error", err)
+		ds, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}

@@ -1,28 +1,31 @@
 package agent
 
 import (
-	"time"
-
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // projectName is the project an assignment's release belongs to: the platform's when the
 // hub sends no project rules.
-func projectName(as *agentv1.Assignment) string {
-	return v1alpha1.ProjectOrPlatform(as.GetProject().GetName())
+func projectName(as *desired.Assignment) string {
+	return v1alpha1.ProjectOrPlatform(projectOf(as))
+}
+
+// projectOf is the project the hub names for an assignment, "" when it sends no rules.
+func projectOf(as *desired.Assignment) string {
+	if as.Project == nil {
+		return ""
+	}
+	return as.Project.Name
 }
 
 // renderBudget is the budget an assignment's renders run under: the hub's, each field it
 // leaves unset (or a hub that sends none) the agent's default.
-func renderBudget(pb *agentv1.RenderBudget) render.Budget {
-	b := render.Budget{
-		MemoryBytes: pb.GetMemoryBytes(),
-		CPUTime:     time.Duration(pb.GetCpuMillis()) * time.Millisecond,
-		WallTime:    time.Duration(pb.GetWallMillis()) * time.Millisecond,
-		Objects:     int(pb.GetObjects()),
-		OutputBytes: pb.GetOutputBytes(),
+func renderBudget(l *v1alpha1.BudgetLimits) render.Budget {
+	var b render.Budget
+	if l != nil {
+		b = render.Budget{MemoryBytes: l.MemoryBytes, CPUTime: l.CPUTime, WallTime: l.WallTime, Objects: l.Objects, OutputBytes: l.OutputBytes}
 	}
 	return b.WithDefaults(render.DefaultBudget)
 }

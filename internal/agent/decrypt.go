@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/secrets"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // decryptor decrypts the assignment's SOPS documents when its release asks for decryption,
@@ -15,8 +15,8 @@ import (
 // into its repository gets an error naming its project, and nothing of that release is
 // applied. nil when the release asks for no decryption (encrypted documents are then
 // refused).
-func (a *Agent) decryptor(as *agentv1.Assignment) (render.Decryptor, error) {
-	switch p := as.GetDecryption(); p {
+func (a *Agent) decryptor(as *desired.Assignment) (render.Decryptor, error) {
+	switch p := as.Decryption; p {
 	case "":
 		return nil, nil
 	case "sops":
@@ -26,13 +26,13 @@ func (a *Agent) decryptor(as *agentv1.Assignment) (render.Decryptor, error) {
 		}
 		k, created, err := a.projectKeys.get(project)
 		if err != nil {
-			return nil, fmt.Errorf("release %s: %w", as.GetRelease(), err)
+			return nil, fmt.Errorf("release %s: %w", as.Release, err)
 		}
 		if created {
 			a.heartbeatNow()
 		}
 		return secrets.NewDecryptor(fmt.Sprintf("project %s's key on cluster %s", project, a.id.Cluster), k.Identity)
 	default:
-		return nil, fmt.Errorf("release %s: decryption provider %q: this agent knows only \"sops\"", as.GetRelease(), p)
+		return nil, fmt.Errorf("release %s: decryption provider %q: this agent knows only \"sops\"", as.Release, p)
 	}
 }

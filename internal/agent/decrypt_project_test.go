@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/project"
 	"github.com/flotilla/flotilla/internal/secrets"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // TestDecryptorPerProject: a release decrypts only with its own project's key. The
@@ -25,7 +26,7 @@ func TestDecryptorPerProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Agent{id: &identity{Cluster: "eu-1"}, age: cluster, projectKeys: pk}
-	ds := &agentv1.DesiredState{Assignments: []*agentv1.Assignment{{Release: "web", Project: &agentv1.ProjectRules{Name: "team-a"}}}}
+	ds := desired.State{Document: desired.Document{Assignments: []desired.Assignment{{Release: "web", Project: &project.Rules{Name: "team-a"}}}}}
 	if created, err := pk.ensure(ds); err != nil || !created {
 		t.Fatalf("ensure: created %v, %v", created, err)
 	}
@@ -43,11 +44,11 @@ func TestDecryptorPerProject(t *testing.T) {
 		return b
 	}
 	platformEnc, teamEnc := enc(cluster.Recipient), enc(teamKey)
-	platform := &agentv1.Assignment{Release: "db", Decryption: "sops"}
-	team := &agentv1.Assignment{Release: "team-a-web", Decryption: "sops", Project: &agentv1.ProjectRules{Name: "team-a"}}
+	platform := &desired.Assignment{Release: "db", Decryption: "sops"}
+	team := &desired.Assignment{Release: "team-a-web", Decryption: "sops", Project: &project.Rules{Name: "team-a"}}
 	cases := []struct {
 		name    string
-		as      *agentv1.Assignment
+		as      *desired.Assignment
 		doc     []byte
 		wantErr string
 	}{

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // dependencyOrder returns the assignments with every release after the releases it depends
@@ -16,7 +14,7 @@ import (
 // dependency first and its dependents, once it is Ready, in the same pass. Releases on a
 // cycle (the hub refuses cycles; a document is still input) come last; cycles maps each of
 // them to the cycle it is on, for its status.
-func dependencyOrder(assignments []*agentv1.Assignment) (ordered []*agentv1.Assignment, cycles map[string]string) {
+func dependencyOrder(assignments []*desired.Assignment) (ordered []*desired.Assignment, cycles map[string]string) {
 	index := make(map[string]int, len(assignments))
 	for i, as := range assignments {
 		index[as.Release] = i
@@ -37,7 +35,7 @@ func dependencyOrder(assignments []*agentv1.Assignment) (ordered []*agentv1.Assi
 		}
 	}
 	placed := make([]bool, len(assignments))
-	ordered = make([]*agentv1.Assignment, 0, len(assignments))
+	ordered = make([]*desired.Assignment, 0, len(assignments))
 	// Kahn's algorithm, taking the first ready assignment in document order each time; n is
 	// small (a cluster's releases), so the quadratic scan is fine and keeps the order stable.
 	for len(ordered) < len(assignments) {
@@ -74,7 +72,7 @@ func dependencyOrder(assignments []*agentv1.Assignment) (ordered []*agentv1.Assi
 
 // cycleThrough returns `"a" -> "b" -> "a"` when assignment start is on a dependency cycle
 // among the unplaced assignments, "" when it only depends on one.
-func cycleThrough(start int, assignments []*agentv1.Assignment, index map[string]int, placed []bool) string {
+func cycleThrough(start int, assignments []*desired.Assignment, index map[string]int, placed []bool) string {
 	// Depth-first search for a path from start back to itself.
 	var path []int
 	visited := make([]bool, len(assignments))
@@ -113,7 +111,7 @@ func cycleThrough(start int, assignments []*agentv1.Assignment, index map[string
 // dependencyWait says what as waits for: the first release it depends on that is not
 // assigned to this cluster or not Ready at its current assignment (see ready); "" when
 // nothing. Only local state is read, so it holds while the hub is down.
-func (a *Agent) dependencyWait(as *agentv1.Assignment, assigned map[string]*agentv1.Assignment, cycles map[string]string) string {
+func (a *Agent) dependencyWait(as *desired.Assignment, assigned map[string]*desired.Assignment, cycles map[string]string) string {
 	if c, ok := cycles[as.Release]; ok {
 		return "dependsOn cycle: " + c
 	}
@@ -132,14 +130,15 @@ func (a *Agent) dependencyWait(as *agentv1.Assignment, assigned map[string]*agen
 // ready reports whether the release's last reconcile by this agent was Ready, at the
 // assignment it has now (not an earlier one, nor one a gate held back in favour of the
 // previous revision).
-func (a *Agent) ready(as *agentv1.Assignment) bool {
+func (a *Agent) ready(as *desired.Assignment) bool {
 	k := a.st.release(as.Release).ReadyKey
 	return k != "" && k == assignmentKey(as)
 }
 
-// assignmentKey identifies an assignment's content and settings.
-func assignmentKey(as *agentv1.Assignment) string {
-	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(as)
+// assignmentKey identifies an assignment's content and settings: the hash of appliedBytes, so
+// that the readiness an agent before the desired model recorded still counts.
+func assignmentKey(as *desired.Assignment) string {
+	data, err := appliedBytes(as)
 	if err != nil {
 		return ""
 	}

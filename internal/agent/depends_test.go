@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 func TestDependencyOrder(t *testing.T) {
@@ -36,9 +36,9 @@ func TestDependencyOrder(t *testing.T) {
 		{name: "a release that depends on itself", names: []string{"a", "b"}, deps: map[string][]string{"a": {"a"}}, want: "b a", cycles: map[string]string{"a": `"a" -> "a"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var in []*agentv1.Assignment
+			var in []*desired.Assignment
 			for _, n := range tc.names {
-				in = append(in, &agentv1.Assignment{Release: n, DependsOn: tc.deps[n]})
+				in = append(in, &desired.Assignment{Release: n, DependsOn: tc.deps[n]})
 			}
 			got, cycles := dependencyOrder(in)
 			var names []string

@@ -5,11 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // RefusedError is why the agent refused a desired state: it drops releases the agent runs
-// without a tombstone for them. The agent keeps running the last document it accepted and
+// without a tombstone for them, or it could not be read at all (Malformed). The agent keeps running the last document it accepted and
 // prunes nothing; the hub sees the refusal in every heartbeat until a document is accepted.
 type RefusedError struct {
 	// Generation of the refused document.
@@ -20,9 +21,17 @@ type RefusedError struct {
 	// OldHub: the document came from a hub older than tombstones (no explicit_removals),
 	// which cannot say that a release left on purpose.
 	OldHub bool
+	// Malformed is why the document could not be read (Helm values that are not JSON): it is
+	// refused as a whole, since running the part that reads would drop the rest.
+	Malformed error
 }
 
+func (e *RefusedError) Unwrap() error { return e.Malformed }
+
 func (e *RefusedError) Error() string {
+	if e.Malformed != nil {
+		return fmt.Sprintf("desired state generation %d cannot be read; refused, nothing applied or pruned: %v", e.Generation, e.Malformed)
+	}
 	what := "release"
 	if len(e.Dropped) > 1 {
 		what = "releases"
@@ -43,80 +52,92 @@ func (e *RefusedError) Error() string {
 // on. It may unless next drops a release of accepted without a tombstone for it: removal is
 // explicit, so a document that merely lacks a release (a hub that lost part of its state, a
 // bug, a hub older than tombstones) never prunes anything.
-func checkRemovals(accepted, next *agentv1.DesiredState) *RefusedError {
+func checkRemovals(accepted *desired.State, next desired.State) *RefusedError {
 	if accepted == nil {
 		return nil
 	}
 	kept := map[string]bool{}
-	for _, as := range next.GetAssignments() {
-		kept[as.GetRelease()] = true
+	for _, as := range next.Assignments {
+		kept[as.Release] = true
 	}
-	for _, t := range next.GetRemoved() {
-		kept[t.GetRelease()] = true
+	for _, t := range next.Removed {
+		kept[t.Release] = true
 	}
 	var dropped []string
-	for _, as := range accepted.GetAssignments() {
-		if !kept[as.GetRelease()] {
-			dropped = append(dropped, as.GetRelease())
+	for _, as := range accepted.Assignments {
+		if !kept[as.Release] {
+			dropped = append(dropped, as.Release)
 		}
 	}
 	if len(dropped) == 0 {
 		return nil
 	}
-	return &RefusedError{Generation: next.GetGeneration(), Dropped: dropped, OldHub: !next.GetExplicitRemovals()}
+	return &RefusedError{Generation: next.Generation, Dropped: dropped, OldHub: !next.ExplicitRemovals}
 }
 
-// offer is what the agent does with each desired state the hub sends: take it on, or refuse
-// it and keep running the last accepted one (which stays the one in the state dir, so a
-// restart refuses the same document again rather than forgetting the refusal).
-func (a *Agent) offer(ds *agentv1.DesiredState) {
+// offer is what the agent does with each desired state the hub sends: read it (the one
+// conversion of the wire form on the watch stream), then take it on, or refuse it and keep
+// running the last accepted one (which stays the one in the state dir, so a restart refuses
+// the same document again rather than forgetting the refusal).
+func (a *Agent) offer(m *agentv1.DesiredState) {
+	ds, err := desired.FromProto(m)
 	a.offerMu.Lock()
 	defer a.offerMu.Unlock()
+	if err != nil {
+		a.refuseLocked(&RefusedError{Generation: m.GetGeneration(), Malformed: err})
+		return
+	}
 	a.offerLocked(ds)
 }
 
 // offerNewer offers ds only if it is newer than the desired state in force (an imported
 // bundle must never take back what the hub sent meanwhile), and returns the generation in
 // force when it is not.
-func (a *Agent) offerNewer(ds *agentv1.DesiredState) (have int64, offered bool) {
+func (a *Agent) offerNewer(ds desired.State) (have int64, offered bool) {
 	a.offerMu.Lock()
 	defer a.offerMu.Unlock()
-	if have := a.currentDesired().GetGeneration(); ds.Generation <= have {
+	if have := generationOf(a.currentDesired()); ds.Generation <= have {
 		return have, false
 	}
 	a.offerLocked(ds)
 	return 0, true
 }
 
-func (a *Agent) offerLocked(ds *agentv1.DesiredState) {
+func (a *Agent) offerLocked(ds desired.State) {
 	if refused := checkRemovals(a.currentDesired(), ds); refused != nil {
-		a.enqueueMu.Lock()
-		a.mu.Lock()
-		again := a.refused != nil && a.refused.Generation == refused.Generation // sent again after a reconnect
-		a.refused = refused
-		a.mu.Unlock()
-		if !again {
-			a.log.Error("desired state refused", "generation", ds.Generation, "dropped", refused.Dropped, "error", refused)
-			a.opts.Metrics.refused(refused.Generation)
-		}
-		// The hub refuses reports on releases its desired state no longer names: one left at
-		// the head of the outbox would hold back every report behind it.
-		n, err := a.st.withdraw(refused.Dropped)
-		a.enqueueMu.Unlock()
-		if err != nil {
-			a.log.Error("withdraw reports on dropped releases from the outbox", "error", err)
-		} else if n > 0 {
-			a.log.Warn("reports on releases the hub dropped withdrawn from the outbox", "statuses", n, "releases", refused.Dropped)
-			a.opts.Metrics.setOutbox(a.st.outboxDepth())
-		}
-		a.heartbeatNow()
+		a.refuseLocked(refused)
 		return
 	}
 	a.setDesired(ds)
 }
 
+// refuseLocked keeps the accepted desired state in force and tells the hub why the newer one
+// is not.
+func (a *Agent) refuseLocked(refused *RefusedError) {
+	a.enqueueMu.Lock()
+	a.mu.Lock()
+	again := a.refused != nil && a.refused.Generation == refused.Generation // sent again after a reconnect
+	a.refused = refused
+	a.mu.Unlock()
+	if !again {
+		a.log.Error("desired state refused", "generation", refused.Generation, "dropped", refused.Dropped, "error", refused)
+		a.opts.Metrics.refused(refused.Generation)
+	}
+	// The hub refuses reports on releases its desired state no longer names: one left at
+	// the head of the outbox would hold back every report behind it.
+	n, err := a.st.withdraw(refused.Dropped)
+	a.enqueueMu.Unlock()
+	if err != nil {
+		a.log.Error("withdraw reports on dropped releases from the outbox", "error", err)
+	} else if n > 0 {
+		a.log.Warn("reports on releases the hub dropped withdrawn from the outbox", "statuses", n, "releases", refused.Dropped)
+		a.opts.Metrics.setOutbox(a.st.outboxDepth())
+	}
+	a.heartbeatNow()
+}
+
 // setDesired makes ds the accepted desired state: saved first, then reconciled.
-func (a *Agent) setDesired(ds *agentv1.DesiredState) {
+func (a *Agent) setDesired(ds desired.State) {
 	if err := a.st.saveDesired(ds); err != nil {
 		a.log.Error("cache desired state", "error", err)
 	}
@@ -130,7 +151,7 @@ func (a *Agent) setDesired(ds *agentv1.DesiredState) {
 		a.heartbeatNow()
 	}
 	a.mu.Lock()
-	a.desired = ds
+	a.desired = &ds
 	a.lastGen = ds.Generation
 	wasRefused := a.refused != nil
 	a.refused = nil
@@ -147,10 +168,20 @@ func (a *Agent) setDesired(ds *agentv1.DesiredState) {
 	}
 }
 
-func (a *Agent) currentDesired() *agentv1.DesiredState {
+// currentDesired is the accepted desired state, nil before the first; callers must not
+// modify it.
+func (a *Agent) currentDesired() *desired.State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.desired
+}
+
+// generationOf is ds's generation, 0 for none.
+func generationOf(ds *desired.State) int64 {
+	if ds == nil {
+		return 0
+	}
+	return ds.Generation
 }
 
 // heartbeatNow asks the heartbeat loop to send one without waiting for its interval.

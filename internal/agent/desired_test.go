@@ -6,24 +6,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 func TestCheckRemovals(t *testing.T) {
-	ds := func(gen int64, explicit bool, releases []string, tombstones ...string) *agentv1.DesiredState {
-		d := &agentv1.DesiredState{Generation: gen, ExplicitRemovals: explicit}
+	ds := func(gen int64, explicit bool, releases []string, tombstones ...string) *desired.State {
+		d := &desired.State{Generation: gen, ExplicitRemovals: explicit}
 		for _, r := range releases {
-			d.Assignments = append(d.Assignments, &agentv1.Assignment{Release: r})
+			d.Assignments = append(d.Assignments, desired.Assignment{Release: r})
 		}
 		for _, r := range tombstones {
-			d.Removed = append(d.Removed, &agentv1.Tombstone{Release: r, Reason: "release-deleted"})
+			d.Removed = append(d.Removed, desired.Tombstone{Release: r, Reason: "release-deleted"})
 		}
 		return d
 	}
 	for _, tc := range []struct {
 		name     string
-		accepted *agentv1.DesiredState
-		next     *agentv1.DesiredState
+		accepted *desired.State
+		next     *desired.State
 		want     *RefusedError
 		reason   string
 	}{
@@ -50,7 +50,7 @@ func TestCheckRemovals(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := checkRemovals(tc.accepted, tc.next)
+			got := checkRemovals(tc.accepted, *tc.next)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("checkRemovals (-want +got):\n%s", diff)
 			}

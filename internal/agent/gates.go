@@ -1,14 +1,14 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/window"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // maxGates bounds the gates of one desired state; a document with more holds everything
@@ -23,41 +23,22 @@ type gateSet struct {
 	err error
 }
 
-// gatesOf converts a desired state's gates. A gate that fails window.Check stays in the set:
+// gatesOf checks a desired state's gates. A gate that fails window.Check stays in the set:
 // window.Evaluate holds back everything it may cover (fail closed); it is logged here, once
 // per desired state.
-func (a *Agent) gatesOf(ds *agentv1.DesiredState) gateSet {
-	if n := len(ds.GetGates()); n > maxGates {
-		err := fmt.Errorf("desired state generation %d carries %d gates, more than %d; everything is held back", ds.GetGeneration(), n, maxGates)
+func (a *Agent) gatesOf(ds *desired.State) gateSet {
+	if n := len(ds.Gates); n > maxGates {
+		err := fmt.Errorf("desired state generation %d carries %d gates, more than %d; everything is held back", ds.Generation, n, maxGates)
 		a.log.Error("gates not read", "error", err)
 		return gateSet{err: err}
 	}
-	var gs gateSet
-	for _, g := range ds.GetGates() {
-		wg := gateFromProto(g)
-		if err := window.Check(wg); err != nil {
+	for _, g := range ds.Gates {
+		if err := window.Check(g); err != nil {
 			a.log.Error("gate not valid: it holds back everything it may cover until the hub sends a valid one",
-				"generation", ds.GetGeneration(), "gate", g.GetName(), "error", err)
+				"generation", ds.Generation, "gate", g.Name, "error", err)
 		}
-		gs.gates = append(gs.gates, wg)
 	}
-	return gs
-}
-
-func gateFromProto(g *agentv1.Gate) window.Gate {
-	// A duration beyond what Check takes is kept beyond it (not wrapped round by the
-	// conversion), so that Check refuses it.
-	d := window.MaxDuration + time.Second
-	if s := g.GetDurationSeconds(); s >= 0 && s <= int64(window.MaxDuration/time.Second) {
-		d = time.Duration(s) * time.Second
-	} else if s < 0 {
-		d = -time.Second
-	}
-	return window.Gate{
-		Name: g.GetName(), Kind: g.GetKind(), Type: g.GetType(), Schedule: g.GetSchedule(),
-		Duration: d, TimeZone: g.GetTimeZone(), Releases: g.GetReleases(), Blocks: g.GetBlocks(),
-		Reason: g.GetReason(), Actor: g.GetActor(),
-	}
+	return gateSet{gates: ds.Gates}
 }
 
 // verdict is what the gates hold back for release at now.
@@ -77,8 +58,19 @@ type hold struct {
 	// dependency says which release this one waits for (dependsOn); "" when none.
 	dependency string
 	// sync is the sync request this reconcile answers; nil when none.
-	sync *agentv1.SyncRequest
+	sync *desired.SyncRequest
 }
+
+// syncID is the id of the sync request the reconcile answers, "" for none.
+func (h hold) syncID() string {
+	if h.sync == nil {
+		return ""
+	}
+	return h.sync.ID
+}
+
+// overrides says whether the reconcile answers a sync request that passes the gates.
+func (h hold) overrides() bool { return h.sync != nil && h.sync.Override }
 
 // holdsContent reports whether a new revision (new content, see sameContent) is held back.
 func (h hold) holdsContent() bool { return h.verdict.Revisions || h.dependency != "" }
@@ -102,39 +94,33 @@ func (h hold) key() string {
 }
 
 // sameContent reports whether two assignments apply the same thing: revision, artifact, path,
-// variables, namespace, Helm settings (values), decryption. This is what a gate on revisions holds back. The other settings
-// (prune, selfHeal, wait, timeouts, the project's rules, ignore rules, dependsOn) take effect
-// at once, also while a window or freeze holds a new revision: they say how to reconcile, not
-// what, and an operator may need to change them during a freeze (turn self-heal off in an
-// incident).
-func sameContent(a, b *agentv1.Assignment) bool {
-	if a.GetRevision() != b.GetRevision() || a.GetDigest() != b.GetDigest() || a.GetPath() != b.GetPath() ||
-		a.GetNamespace() != b.GetNamespace() || a.GetSource() != b.GetSource() || a.GetUrl() != b.GetUrl() ||
-		len(a.GetVars()) != len(b.GetVars()) || a.GetDecryption() != b.GetDecryption() || !proto.Equal(a.GetHelm(), b.GetHelm()) {
-		return false
-	}
-	for k, v := range a.GetVars() {
-		if w, ok := b.GetVars()[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+// variables, namespace, Helm settings (values), decryption. This is what a gate on revisions
+// holds back. The other settings (prune, selfHeal, wait, timeouts, the project's rules, ignore
+// rules, dependsOn) take effect at once, also while a window or freeze holds a new revision:
+// they say how to reconcile, not what, and an operator may need to change them during a
+// freeze (turn self-heal off in an incident).
+func sameContent(a, b *desired.Assignment) bool {
+	return a.Revision == b.Revision && a.Digest == b.Digest && a.Path == b.Path &&
+		a.Namespace == b.Namespace && a.Source == b.Source && a.URL == b.URL &&
+		a.Decryption == b.Decryption && maps.Equal(a.Vars, b.Vars) && sameHelm(a.Helm, b.Helm)
 }
 
-// withContent is desired with the content (see sameContent) of inForce.
-func withContent(desired, inForce *agentv1.Assignment) *agentv1.Assignment {
-	out := cloneAssignment(desired)
-	out.Revision, out.Digest, out.Path = inForce.GetRevision(), inForce.GetDigest(), inForce.GetPath()
-	out.Namespace, out.Source, out.Url, out.Vars = inForce.GetNamespace(), inForce.GetSource(), inForce.GetUrl(), inForce.GetVars()
-	out.Decryption = inForce.GetDecryption()
-	if h := inForce.GetHelm(); h != nil {
-		out.Helm = proto.Clone(h).(*agentv1.HelmRelease)
-	} else {
-		out.Helm = nil
+// sameHelm compares Helm settings as they are sent (empty values as none, numbers as
+// written): one held in force was read back from the state dir, the other from the hub.
+func sameHelm(a, b *desired.Helm) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
-	return out
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
 }
 
-func cloneAssignment(as *agentv1.Assignment) *agentv1.Assignment {
-	return proto.Clone(as).(*agentv1.Assignment)
+// withContent is want with the content (see sameContent) of inForce.
+func withContent(want, inForce *desired.Assignment) *desired.Assignment {
+	out := *want
+	out.Revision, out.Digest, out.Path = inForce.Revision, inForce.Digest, inForce.Path
+	out.Namespace, out.Source, out.URL, out.Vars = inForce.Namespace, inForce.Source, inForce.URL, inForce.Vars
+	out.Decryption, out.Helm = inForce.Decryption, inForce.Helm
+	return &out
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -239,13 +239,13 @@ func (r *loopRig) expect(release string, want wantStatus) {
 	}
 }
 
-func app(release, revision, digest string) *agentv1.Assignment {
-	return &agentv1.Assignment{Release: release, Revision: revision, Digest: digest, Path: release, Namespace: release,
-		Prune: true, SelfHeal: true, IntervalSeconds: 24 * 3600}
+func app(release, revision, digest string) desired.Assignment {
+	return desired.Assignment{Release: release, Revision: revision, Digest: digest, Path: release, Namespace: release,
+		Prune: true, SelfHeal: true, Interval: 24 * time.Hour, Vars: map[string]string{}}
 }
 
-func desiredAt(gen int64, gates []*agentv1.Gate, as ...*agentv1.Assignment) *agentv1.DesiredState {
-	return &agentv1.DesiredState{Generation: gen, ExplicitRemovals: true, Assignments: as, Gates: gates}
+func desiredAt(gen int64, gates []window.Gate, as ...desired.Assignment) desired.State {
+	return desired.State{Generation: gen, ExplicitRemovals: true, Document: desired.Document{Assignments: as, Gates: gates}}
 }
 
 var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -258,8 +258,8 @@ func TestDenyWindowHoldsANewRevisionUntilItOpens(t *testing.T) {
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
 
 	// A deny window open 11:00-14:00 UTC holds main@2; the agent keeps reconciling main@1.
-	freeze := &agentv1.Gate{Name: "change-freeze", Kind: "window", Type: "deny", Schedule: "0 11 * * *", DurationSeconds: 3 * 3600}
-	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	freeze := window.Gate{Name: "change-freeze", Kind: "window", Type: "deny", Schedule: "0 11 * * *", Duration: 3 * time.Hour}
+	r.a.setDesired(desiredAt(2, []window.Gate{freeze}, app("app", "main@2", v2)))
 	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: `window "change-freeze" closes 14:00 UTC`, pending: "main@2"})
 
@@ -282,8 +282,8 @@ func TestDenyWindowHoldsANewRevisionUntilItOpens(t *testing.T) {
 func TestAllowWindowAndFreezeHoldAReleaseNeverApplied(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1 := r.version("app", "v1")
-	nightly := &agentv1.Gate{Name: "nightly", Kind: "window", Type: "allow", Schedule: "0 22 * * *", DurationSeconds: 3600, TimeZone: "Europe/Berlin"}
-	r.a.setDesired(desiredAt(1, []*agentv1.Gate{nightly}, app("app", "main@1", v1)))
+	nightly := window.Gate{Name: "nightly", Kind: "window", Type: "allow", Schedule: "0 22 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin"}
+	r.a.setDesired(desiredAt(1, []window.Gate{nightly}, app("app", "main@1", v1)))
 	r.idleWhen("nothing applied", r.reported("app", 1))
 	r.expect("app", wantStatus{phase: "Waiting", waiting: `window "nightly" opens 22:00 Europe/Berlin`, pending: "main@1"})
 
@@ -296,8 +296,8 @@ func TestAllowWindowAndFreezeHoldAReleaseNeverApplied(t *testing.T) {
 func TestGatesOnPruneAndSelfHeal(t *testing.T) {
 	r := newLoopRig(t, noon)
 	v1 := r.version("app", "v1")
-	quiet := &agentv1.Gate{Name: "quiet", Kind: "window", Type: "deny", Schedule: "0 12 * * *", DurationSeconds: 1800, Blocks: []string{"prune", "selfHeal"}}
-	r.a.setDesired(desiredAt(1, []*agentv1.Gate{quiet}, app("app", "main@1", v1)))
+	quiet := window.Gate{Name: "quiet", Kind: "window", Type: "deny", Schedule: "0 12 * * *", Duration: 30 * time.Minute, Blocks: []string{"prune", "selfHeal"}}
+	r.a.setDesired(desiredAt(1, []window.Gate{quiet}, app("app", "main@1", v1)))
 	// Revisions are not blocked: main@1 lands, without prune and self-heal.
 	r.idle("applied without prune and self-heal", "app@v1 prune=false selfHeal=false")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
@@ -311,16 +311,16 @@ func TestGatesFailClosed(t *testing.T) {
 	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	// A gate this agent cannot read (a newer hub's, or a corrupted one) holds everything.
-	odd := &agentv1.Gate{Name: "from-the-future", Kind: "window", Type: "deny", Schedule: "@weekly", DurationSeconds: 3600}
-	r.a.setDesired(desiredAt(2, []*agentv1.Gate{odd}, app("app", "main@2", v2)))
+	odd := window.Gate{Name: "from-the-future", Kind: "window", Type: "deny", Schedule: "@weekly", Duration: time.Hour}
+	r.a.setDesired(desiredAt(2, []window.Gate{odd}, app("app", "main@2", v2)))
 	r.idle("held", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@2",
 		waiting: `window "from-the-future": schedule "@weekly": has 1 fields, want 5 (minute hour day-of-month month day-of-week); it holds everything`})
 
 	// Too many gates: everything held, with the reason.
-	many := make([]*agentv1.Gate, maxGates+1)
+	many := make([]window.Gate, maxGates+1)
 	for i := range many {
-		many[i] = &agentv1.Gate{Name: fmt.Sprint("f", i), Kind: "freeze"}
+		many[i] = window.Gate{Name: fmt.Sprint("f", i), Kind: "freeze"}
 	}
 	r.a.setDesired(desiredAt(3, many, app("app", "main@2", v2)))
 	r.idle("held by too many gates", "app@v1 prune=true selfHeal=true", "app@v1 prune=false selfHeal=false", "app@v1 prune=false selfHeal=false")
@@ -334,17 +334,17 @@ func TestSettingsChangeUnderAFreeze(t *testing.T) {
 	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	// The same revision with self-heal off, under a freeze: settings are not held back.
-	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
+	freeze := window.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
 	as := app("app", "main@1", v1)
 	as.SelfHeal = false
-	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, as))
+	r.a.setDesired(desiredAt(2, []window.Gate{freeze}, as))
 	r.idle("self-heal off at once", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@1"})
 	// A new path is new content: held.
 	v2 := r.version("other", "v2")
 	moved := app("app", "main@1", v2)
 	moved.Path = "other"
-	r.a.setDesired(desiredAt(3, []*agentv1.Gate{freeze}, moved))
+	r.a.setDesired(desiredAt(3, []window.Gate{freeze}, moved))
 	r.idle("new content held", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=false", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", pending: "main@1", waiting: "frozen by token:admin: incident 4711"})
 }
@@ -357,31 +357,11 @@ func TestAReleaseThatLeftHasNothingInForce(t *testing.T) {
 	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
 	left := desiredAt(2, nil)
-	left.Removed = []*agentv1.Tombstone{{Release: "app", Reason: "release-deleted"}}
+	left.Removed = []desired.Tombstone{{Release: "app", Reason: "release-deleted"}}
 	r.a.setDesired(left)
 	r.idleWhen("removed", func() bool { return r.a.st.applied("app") == nil }, "app@v1 prune=true selfHeal=true")
-	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident"}
-	r.a.setDesired(desiredAt(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	freeze := window.Gate{Name: "f1", Kind: "freeze", Reason: "incident"}
+	r.a.setDesired(desiredAt(3, []window.Gate{freeze}, app("app", "main@2", v2)))
 	r.idleWhen("assigned again, frozen", r.reported("app", 2), "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", waiting: "frozen: incident", pending: "main@2"})
-}
-
-func TestGateFromProtoKeepsBadDurationsBad(t *testing.T) {
-	for _, tc := range []struct {
-		seconds int64
-		want    string
-	}{
-		{seconds: 3600, want: ""},
-		{seconds: 0, want: `window "w": duration 0s must be more than 0 and at most 8784h0m0s`},
-		{seconds: -1, want: `window "w": duration -1s must be more than 0 and at most 8784h0m0s`},
-		// Would wrap round to a valid-looking duration if converted blindly.
-		{seconds: math.MaxInt64/int64(time.Second) + 3600, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
-		{seconds: 1 << 62, want: `window "w": duration 8784h0m1s must be more than 0 and at most 8784h0m0s`},
-	} {
-		g := gateFromProto(&agentv1.Gate{Name: "w", Kind: "window", Type: "deny", Schedule: "0 1 * * *", DurationSeconds: tc.seconds})
-		err := window.Check(g)
-		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
-			t.Errorf("%d seconds: Check says %v, want %q", tc.seconds, err, tc.want)
-		}
-	}
 }

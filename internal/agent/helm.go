@@ -13,23 +13,18 @@ import (
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // helmOptions are how the assignment's path renders if it is a chart: its Helm settings, its
 // values and patch files read from their artifacts, and the cluster's capabilities. It is nil
 // when the path is not a chart (a directory without Chart.yaml) and the assignment has no
 // Helm settings: nothing then reads the cluster's capabilities.
-func (a *Agent) helmOptions(ctx context.Context, as *agentv1.Assignment) (*render.Helm, error) {
+func (a *Agent) helmOptions(ctx context.Context, as *desired.Assignment) (*render.Helm, error) {
 	root, err := a.artifactRoot(ctx, as.Digest)
 	if err != nil {
 		return nil, err
 	}
-	d, err := desired.FromProto(&agentv1.DesiredState{Assignments: []*agentv1.Assignment{as}})
-	if err != nil {
-		return nil, err
-	}
-	h, err := render.HelmOptions(ctx, d.Assignments[0], root, a.artifactRoot)
+	h, err := render.HelmOptions(ctx, *as, root, a.artifactRoot)
 	if h == nil || err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,9 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/render"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // helmAgent is an agent with a state dir and the package's cluster, enough for helmOptions;
@@ -65,12 +67,12 @@ func TestHelmOptions(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(a.st.artifactDir(), strings.Repeat("b", 64), "values", "escape.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	valuesFile := func(path string) *agentv1.FileRef {
-		return &agentv1.FileRef{Source: "config", Revision: "main@sha1:1234", Digest: config, Path: path}
+	valuesFile := func(path string) desired.FileRef {
+		return desired.FileRef{Source: "config", Revision: "main@sha1:1234", Digest: config, Path: path}
 	}
 
 	t.Run("a chart without Helm settings gets the release, namespace and capabilities", func(t *testing.T) {
-		h, err := a.helmOptions(t.Context(), &agentv1.Assignment{Release: "web", Namespace: "shop", Digest: chart, Path: "charts/web"})
+		h, err := a.helmOptions(t.Context(), &desired.Assignment{Release: "web", Namespace: "shop", Digest: chart, Path: "charts/web"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,19 +90,19 @@ func TestHelmOptions(t *testing.T) {
 	})
 
 	t.Run("a directory that is no chart gets none", func(t *testing.T) {
-		h, err := a.helmOptions(t.Context(), &agentv1.Assignment{Release: "web", Digest: chart, Path: "plain"})
+		h, err := a.helmOptions(t.Context(), &desired.Assignment{Release: "web", Digest: chart, Path: "plain"})
 		if err != nil || h != nil {
 			t.Errorf("helm options = %+v, %v; want none", h, err)
 		}
 	})
 
 	t.Run("Helm settings", func(t *testing.T) {
-		as := &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{
-			ReleaseName: "shop-web", IncludeCrds: false, ValuesJson: []byte(`{"replicas":5}`),
-			ValuesFiles: []*agentv1.FileRef{valuesFile("values/prod.yaml")},
-			PostRender: []*agentv1.PostRenderPatch{
-				{Patch: "- op: add\n  path: /metadata/labels/x\n  value: y\n", Target: &agentv1.PatchTarget{Kind: "Deployment", Name: "web"}},
-				{File: &agentv1.FileRef{Source: "apps", Revision: "main@sha1:abcd", Digest: chart, Path: "patches/label.yaml"}},
+		as := &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{
+			ReleaseName: "shop-web", IncludeCRDs: false, Values: map[string]any{"replicas": json.Number("5")},
+			ValuesFiles: []desired.FileRef{valuesFile("values/prod.yaml")},
+			PostRender: []desired.PostRenderPatch{
+				{Patch: "- op: add\n  path: /metadata/labels/x\n  value: y\n", Target: &v1alpha1.PatchTarget{Kind: "Deployment", Name: "web"}},
+				{File: &desired.FileRef{Source: "apps", Revision: "main@sha1:abcd", Digest: chart, Path: "patches/label.yaml"}},
 			},
 		}}
 		h, err := a.helmOptions(t.Context(), as)
@@ -123,39 +125,39 @@ func TestHelmOptions(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		as      *agentv1.Assignment
+		as      *desired.Assignment
 		wantErr string
 	}{
 		{
 			name:    "Helm settings on a directory that is no chart",
-			as:      &agentv1.Assignment{Release: "web", Revision: "main@sha1:abcd", Digest: chart, Path: "plain", Helm: &agentv1.HelmRelease{}},
+			as:      &desired.Assignment{Release: "web", Revision: "main@sha1:abcd", Digest: chart, Path: "plain", Helm: &desired.Helm{}},
 			wantErr: `release "web" has Helm settings but its path "plain" at revision main@sha1:abcd is not a chart (it holds no Chart.yaml)`,
 		},
 		{
 			name:    "a values file outside its source",
-			as:      &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{ValuesFiles: []*agentv1.FileRef{valuesFile("../" + strings.Repeat("a", 64) + "/charts/web/values.yaml")}}},
+			as:      &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{ValuesFiles: []desired.FileRef{valuesFile("../" + strings.Repeat("a", 64) + "/charts/web/values.yaml")}}},
 			wantErr: `values file "../aaaa`,
 		},
 		{
 			name:    "a values file linking outside its source",
-			as:      &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{ValuesFiles: []*agentv1.FileRef{valuesFile("values/escape.yaml")}}},
+			as:      &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{ValuesFiles: []desired.FileRef{valuesFile("values/escape.yaml")}}},
 			wantErr: `values file "values/escape.yaml" of source "config" at revision main@sha1:1234: openat values/escape.yaml: path escapes from parent`,
 		},
 		{
 			name:    "a missing values file",
-			as:      &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{ValuesFiles: []*agentv1.FileRef{valuesFile("values/staging.yaml")}}},
+			as:      &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{ValuesFiles: []desired.FileRef{valuesFile("values/staging.yaml")}}},
 			wantErr: `values file "values/staging.yaml" of source "config" at revision main@sha1:1234: no such file in the source`,
 		},
 		{
 			name: "a values file over the limit",
-			as: &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{ValuesFiles: []*agentv1.FileRef{
+			as: &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{ValuesFiles: []desired.FileRef{
 				{Source: "apps", Revision: "r1", Digest: chart, Path: "big/values.yaml"}}}},
 			wantErr: `values file "big/values.yaml" of source "apps" at revision r1: larger than the limit of 4194304 bytes`,
 		},
 		{
 			name: "a patch file that is a directory",
-			as: &agentv1.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &agentv1.HelmRelease{PostRender: []*agentv1.PostRenderPatch{
-				{File: &agentv1.FileRef{Source: "apps", Revision: "r1", Digest: chart, Path: "patches"}}}}},
+			as: &desired.Assignment{Release: "web", Digest: chart, Path: "charts/web", Helm: &desired.Helm{PostRender: []desired.PostRenderPatch{
+				{File: &desired.FileRef{Source: "apps", Revision: "r1", Digest: chart, Path: "patches"}}}}},
 			wantErr: `postRender patch file "patches" of source "apps" at revision r1: not a regular file`,
 		},
 	} {

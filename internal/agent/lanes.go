@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/phase"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // maxLanes bounds the projects whose releases reconcile at the same time on one cluster. It
@@ -61,7 +61,7 @@ type lanes struct {
 type generation struct {
 	gen      int64
 	gates    gateSet
-	assigned map[string]*agentv1.Assignment
+	assigned map[string]*desired.Assignment
 	cycles   map[string]string
 	keys     map[string]string // release -> generation and assignment, as releaseState.done
 	// groups are the releases by project, each in dependency order.
@@ -71,7 +71,7 @@ type generation struct {
 // laneGroup is one project's releases, in dependency order.
 type laneGroup struct {
 	project  string
-	releases []*agentv1.Assignment
+	releases []*desired.Assignment
 }
 
 // lanePass is one pass of one project's lane: its releases, the sync requests they answer,
@@ -96,8 +96,8 @@ func newLanes(a *Agent) *lanes {
 func (l *lanes) wait() { l.wg.Wait() }
 
 // anyInFlight reports whether a release one of the tombstones names is in a pass.
-func (l *lanes) anyInFlight(removed []*agentv1.Tombstone) bool {
-	return slices.ContainsFunc(removed, func(t *agentv1.Tombstone) bool { return l.inFlight[t.GetRelease()] })
+func (l *lanes) anyInFlight(removed []desired.Tombstone) bool {
+	return slices.ContainsFunc(removed, func(t desired.Tombstone) bool { return l.inFlight[t.Release] })
 }
 
 // nextDue is the wait until the earliest periodic reconcile of a release not in a pass (the
@@ -114,7 +114,7 @@ func (l *lanes) nextDue(now time.Time) time.Duration {
 
 // dispatch starts a pass for each project that has something to do and no pass in flight,
 // while lanes are free, and says when a gate may next change its verdict on a release.
-func (l *lanes) dispatch(ctx context.Context, ds *agentv1.DesiredState) (wake time.Time) {
+func (l *lanes) dispatch(ctx context.Context, ds *desired.State) (wake time.Time) {
 	a := l.a
 	if l.cur == nil || ds.Generation != l.cur.gen {
 		l.newGeneration(ds)
@@ -125,7 +125,7 @@ func (l *lanes) dispatch(ctx context.Context, ds *agentv1.DesiredState) (wake ti
 	groups := slices.Clone(g.groups)
 	slices.SortStableFunc(groups, func(x, y laneGroup) int { return cmp.Compare(l.turn[x.project], l.turn[y.project]) })
 	for _, lg := range groups {
-		if l.busy[lg.project] || slices.ContainsFunc(lg.releases, func(as *agentv1.Assignment) bool { return l.inFlight[as.Release] }) {
+		if l.busy[lg.project] || slices.ContainsFunc(lg.releases, func(as *desired.Assignment) bool { return l.inFlight[as.Release] }) {
 			continue // its pass (or, for a release that moved, another project's) ends first
 		}
 		p := takeSyncs(pending, lg, l.answered)
@@ -146,16 +146,20 @@ func (l *lanes) dispatch(ctx context.Context, ds *agentv1.DesiredState) (wake ti
 
 // newGeneration works out what a new desired state says once, and forgets what concerns
 // only releases and sync requests it no longer carries.
-func (l *lanes) newGeneration(ds *agentv1.DesiredState) {
-	g := &generation{gen: ds.Generation, gates: l.a.gatesOf(ds), assigned: make(map[string]*agentv1.Assignment, len(ds.Assignments)),
+func (l *lanes) newGeneration(ds *desired.State) {
+	g := &generation{gen: ds.Generation, gates: l.a.gatesOf(ds), assigned: make(map[string]*desired.Assignment, len(ds.Assignments)),
 		keys: make(map[string]string, len(ds.Assignments))}
-	var ordered []*agentv1.Assignment
-	ordered, g.cycles = dependencyOrder(ds.Assignments)
+	all := make([]*desired.Assignment, len(ds.Assignments))
+	for i := range ds.Assignments {
+		all[i] = &ds.Assignments[i]
+	}
+	var ordered []*desired.Assignment
+	ordered, g.cycles = dependencyOrder(all)
 	index := map[string]int{}
 	for _, as := range ordered {
 		g.assigned[as.Release] = as
-		g.keys[as.Release] = fmt.Sprintf("%d/%s", ds.Generation, as.String())
-		p := as.GetProject().GetName()
+		g.keys[as.Release] = fmt.Sprintf("%d/%s", ds.Generation, assignmentKey(as))
+		p := projectOf(as)
 		i, ok := index[p]
 		if !ok {
 			i = len(g.groups)
@@ -171,8 +175,8 @@ func (l *lanes) newGeneration(ds *agentv1.DesiredState) {
 		}
 	}
 	carried := map[string]bool{}
-	for _, r := range ds.GetSyncs() {
-		carried[r.GetId()] = true
+	for _, r := range ds.Syncs {
+		carried[r.ID] = true
 	}
 	maps.DeleteFunc(l.handled, func(id string, _ bool) bool { return !carried[id] })
 	maps.DeleteFunc(l.answered, func(id string, _ map[string]bool) bool { return !carried[id] })
@@ -197,7 +201,7 @@ func (st *releaseState) current(key string, h hold, now time.Time) bool {
 
 // holdOf is what holds as back now in generation g (its gates and dependencies), with the
 // sync request it answers.
-func (a *Agent) holdOf(g *generation, as *agentv1.Assignment, sync *agentv1.SyncRequest) hold {
+func (a *Agent) holdOf(g *generation, as *desired.Assignment, sync *desired.SyncRequest) hold {
 	h := hold{verdict: g.gates.verdict(as.Release, a.clock.Now()), sync: sync}
 	h.dependency = a.dependencyWait(as, g.assigned, g.cycles)
 	return h
@@ -245,19 +249,19 @@ func (l *lanes) finish(p lanePass) {
 // settleSyncs acts on the requests no lane answers, and returns the rest: one for a release
 // not assigned here is ignored, and one for every release is done once every project's lane
 // has answered it (at once on a cluster without releases).
-func (l *lanes) settleSyncs(ds *agentv1.DesiredState, pending []*agentv1.SyncRequest) (rest []*agentv1.SyncRequest) {
+func (l *lanes) settleSyncs(ds *desired.State, pending []*desired.SyncRequest) (rest []*desired.SyncRequest) {
 	var done []string
 	for _, r := range pending {
-		id := r.GetId()
-		switch rel := r.GetRelease(); {
+		id := r.ID
+		switch rel := r.Release; {
 		case rel != "" && l.cur.assigned[rel] == nil:
-			l.a.log.Info("sync request for a release not assigned to this cluster; ignored", "id", id, "release", rel, "actor", r.GetActor())
+			l.a.log.Info("sync request for a release not assigned to this cluster; ignored", "id", id, "release", rel, "actor", r.Actor)
 		case rel != "":
 			rest = append(rest, r)
 			continue
 		case len(ds.Assignments) == 0:
-			l.a.log.Info("sync request for every release of a cluster that has none; ignored", "id", id, "actor", r.GetActor())
-		case slices.ContainsFunc(ds.Assignments, func(as *agentv1.Assignment) bool { return !l.answered[id][as.GetProject().GetName()] }):
+			l.a.log.Info("sync request for every release of a cluster that has none; ignored", "id", id, "actor", r.Actor)
+		case slices.ContainsFunc(ds.Assignments, func(as desired.Assignment) bool { return !l.answered[id][projectOf(&as)] }):
 			rest = append(rest, r)
 			continue
 		default:
@@ -292,7 +296,7 @@ func (a *Agent) runPass(ctx context.Context, p lanePass) {
 		if st.current(key, h, p.now) {
 			continue
 		}
-		interval := max(time.Duration(as.IntervalSeconds)*time.Second, time.Second)
+		interval := max(as.Interval, time.Second)
 		changed := st.done != key
 		skip := skipUnchanged(changed, h.sync != nil, st.checked, a.clock.Now(), interval)
 		started := a.clock.Now()

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/project"
 )
 
 // teamApp is app in project team-a.
-func teamApp(release, revision, digest string) *agentv1.Assignment {
+func teamApp(release, revision, digest string) desired.Assignment {
 	as := app(release, revision, digest)
-	as.Project = &agentv1.ProjectRules{Name: "team-a", Namespaces: []string{release}}
+	as.Project = &project.Rules{Name: "team-a", Namespaces: []string{release}}
 	return as
 }
 
@@ -54,7 +55,7 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 	// A request to sync every release reaches each release once, in both projects, and is
 	// remembered once both lanes have answered it.
 	d := desiredAt(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
-	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
+	d.Syncs = []desired.SyncRequest{{ID: "all", Actor: "token:admin"}}
 	before := len(r.target.seen())
 	r.a.setDesired(d)
 	r.idleUntil("every release synced", func(seen []string) bool { return len(seen) == before+3 })
@@ -67,7 +68,7 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 	// The same request in the next generation: each release reconciles once for the new
 	// generation, and none answers the request again.
 	d = desiredAt(3, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2))
-	d.Syncs = []*agentv1.SyncRequest{{Id: "all", Actor: "token:admin"}}
+	d.Syncs = []desired.SyncRequest{{ID: "all", Actor: "token:admin"}}
 	r.a.setDesired(d)
 	r.idleUntil("the next generation reconciled", func(seen []string) bool { return len(seen) == before+6 })
 	for _, rel := range []string{"bomb", "next", "web"} {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -149,7 +150,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{{Release: "baseline"}}})
+	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{{Release: "baseline"}}}})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -238,7 +239,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 func TestOlderHubGetsHeartbeatsEveryInterval(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	a, hub := newClockAgent(t, &recordingTarget{}, clk)
-	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true})
+	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true})
 	hub.publish(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -293,7 +294,7 @@ func TestAgentClosesSilentConnectionByPing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); a.watchLoop(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, hub, 30*time.Second, "the watch stream", func() bool { return a.currentDesired().GetGeneration() == 1 && proxy.Active() == 1 })
+	waitFor(t, hub, 30*time.Second, "the watch stream", func() bool { return generationOf(a.currentDesired()) == 1 && proxy.Active() == 1 })
 
 	proxy.Blackhole(true)
 	waitFor(t, hub, 30*time.Second, "the agent closing the silent connection", func() bool { return closed.Load() >= 1 })

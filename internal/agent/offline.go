@@ -21,7 +21,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/bundle"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // Offline delivery (docs/airgap.md). A bundle reaches the agent through its state dir:
@@ -87,9 +87,9 @@ type ExportResult struct {
 // acceptance it puts the artifacts into the cache, unpacked as a download would be, and
 // returns the desired state to take on. ackThrough is the report seq through which the hub
 // has the outbox (0 on refusal).
-func importBundle(ctx context.Context, st *state, id *identity, current *agentv1.DesiredState, path string) (res ImportResult, ds *agentv1.DesiredState, ackThrough uint64, err error) {
-	res = ImportResult{Cluster: id.Cluster, Previous: current.GetGeneration()}
-	refuse := func(err error) (ImportResult, *agentv1.DesiredState, uint64, error) {
+func importBundle(ctx context.Context, st *state, id *identity, current *desired.State, path string) (res ImportResult, ds *desired.State, ackThrough uint64, err error) {
+	res = ImportResult{Cluster: id.Cluster, Previous: generationOf(current)}
+	refuse := func(err error) (ImportResult, *desired.State, uint64, error) {
 		res.Status, res.Message = ImportRefused, err.Error()
 		return res, nil, 0, nil
 	}
@@ -113,7 +113,7 @@ func importBundle(ctx context.Context, st *state, id *identity, current *agentv1
 	}
 	m := b.Manifest
 	res.Generation, res.Artifacts = m.Generation, len(m.Artifacts)
-	switch have := current.GetGeneration(); {
+	switch have := generationOf(current); {
 	case current != nil && m.Generation < have:
 		return refuse(fmt.Errorf("bundle of cluster %q is generation %d, older than the desired state this agent has (generation %d): refused, a bundle never rolls an agent back", m.Cluster, m.Generation, have))
 	case current != nil && m.Generation == have:
@@ -124,7 +124,7 @@ func importBundle(ctx context.Context, st *state, id *identity, current *agentv1
 	if refused := checkRemovals(current, b.Desired); refused != nil {
 		return refuse(refused)
 	}
-	for _, d := range bundle.NeededDigests(b.Desired) {
+	for _, d := range bundle.NeededDigests(b.Desired.Assignments) {
 		if err := installArtifact(ctx, st.artifactDir(), d, b.Artifacts[d]); err != nil {
 			return res, nil, 0, err
 		}
@@ -132,7 +132,7 @@ func importBundle(ctx context.Context, st *state, id *identity, current *agentv1
 	res.Status = ImportImported
 	res.Message = fmt.Sprintf("desired state generation %d of cluster %q imported (%d artifacts, written by the hub at %s)",
 		m.Generation, m.Cluster, len(m.Artifacts), m.CreatedAt.Format(time.RFC3339))
-	return res, b.Desired, m.ReportsIngestedThrough, nil
+	return res, &b.Desired, m.ReportsIngestedThrough, nil
 }
 
 // installArtifact unpacks a verified packed artifact into the cache, as artifactRoot does
@@ -266,7 +266,7 @@ func (a *Agent) takeImports(ctx context.Context) {
 			res.Status, res.Message = ImportRefused, err.Error()
 		}
 		if ds != nil {
-			if have, ok := a.offerNewer(ds); !ok {
+			if have, ok := a.offerNewer(*ds); !ok {
 				// The hub's watch stream brought this generation or a newer one while the
 				// bundle was read: the bundle must not take it back.
 				res.Status, res.Message = ImportAlready, fmt.Sprintf("desired state generation %d reached the agent from the hub meanwhile; nothing to apply", have)
@@ -368,6 +368,9 @@ func ImportBundle(ctx context.Context, stateDir, file string, wait time.Duration
 			return ImportResult{}, notJoined(stateDir, err)
 		}
 		current, err := st.loadDesired()
+		if errors.As(err, new(*unreadableDesiredError)) {
+			current, err = nil, nil // as the agent starts without it (unreadableDesiredError)
+		}
 		if err != nil {
 			return ImportResult{}, err
 		}
@@ -379,7 +382,7 @@ func ImportBundle(ctx context.Context, stateDir, file string, wait time.Duration
 			return res, err
 		}
 		if ds != nil {
-			if err := st.saveDesired(ds); err != nil {
+			if err := st.saveDesired(*ds); err != nil {
 				return res, fmt.Errorf("save the imported desired state: %w", err)
 			}
 		}

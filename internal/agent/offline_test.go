@@ -14,12 +14,13 @@ import (
 
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // writeBundle writes a bundle of ds signed by the fake hub's CA, as `flotilla bundle export`
 // does, and returns its path.
-func (h *fakeHub) writeBundle(ds *agentv1.DesiredState, ackedThrough uint64) string {
+func (h *fakeHub) writeBundle(ds desired.State, ackedThrough uint64) string {
 	h.t.Helper()
 	path := filepath.Join(h.t.TempDir(), "b.bundle")
 	f, err := os.Create(path)
@@ -42,13 +43,13 @@ func (h *fakeHub) writeBundle(ds *agentv1.DesiredState, ackedThrough uint64) str
 	return path
 }
 
-func webState(cluster string, gen int64, digest string, removed ...string) *agentv1.DesiredState {
-	ds := &agentv1.DesiredState{Cluster: cluster, Generation: gen, ExplicitRemovals: true}
+func webState(cluster string, gen int64, digest string, removed ...string) desired.State {
+	ds := desired.State{Cluster: cluster, Generation: gen, ExplicitRemovals: true}
 	if digest != "" {
-		ds.Assignments = []*agentv1.Assignment{{Release: "web", Digest: digest, Path: "web", Namespace: "web", IntervalSeconds: 60}}
+		ds.Assignments = []desired.Assignment{{Release: "web", Digest: digest, Path: "web", Namespace: "web", Interval: time.Minute, Vars: map[string]string{}}}
 	}
 	for _, r := range removed {
-		ds.Removed = append(ds.Removed, &agentv1.Tombstone{Release: r, Reason: "release-deleted"})
+		ds.Removed = append(ds.Removed, desired.Tombstone{Release: r, Reason: "release-deleted"})
 	}
 	return ds
 }
@@ -102,8 +103,8 @@ func TestImportStopped(t *testing.T) {
 		}
 		ds, err := st.loadDesired()
 		st.close()
-		if err != nil || ds.GetGeneration() != s.wantGen {
-			t.Fatalf("%s: the state dir holds generation %d (%v), want %d", s.name, ds.GetGeneration(), err, s.wantGen)
+		if err != nil || generationOf(ds) != s.wantGen {
+			t.Fatalf("%s: the state dir holds generation %d (%v), want %d", s.name, generationOf(ds), err, s.wantGen)
 		}
 	}
 	hex := strings.TrimPrefix(digest, "sha256:")

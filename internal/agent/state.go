@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -141,26 +142,47 @@ func (s *state) saveIdentity(id *identity) error {
 	})
 }
 
-func (s *state) loadDesired() (*agentv1.DesiredState, error) {
-	var ds *agentv1.DesiredState
+// unreadableDesiredError is a cached desired state that is no document: one an agent before
+// this check accepted (Helm values that are not JSON). The agent starts without it, as if it
+// had none, rather than not at all; the hub's next document replaces it.
+type unreadableDesiredError struct{ err error }
+
+func (e *unreadableDesiredError) Error() string { return "cached desired state: " + e.err.Error() }
+func (e *unreadableDesiredError) Unwrap() error { return e.err }
+
+// loadDesired returns the cached desired state, nil when there is none. The state dir holds
+// it in the wire form, as agents before the desired model wrote it too.
+func (s *state) loadDesired() (*desired.State, error) {
+	var m *agentv1.DesiredState
 	err := s.db.View(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketDesired).Get(keyDesired)
 		if data == nil {
 			return nil
 		}
-		ds = &agentv1.DesiredState{}
-		return proto.Unmarshal(data, ds)
+		m = &agentv1.DesiredState{}
+		return proto.Unmarshal(data, m)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read cached desired state: %w", err)
 	}
-	return ds, nil
+	if m == nil {
+		return nil, nil
+	}
+	ds, err := desired.FromProto(m)
+	if err != nil {
+		return nil, &unreadableDesiredError{err: err}
+	}
+	return &ds, nil
 }
 
-func (s *state) saveDesired(ds *agentv1.DesiredState) error {
-	data, err := proto.Marshal(ds)
+func (s *state) saveDesired(ds desired.State) error {
+	m, err := desired.StateToProto(ds)
 	if err != nil {
-		return err
+		return fmt.Errorf("desired state generation %d: %w", ds.Generation, err)
+	}
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("desired state generation %d: %w", ds.Generation, err)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketDesired).Put(keyDesired, data) })
 }
@@ -424,7 +446,8 @@ func (s *state) withdraw(releases []string) (int, error) {
 
 // releaseRecord is what the agent keeps per release in bucketReleases.
 type releaseRecord struct {
-	// Applied is the assignment (protobuf) whose content (revision, artifact, path, vars,
+	// Applied is the assignment (its wire form, as agents before the desired model wrote it
+	// too: appliedBytes) whose content (revision, artifact, path, vars,
 	// namespace: see sameContent) is in force, the last one the agent applied. While a gate
 	// or a dependency holds back a newer one, this one is what the agent reconciles.
 	Applied []byte `json:"applied,omitempty"`
@@ -500,17 +523,33 @@ func (s *state) release(name string) releaseRecord {
 	return s.releases[name]
 }
 
-// applied returns the assignment in force for a release, nil when nothing is.
-func (s *state) applied(name string) *agentv1.Assignment {
+// applied returns the assignment in force for a release, nil when nothing is (or what is
+// recorded cannot be read: the release is then applied as if for the first time).
+func (s *state) applied(name string) *desired.Assignment {
 	rec := s.release(name)
 	if rec.Applied == nil {
 		return nil
 	}
-	as := &agentv1.Assignment{}
-	if proto.Unmarshal(rec.Applied, as) != nil {
+	m := &agentv1.Assignment{}
+	if proto.Unmarshal(rec.Applied, m) != nil {
 		return nil
 	}
-	return as
+	as, err := desired.AssignmentFromProto(m)
+	if err != nil {
+		return nil
+	}
+	return &as
+}
+
+// appliedBytes is as in the form releaseRecord.Applied keeps it: deterministic, so that an
+// unchanged assignment (its vars a map) is not rewritten, and its hash (assignmentKey) is the
+// one agents before the desired model recorded.
+func appliedBytes(as *desired.Assignment) ([]byte, error) {
+	m, err := desired.AssignmentToProto(*as)
+	if err != nil {
+		return nil, err
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
 }
 
 // setRelease writes a release's record when it changed.

@@ -1,9 +1,16 @@
 package agent
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -142,5 +149,51 @@ func TestOutboxWithdraw(t *testing.T) {
 	}
 	if d := st.outboxDepth(); d != len(pending) {
 		t.Errorf("outbox depth counter = %d, but the outbox holds %d reports", d, len(pending))
+	}
+}
+
+// What an agent before the desired model kept stays what this one reads and writes: the
+// assignment in force as its wire form (deterministic bytes, so unchanged assignments are not
+// rewritten) and its readiness under the hash of those bytes, so an upgrade neither
+// forgets a release held by a gate nor makes its dependents wait for it again.
+func TestReleaseRecordsKeepTheirFormat(t *testing.T) {
+	sent := &agentv1.Assignment{
+		Release: "web", Revision: "main@1", Digest: "sha256:aa", Path: "web", Namespace: "web", IntervalSeconds: 60, TimeoutSeconds: 30,
+		Vars: map[string]string{"region": "eu", "env": "prod"}, DependsOn: []string{"db"},
+		Project: &agentv1.ProjectRules{Name: "team-a", Namespaces: []string{"web"}, ServiceAccountNamespace: "web", ServiceAccountName: "deployer"},
+		Helm:    &agentv1.HelmRelease{ReleaseName: "web", ValuesJson: []byte(`{"big":9007199254740993,"replicas":2}`)},
+	}
+	old, err := proto.MarshalOptions{Deterministic: true}.Marshal(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := desired.FromProto(&agentv1.DesiredState{Assignments: []*agentv1.Assignment{sent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := &ds.Assignments[0]
+	got, err := appliedBytes(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, old) {
+		t.Errorf("the assignment in force is recorded as\n%x\nwhere an older agent recorded\n%x", got, old)
+	}
+	sum := sha256.Sum256(old)
+	if key := assignmentKey(as); key != hex.EncodeToString(sum[:]) {
+		t.Errorf("assignmentKey = %s, want the hash an older agent recorded as ReadyKey", key)
+	}
+
+	// Written by an older agent, read back by this one.
+	st, err := openState(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if err := st.setRelease("web", releaseRecord{Applied: old, ReadyKey: hex.EncodeToString(sum[:])}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(as, st.applied("web")); diff != "" {
+		t.Errorf("assignment in force read back (-want +got):\n%s", diff)
 	}
 }

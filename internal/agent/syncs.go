@@ -1,7 +1,7 @@
 package agent
 
 import (
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // Bounds on the sync requests of one desired state (flotilla sync): the hub sends a handful;
@@ -15,7 +15,7 @@ const (
 type syncPass struct {
 	// byRelease is the request each release answers in this pass: at most one, so that each
 	// request's id reaches the hub in a status of its own.
-	byRelease map[string]*agentv1.SyncRequest
+	byRelease map[string]*desired.SyncRequest
 	// done are the ids of requests for one release answered in this pass, remembered once
 	// the pass is over.
 	done []string
@@ -28,16 +28,17 @@ type syncPass struct {
 // state dir nor in handled), in order, each id once: each makes its release (or every
 // release) reconcile in the next pass of its lane, due or not. Requests beyond the bounds
 // are refused here, not acted on.
-func (a *Agent) pendingSyncs(ds *agentv1.DesiredState, handled map[string]bool) []*agentv1.SyncRequest {
-	var out []*agentv1.SyncRequest
+func (a *Agent) pendingSyncs(ds *desired.State, handled map[string]bool) []*desired.SyncRequest {
+	var out []*desired.SyncRequest
 	seen := map[string]bool{}
-	for i, r := range ds.GetSyncs() {
+	for i := range ds.Syncs {
 		if i == maxSyncsPerState {
 			a.log.Warn("desired state carries more sync requests than the agent acts on; the rest are ignored",
-				"generation", ds.GetGeneration(), "syncs", len(ds.GetSyncs()), "max", maxSyncsPerState)
+				"generation", ds.Generation, "syncs", len(ds.Syncs), "max", maxSyncsPerState)
 			break
 		}
-		id := r.GetId()
+		r := &ds.Syncs[i]
+		id := r.ID
 		if id == "" || len(id) > maxSyncID {
 			a.log.Warn("sync request ignored: its id is empty or longer than the bound", "length", len(id), "max", maxSyncID)
 			continue
@@ -56,27 +57,27 @@ func (a *Agent) pendingSyncs(ds *agentv1.DesiredState, handled map[string]bool) 
 // answers no other, so that every release of the project reports its id, and only once per
 // project (answered). A request for another project's release is that lane's; one for a
 // release not assigned here is settled by the loop (lanes.settleSyncs).
-func takeSyncs(pending []*agentv1.SyncRequest, g laneGroup, answered map[string]map[string]bool) syncPass {
-	p := syncPass{byRelease: map[string]*agentv1.SyncRequest{}}
+func takeSyncs(pending []*desired.SyncRequest, g laneGroup, answered map[string]map[string]bool) syncPass {
+	p := syncPass{byRelease: map[string]*desired.SyncRequest{}}
 	in := make(map[string]bool, len(g.releases))
 	for _, as := range g.releases {
 		in[as.Release] = true
 	}
 	for _, r := range pending {
-		if rel := r.GetRelease(); rel != "" {
+		if rel := r.Release; rel != "" {
 			if in[rel] && p.byRelease[rel] == nil { // else another lane's, or a later pass's
 				p.byRelease[rel] = r
-				p.done = append(p.done, r.GetId())
+				p.done = append(p.done, r.ID)
 			}
 			continue
 		}
-		if answered[r.GetId()][g.project] || len(p.byRelease) > 0 {
+		if answered[r.ID][g.project] || len(p.byRelease) > 0 {
 			continue
 		}
 		for rel := range in {
 			p.byRelease[rel] = r
 		}
-		p.every = append(p.every, r.GetId())
+		p.every = append(p.every, r.ID)
 	}
 	return p
 }

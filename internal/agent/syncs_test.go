@@ -6,13 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/window"
 )
 
 func TestSyncRequests(t *testing.T) {
 	r := newLoopRig(t, noon)
 	av, bv := r.version("a", "v1"), r.version("b", "v1")
-	ds := func(gen int64, syncs ...*agentv1.SyncRequest) *agentv1.DesiredState {
+	ds := func(gen int64, syncs ...desired.SyncRequest) desired.State {
 		d := desiredAt(gen, nil, app("a", "main@1", av), app("b", "main@1", bv))
 		d.Syncs = syncs
 		return d
@@ -25,7 +26,7 @@ func TestSyncRequests(t *testing.T) {
 
 	// A sync for a: a's status says which request it answers (a new generation reconciles
 	// every release anyway).
-	r.a.setDesired(ds(2, &agentv1.SyncRequest{Id: "s1", Release: "a", Actor: "token:admin"}))
+	r.a.setDesired(ds(2, desired.SyncRequest{ID: "s1", Release: "a", Actor: "token:admin"}))
 	applied = append(applied, a1, b1)
 	r.idle("synced a", applied...)
 	r.expect("a", wantStatus{phase: "Ready", revision: "main@1", syncID: "s1"})
@@ -33,7 +34,7 @@ func TestSyncRequests(t *testing.T) {
 
 	// The same request again (the hub sends it until it sees the report): not answered
 	// twice, not even after a restart.
-	r.a.setDesired(ds(3, &agentv1.SyncRequest{Id: "s1", Release: "a"}))
+	r.a.setDesired(ds(3, desired.SyncRequest{ID: "s1", Release: "a"}))
 	applied = append(applied, a1, b1)
 	r.idle("s1 not again", applied...)
 	r.restart()
@@ -42,7 +43,7 @@ func TestSyncRequests(t *testing.T) {
 
 	// Within one generation, long before the interval: a sync request alone makes its
 	// release reconcile now.
-	r.a.setDesired(ds(3, &agentv1.SyncRequest{Id: "s1", Release: "a"}, &agentv1.SyncRequest{Id: "now", Release: "b"}))
+	r.a.setDesired(ds(3, desired.SyncRequest{ID: "s1", Release: "a"}, desired.SyncRequest{ID: "now", Release: "b"}))
 	applied = append(applied, b1)
 	r.idle("b synced within a generation", applied...)
 	r.expect("b", wantStatus{phase: "Ready", revision: "main@1", syncID: "now"})
@@ -50,8 +51,8 @@ func TestSyncRequests(t *testing.T) {
 	// Two requests for a: two reconciles, each with its id. A request for an unknown release
 	// is ignored. A request for every release reaches both, in a pass of its own.
 	r.a.setDesired(ds(4,
-		&agentv1.SyncRequest{Id: "s2", Release: "a"}, &agentv1.SyncRequest{Id: "s3", Release: "a"},
-		&agentv1.SyncRequest{Id: "s4", Release: "gone"}, &agentv1.SyncRequest{Id: "s5"}))
+		desired.SyncRequest{ID: "s2", Release: "a"}, desired.SyncRequest{ID: "s3", Release: "a"},
+		desired.SyncRequest{ID: "s4", Release: "gone"}, desired.SyncRequest{ID: "s5"}))
 	applied = append(applied, a1, b1, a1, a1, b1)
 	r.idle("s2, s3 and s5", applied...)
 	var ids []string
@@ -74,28 +75,28 @@ func TestSyncOverridePassesAFreezeOnce(t *testing.T) {
 	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
 	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
 	r.idle("applied", "app@v1 prune=true selfHeal=true")
-	freeze := &agentv1.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
-	r.a.setDesired(desiredAt(2, []*agentv1.Gate{freeze}, app("app", "main@2", v2)))
+	freeze := window.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
+	r.a.setDesired(desiredAt(2, []window.Gate{freeze}, app("app", "main@2", v2)))
 	r.idle("frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2"})
 
 	// A sync without override answers the request and stays frozen.
-	d := desiredAt(3, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
-	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}}
+	d := desiredAt(3, []window.Gate{freeze}, app("app", "main@2", v2))
+	d.Syncs = []desired.SyncRequest{{ID: "plain", Release: "app"}}
 	r.a.setDesired(d)
 	r.idle("a plain sync", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2", syncID: "plain"})
 
 	// With override: main@2 lands through the freeze.
-	d = desiredAt(4, []*agentv1.Gate{freeze}, app("app", "main@2", v2))
-	d.Syncs = []*agentv1.SyncRequest{{Id: "plain", Release: "app"}, {Id: "override", Release: "app", Override: true, Actor: "token:admin"}}
+	d = desiredAt(4, []window.Gate{freeze}, app("app", "main@2", v2))
+	d.Syncs = []desired.SyncRequest{{ID: "plain", Release: "app"}, {ID: "override", Release: "app", Override: true, Actor: "token:admin"}}
 	r.a.setDesired(d)
 	r.idle("the override", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Ready", revision: "main@2", syncID: "override"})
 
 	// It is now in force: the freeze holds the next revision, not this one.
 	v3 := r.version("app", "v3")
-	r.a.setDesired(desiredAt(5, []*agentv1.Gate{freeze}, app("app", "main@3", v3)))
+	r.a.setDesired(desiredAt(5, []window.Gate{freeze}, app("app", "main@3", v3)))
 	r.idle("the next revision is frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
 	r.expect("app", wantStatus{phase: "Waiting", revision: "main@2", waiting: "frozen by token:admin: incident 4711", pending: "main@3"})
 }
@@ -132,13 +133,13 @@ func TestSyncRequestBounds(t *testing.T) {
 	for i := range long {
 		long[i] = 'x'
 	}
-	ds := &agentv1.DesiredState{Syncs: []*agentv1.SyncRequest{{Id: string(long), Release: "a"}, {Id: "", Release: "a"}}}
+	ds := &desired.State{Document: desired.Document{Syncs: []desired.SyncRequest{{ID: string(long), Release: "a"}, {ID: "", Release: "a"}}}}
 	if p := r.a.pendingSyncs(ds, nil); len(p) != 0 {
 		t.Errorf("a long and an empty id were taken: %v", p)
 	}
 	ds.Syncs = nil
 	for i := range maxSyncsPerState + 1 {
-		ds.Syncs = append(ds.Syncs, &agentv1.SyncRequest{Id: fmt.Sprint(i), Release: "gone"})
+		ds.Syncs = append(ds.Syncs, desired.SyncRequest{ID: fmt.Sprint(i), Release: "gone"})
 	}
 	if p := r.a.pendingSyncs(ds, nil); len(p) != maxSyncsPerState {
 		t.Errorf("%d requests looked at, want the first %d", len(p), maxSyncsPerState)

@@ -170,8 +170,8 @@ func TestRemovalIsExplicit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ds.GetGeneration() != 1 {
-			t.Fatalf("state dir holds generation %d; want the accepted 1, not the refused 2", ds.GetGeneration())
+		if generationOf(ds) != 1 {
+			t.Fatalf("state dir holds generation %d; want the accepted 1, not the refused 2", generationOf(ds))
 		}
 		hub.mu.Lock()
 		hub.heartbeats = nil

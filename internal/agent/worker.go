@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/backoff"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/phase"
-	"github.com/flotilla/flotilla/internal/project"
 	"github.com/flotilla/flotilla/internal/render"
 	"github.com/flotilla/flotilla/internal/textcut"
 	"github.com/flotilla/flotilla/internal/window"
@@ -97,7 +97,7 @@ func skipUnchanged(changed, syncRequest bool, lastFull, now time.Time, interval 
 // an inventory the desired state neither assigns nor tombstones is left alone and logged
 // (its release may be another agent's, or its tombstone not yet written), and a tombstone
 // whose inventory is gone does nothing.
-func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) error {
+func (a *Agent) removeTombstoned(ctx context.Context, ds *desired.State) error {
 	names, err := a.reconciler.Inventories(ctx)
 	if err != nil {
 		return fmt.Errorf("list inventories: %w", err)
@@ -106,9 +106,9 @@ func (a *Agent) removeTombstoned(ctx context.Context, ds *agentv1.DesiredState) 
 	for _, as := range ds.Assignments {
 		assigned[as.Release] = true
 	}
-	tombstones := map[string]*agentv1.Tombstone{}
-	for _, t := range ds.Removed {
-		tombstones[t.Release] = t
+	tombstones := map[string]*desired.Tombstone{}
+	for i := range ds.Removed {
+		tombstones[ds.Removed[i].Release] = &ds.Removed[i]
 	}
 	var errs []error
 	for _, name := range names {
@@ -156,7 +156,7 @@ const maxRemovalObjects = 100
 
 // removalStatus is the report of a release removed after its tombstone: what the tombstone
 // said and what was pruned, for the hub's audit trail.
-func removalStatus(generation int64, t *agentv1.Tombstone, res *reconcile.Result) *agentv1.AssignmentStatus {
+func removalStatus(generation int64, t *desired.Tombstone, res *reconcile.Result) *agentv1.AssignmentStatus {
 	rm := &agentv1.Removal{Reason: t.Reason, FleetRevision: t.FleetRevision, Actor: t.Actor}
 	st := &agentv1.AssignmentStatus{
 		Release: t.Release, Generation: generation, Revision: t.Revision, Digest: t.Digest,
@@ -201,12 +201,12 @@ func retryDelay(n int) time.Duration {
 //
 // skip lets the objects rendered as last applied be taken for unchanged without reading them
 // (see skipUnchanged).
-func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.Assignment, h hold, first, skip bool) (retryIn time.Duration, reported phase.Phase) {
+func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *desired.Assignment, h hold, first, skip bool) (retryIn time.Duration, reported phase.Phase) {
 	start := a.clock.Now()
-	if h.sync.GetOverride() {
+	if h.overrides() {
 		if h.verdict.Blocked() {
-			a.log.Warn("sync request overrides the gates for one reconcile", "release", as.Release, "sync", h.sync.GetId(),
-				"actor", h.sync.GetActor(), "overridden", h.verdict.Reason)
+			a.log.Warn("sync request overrides the gates for one reconcile", "release", as.Release, "sync", h.sync.ID,
+				"actor", h.sync.Actor, "overridden", h.verdict.Reason)
 		}
 		h.verdict = window.Verdict{}
 	}
@@ -220,7 +220,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 			a.prefetch(ctx, as)
 			st := &agentv1.AssignmentStatus{
 				Release: as.Release, Generation: generation, Phase: string(phase.Waiting),
-				Waiting: waiting, PendingRevision: as.Revision, PendingDigest: as.Digest, SyncId: h.sync.GetId(),
+				Waiting: waiting, PendingRevision: as.Revision, PendingDigest: as.Digest, SyncId: h.syncID(),
 			}
 			a.record(as, false, false)
 			a.log.Info("waiting", "release", as.Release, "pending", as.Revision, "for", waiting)
@@ -232,7 +232,7 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 	if waiting != "" {
 		a.prefetch(ctx, as)
 	}
-	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.sync.GetId()}
+	st := &agentv1.AssignmentStatus{Release: as.Release, Generation: generation, Revision: eff.Revision, Digest: eff.Digest, SyncId: h.syncID()}
 	res, reached, err := a.apply(ctx, eff, applyMode{deferPrune: h.verdict.Prune, selfHeal: !h.verdict.SelfHeal, skipUnchanged: skip})
 	if ctx.Err() != nil {
 		return 0, "" // shutting down: this result is not the assignment's state
@@ -269,9 +269,9 @@ func (a *Agent) reconcileOne(ctx context.Context, generation int64, as *agentv1.
 
 // prefetch puts the artifact of a held revision in the cache, so that it lands when the
 // hold ends even if the hub is unreachable by then. A failure only delays that to the apply.
-func (a *Agent) prefetch(ctx context.Context, as *agentv1.Assignment) {
+func (a *Agent) prefetch(ctx context.Context, as *desired.Assignment) {
 	// The artifacts of its Helm values and patch files too (helm.go).
-	for _, digest := range append([]string{as.Digest}, render.HelmDigests(as.GetHelm())...) {
+	for _, digest := range as.Digests() {
 		if _, err := a.artifactRoot(ctx, digest); err != nil && ctx.Err() == nil {
 			a.log.Debug("artifact of a held revision not fetched yet", "release", as.Release, "revision", as.Revision, "artifact", digest, "error", err)
 		}
@@ -295,11 +295,10 @@ func (a *Agent) report(st *agentv1.AssignmentStatus) {
 // record keeps in the state dir, in one write when anything changed, whether as is now the
 // revision in force (applied), so that a gate holds it across restarts and with the hub
 // away, and whether its reconcile was Ready, for the releases that depend on it.
-func (a *Agent) record(as *agentv1.Assignment, applied, ready bool) {
+func (a *Agent) record(as *desired.Assignment, applied, ready bool) {
 	rec := a.st.release(as.Release)
 	if applied {
-		// Deterministic, so that an unchanged assignment (its vars a map) is not rewritten.
-		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(as)
+		data, err := appliedBytes(as)
 		if err != nil {
 			a.log.Error("record the revision in force; a gate may not hold it after a restart", "release", as.Release, "error", err)
 		} else {
@@ -352,13 +351,13 @@ func plural(n int, what string) string {
 // apply renders and reconciles as, with prune and self-heal only where the assignment and
 // the gates allow them. reached says the artifact was at hand, so the reconcile ran (or the
 // artifact did not render): as is then the revision in force.
-func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMode) (res *reconcile.Result, reached bool, err error) {
+func (a *Agent) apply(ctx context.Context, as *desired.Assignment, mode applyMode) (res *reconcile.Result, reached bool, err error) {
 	root, err := a.artifactRoot(ctx, as.Digest)
 	if err != nil {
 		return nil, false, err
 	}
 	// The artifacts of its Helm values and patch files must be at hand as well (helm.go).
-	for _, digest := range render.HelmDigests(as.GetHelm()) {
+	for _, digest := range as.Helm.Digests() {
 		if _, err := a.artifactRoot(ctx, digest); err != nil {
 			return nil, false, fmt.Errorf("artifact of a Helm values or patch file: %w", err)
 		}
@@ -372,7 +371,7 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		return nil, true, err
 	}
 	objects, err := a.renderer.Render(ctx, render.Options{Root: root, Path: as.Path, Vars: as.Vars, Helm: helm, Decrypt: dec,
-		Budget: renderBudget(as.GetRenderBudget()), Project: projectName(as), Release: as.GetRelease()})
+		Budget: renderBudget(as.RenderBudget), Project: projectName(as), Release: as.Release})
 	if err != nil {
 		a.helmFailed(helm)
 		return nil, true, err
@@ -384,12 +383,12 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 		Prune:           as.Prune,
 		DeferPrune:      mode.deferPrune,
 		Wait:            as.Wait,
-		Timeout:         time.Duration(as.TimeoutSeconds) * time.Second,
+		Timeout:         as.Timeout,
 		SelfHeal:        as.SelfHeal && mode.selfHeal,
 		SkipUnchanged:   mode.skipUnchanged,
 		// The project's rules come with the assignment, so they are enforced from the cached
 		// desired state as well when the hub is away.
-		Project:         project.FromProto(as.Project),
+		Project:         as.Project,
 		Ignore:          ignoreRules(as.Ignore),
 		RespectManagers: as.RespectManagers,
 		Adopt:           adoptRules(as, a.clock.Now()),
@@ -403,10 +402,10 @@ func (a *Agent) apply(ctx context.Context, as *agentv1.Assignment, mode applyMod
 }
 
 // ignoreRules are the assignment's ignore rules as the reconciler takes them.
-func ignoreRules(in []*agentv1.IgnoreRule) []reconcile.IgnoreRule {
+func ignoreRules(in []v1alpha1.IgnoreRule) []reconcile.IgnoreRule {
 	out := make([]reconcile.IgnoreRule, 0, len(in))
 	for _, r := range in {
-		out = append(out, reconcile.IgnoreRule{Group: r.Group, Kind: r.Kind, Name: r.Name, Namespace: r.Namespace, Paths: r.Paths})
+		out = append(out, reconcile.IgnoreRule{Group: r.Target.Group, Kind: r.Target.Kind, Name: r.Target.Name, Namespace: r.Target.Namespace, Paths: r.Paths})
 	}
 	return out
 }

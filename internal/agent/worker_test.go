@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -107,9 +108,9 @@ func TestReconcileLoopRunsOnTheClock(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{
-		{Release: "app", Digest: digest, Path: "app", Namespace: "app", IntervalSeconds: 60},
-	}})
+	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{
+		{Release: "app", Digest: digest, Path: "app", Namespace: "app", Interval: time.Minute},
+	}}})
 	idle("on the new desired state", 1)
 	clk.Advance(59 * time.Second)
 	idle("before the interval", 1)
@@ -146,12 +147,12 @@ func TestRemoveTombstoned(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			target := &recordingTarget{inventories: tc.inventories}
 			a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
-			ds := &agentv1.DesiredState{Generation: 1, ExplicitRemovals: true}
+			ds := &desired.State{Generation: 1, ExplicitRemovals: true}
 			for _, r := range tc.assigned {
-				ds.Assignments = append(ds.Assignments, &agentv1.Assignment{Release: r})
+				ds.Assignments = append(ds.Assignments, desired.Assignment{Release: r})
 			}
 			for _, r := range tc.tombstones {
-				ds.Removed = append(ds.Removed, &agentv1.Tombstone{Release: r, Reason: "not-selected"})
+				ds.Removed = append(ds.Removed, desired.Tombstone{Release: r, Reason: "not-selected"})
 			}
 			if err := a.removeTombstoned(t.Context(), ds); err != nil {
 				t.Fatal(err)
@@ -164,7 +165,7 @@ func TestRemoveTombstoned(t *testing.T) {
 	t.Run("inventories unreadable: an error, nothing removed", func(t *testing.T) {
 		target := &recordingTarget{listErr: errors.New("forbidden")}
 		a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
-		err := a.removeTombstoned(t.Context(), &agentv1.DesiredState{Removed: []*agentv1.Tombstone{{Release: "x"}}})
+		err := a.removeTombstoned(t.Context(), &desired.State{Document: desired.Document{Removed: []desired.Tombstone{{Release: "x"}}}})
 		if err == nil || len(target.removed) > 0 {
 			t.Errorf("err = %v, removed %v; want an error and nothing removed", err, target.removed)
 		}
@@ -201,7 +202,7 @@ func TestRenewalFollowsTheClock(t *testing.T) {
 func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	a, hub := newClockAgent(t, &recordingTarget{}, clk)
-	a.setDesired(&agentv1.DesiredState{Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{{Release: "baseline"}}})
+	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{{Release: "baseline"}}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); a.heartbeatLoop(ctx) }()
@@ -285,20 +286,20 @@ func TestReconcileLoopSkipsUnchangedOnlyForNewRevisions(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	desired := func(gen int64, rev string) {
-		a.setDesired(&agentv1.DesiredState{Generation: gen, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{
-			{Release: "app", Digest: digest, Revision: rev, Path: "app", Namespace: "app", IntervalSeconds: 60},
-		}})
+	publish := func(gen int64, rev string) {
+		a.setDesired(desired.State{Generation: gen, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{
+			{Release: "app", Digest: digest, Revision: rev, Path: "app", Namespace: "app", Interval: time.Minute},
+		}}})
 	}
-	desired(1, "r1")
+	publish(1, "r1")
 	idle("first reconcile after the start", 1)
 	clk.Advance(10 * time.Second)
-	desired(2, "r2")
+	publish(2, "r2")
 	idle("new revision", 2)
 	clk.Advance(60 * time.Second)
 	idle("drift check on the interval", 3)
 	clk.Advance(5 * time.Second)
-	desired(3, "r3")
+	publish(3, "r3")
 	idle("new revision after the drift check", 4)
 
 	target.mu.Lock()

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/artifact"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
+	"github.com/flotilla/flotilla/internal/desired"
 )
 
 // BenchmarkBundle writes and reads (verifying everything) a bundle of 8 artifacts of 4 MiB
@@ -20,14 +20,14 @@ func BenchmarkBundle(b *testing.B) {
 	const n, size = 8, 4 << 20
 	ca := newCA(b)
 	blobs := map[string][]byte{}
-	ds := &agentv1.DesiredState{Cluster: "bench", Generation: 1}
+	ds := desired.State{Cluster: "bench", Generation: 1}
 	for i := range n {
 		data := make([]byte, size)
 		rand.Read(data)
 		sum := sha256.Sum256(data)
 		d := fmt.Sprintf("sha256:%x", sum)
 		blobs[d] = data
-		ds.Assignments = append(ds.Assignments, &agentv1.Assignment{Release: fmt.Sprint("r", i), Digest: d})
+		ds.Assignments = append(ds.Assignments, desired.Assignment{Release: fmt.Sprint("r", i), Digest: d})
 	}
 	open := func(_ context.Context, d string) (io.ReadCloser, int64, error) {
 		return io.NopCloser(bytes.NewReader(blobs[d])), int64(len(blobs[d])), nil

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -100,23 +101,15 @@ const (
 	maxSignatureBytes = 1 << 10
 )
 
-// NeededDigests are the artifacts a desired state needs, each once, in the order of its
-// assignments: each assignment's own and those of its Helm values and post-render files (the
-// desired.Assignment.Digests).
-func NeededDigests(ds *agentv1.DesiredState) []string {
+// NeededDigests are the artifacts a desired state's assignments need, each once, in their
+// order: each assignment's Digests.
+func NeededDigests(assignments []desired.Assignment) []string {
 	var out []string
-	add := func(d string) {
-		if d != "" && !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	for _, as := range ds.GetAssignments() {
-		add(as.GetDigest())
-		for _, f := range as.GetHelm().GetValuesFiles() {
-			add(f.GetDigest())
-		}
-		for _, p := range as.GetHelm().GetPostRender() {
-			add(p.GetFile().GetDigest())
+	for _, as := range assignments {
+		for _, d := range as.Digests() {
+			if d != "" && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
 		}
 	}
 	return out
@@ -124,7 +117,8 @@ func NeededDigests(ds *agentv1.DesiredState) []string {
 
 // WriteOptions are what a bundle holds and who signs it.
 type WriteOptions struct {
-	Desired                *agentv1.DesiredState
+	// Desired is written in its wire form, as the hub sends it over Watch.
+	Desired                desired.State
 	CreatedAt              time.Time
 	ReportsIngestedThrough uint64
 	// CA is the certificate of Signer's key: its fingerprint goes into the manifest.
@@ -141,13 +135,17 @@ type WriteOptions struct {
 // bundle anyway), with w holding a partial bundle.
 func Write(ctx context.Context, w io.Writer, o WriteOptions) (Manifest, error) {
 	ds := o.Desired
-	desired, err := proto.MarshalOptions{Deterministic: true}.Marshal(ds)
+	msg, err := desired.StateToProto(ds)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("bundle of cluster %q: desired state: %w", ds.GetCluster(), err)
+		return Manifest{}, fmt.Errorf("bundle of cluster %q: %w", ds.Cluster, err)
+	}
+	doc, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("bundle of cluster %q: desired state: %w", ds.Cluster, err)
 	}
 	m := Manifest{
-		Format: Format, Cluster: ds.GetCluster(), Generation: ds.GetGeneration(), CreatedAt: o.CreatedAt.UTC(),
-		ReportsIngestedThrough: o.ReportsIngestedThrough, CAFingerprint: Fingerprint(o.CA), Desired: digestOf(desired),
+		Format: Format, Cluster: ds.Cluster, Generation: ds.Generation, CreatedAt: o.CreatedAt.UTC(),
+		ReportsIngestedThrough: o.ReportsIngestedThrough, CAFingerprint: Fingerprint(o.CA), Desired: digestOf(doc),
 		Artifacts: []ArtifactRef{},
 	}
 	type opened struct {
@@ -160,8 +158,8 @@ func Write(ctx context.Context, w io.Writer, o WriteOptions) (Manifest, error) {
 			f.rc.Close()
 		}
 	}()
-	total := int64(len(desired))
-	for _, d := range NeededDigests(ds) {
+	total := int64(len(doc))
+	for _, d := range NeededDigests(ds.Assignments) {
 		if _, err := artifact.ParseDigest(d); err != nil {
 			return Manifest{}, fmt.Errorf("bundle of cluster %q: %w", m.Cluster, err)
 		}
@@ -185,12 +183,12 @@ func Write(ctx context.Context, w io.Writer, o WriteOptions) (Manifest, error) {
 	for _, e := range []struct {
 		name string
 		data []byte
-	}{{manifestEntry, manifest}, {signatureEntry, sig}, {desiredEntry, desired}} {
+	}{{manifestEntry, manifest}, {signatureEntry, sig}, {desiredEntry, doc}} {
 		if err := writeEntry(tw, e.name, int64(len(e.data)), bytesReader(e.data)); err != nil {
 			return Manifest{}, fmt.Errorf("bundle of cluster %q: %w", m.Cluster, err)
 		}
 	}
-	written := int64(len(desired))
+	written := int64(len(doc))
 	for i, a := range m.Artifacts {
 		if err := ctx.Err(); err != nil {
 			return Manifest{}, err
@@ -230,7 +228,9 @@ type ReadOptions struct {
 // Bundle is a bundle read and verified.
 type Bundle struct {
 	Manifest Manifest
-	Desired  *agentv1.DesiredState
+	// Desired is the bundle's desired state, read from its wire form: a document that cannot
+	// be read (desired.FromProto) refuses the bundle.
+	Desired desired.State
 	// Artifacts maps each artifact's digest to its file in ReadOptions.ArtifactDir.
 	Artifacts map[string]string
 }
@@ -283,21 +283,25 @@ func Read(ctx context.Context, r io.Reader, o ReadOptions) (_ *Bundle, err error
 		return nil, fmt.Errorf("%s: desired state is %d bytes; at most %d", what, m.Desired.Size, lim.MaxDesiredBytes)
 	}
 	rd.what = what
-	desired, err := rd.readAll(desiredEntry, m.Desired.Size)
+	doc, err := rd.readAll(desiredEntry, m.Desired.Size)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Desired.check(what, desiredEntry, desired); err != nil {
+	if err := m.Desired.check(what, desiredEntry, doc); err != nil {
 		return nil, err
 	}
-	ds := &agentv1.DesiredState{}
-	if err := proto.Unmarshal(desired, ds); err != nil {
+	msg := &agentv1.DesiredState{}
+	if err := proto.Unmarshal(doc, msg); err != nil {
 		return nil, fmt.Errorf("%s: desired state: %w", what, err)
 	}
-	if ds.GetCluster() != m.Cluster || ds.GetGeneration() != m.Generation {
-		return nil, fmt.Errorf("%s: desired state is of cluster %q generation %d", what, ds.GetCluster(), ds.GetGeneration())
+	if msg.GetCluster() != m.Cluster || msg.GetGeneration() != m.Generation {
+		return nil, fmt.Errorf("%s: desired state is of cluster %q generation %d", what, msg.GetCluster(), msg.GetGeneration())
 	}
-	if err := sameDigests(what, NeededDigests(ds), m.Artifacts); err != nil {
+	ds, err := desired.FromProto(msg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := sameDigests(what, NeededDigests(ds.Assignments), m.Artifacts); err != nil {
 		return nil, err
 	}
 	b := &Bundle{Manifest: m, Desired: ds, Artifacts: map[string]string{}}

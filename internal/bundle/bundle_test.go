@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flotilla/flotilla/internal/artifact"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -25,7 +27,7 @@ var testNow = time.Date(2031, time.March, 14, 15, 9, 26, 0, time.UTC)
 type fixture struct {
 	ca      *pki.CA
 	store   *artifact.Store
-	desired *agentv1.DesiredState
+	desired desired.State
 }
 
 func newCA(t testing.TB) *pki.CA {
@@ -65,12 +67,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	app := putTree(t, st, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"})
 	values := putTree(t, st, map[string]string{"values/prod.yaml": "replicas: 3\n"})
-	ds := &agentv1.DesiredState{Cluster: "edge-1", Generation: 7, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{
-		{Release: "web", Digest: app, Revision: "main@abc", Path: "app"},
-		{Release: "chart", Digest: app, Revision: "main@abc", Path: "app", Helm: &agentv1.HelmRelease{
-			ValuesFiles: []*agentv1.FileRef{{Source: "values", Digest: values, Path: "values/prod.yaml"}},
+	ds := desired.State{Cluster: "edge-1", Generation: 7, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{
+		{Release: "web", Digest: app, Revision: "main@abc", Path: "app", Vars: map[string]string{}},
+		{Release: "chart", Digest: app, Revision: "main@abc", Path: "app", Vars: map[string]string{}, Helm: &desired.Helm{
+			ValuesFiles: []desired.FileRef{{Source: "values", Digest: values, Path: "values/prod.yaml"}},
 		}},
-	}}
+	}}}
 	return &fixture{ca: newCA(t), store: st, desired: ds}
 }
 
@@ -87,7 +89,7 @@ func (f *fixture) open(_ context.Context, digest string) (io.ReadCloser, int64, 
 	return file, st.Size(), nil
 }
 
-func (f *fixture) write(t *testing.T, ds *agentv1.DesiredState, ca *pki.CA) []byte {
+func (f *fixture) write(t *testing.T, ds desired.State, ca *pki.CA) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if _, err := Write(context.Background(), &buf, WriteOptions{
@@ -117,13 +119,13 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(b.Desired, f.desired) {
-		t.Errorf("desired state read back differs:\n got %v\nwant %v", b.Desired, f.desired)
+	if diff := cmp.Diff(f.desired, b.Desired); diff != "" {
+		t.Errorf("desired state read back differs (-want +got):\n%s", diff)
 	}
 	if b.Manifest.Generation != 7 || b.Manifest.ReportsIngestedThrough != 41 || !b.Manifest.CreatedAt.Equal(testNow) {
 		t.Errorf("manifest = %+v", b.Manifest)
 	}
-	for _, d := range NeededDigests(f.desired) {
+	for _, d := range NeededDigests(f.desired.Assignments) {
 		if err := artifact.VerifyFile(b.Artifacts[d], d); err != nil {
 			t.Errorf("artifact %s in the artifact dir: %v", d, err)
 		}
@@ -283,6 +285,22 @@ func TestReadRefuses(t *testing.T) {
 			})
 			return retar(t, es)
 		}, want: "is not one the desired state needs"},
+		{name: "Helm values that are not JSON, even signed", bundle: func() []byte {
+			es := entries(t, good)
+			msg := &agentv1.DesiredState{}
+			if err := proto.Unmarshal(es[2].data, msg); err != nil {
+				t.Fatal(err)
+			}
+			msg.Assignments[1].Helm.ValuesJson = []byte(`{"replicas":`)
+			data, err := proto.Marshal(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es[2].data = data
+			return retar(t, resign(t, es, f.ca, func(m map[string]any) {
+				m["desired"] = map[string]any{"sha256": digestOf(data).SHA256, "size": len(data)}
+			}))
+		}, want: `bundle of cluster "edge-1" generation 7: desired state generation 7 of cluster "edge-1": release "chart": helm values: unexpected EOF`},
 		{name: "an artifact listed twice, even signed", bundle: func() []byte {
 			es := entries(t, good)
 			es = resign(t, es, f.ca, func(m map[string]any) {

@@ -23,7 +23,7 @@ import (
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/clock"
-	"github.com/flotilla/flotilla/internal/hub/agentapi"
+	"github.com/flotilla/flotilla/internal/desired"
 	"github.com/flotilla/flotilla/internal/hub/httpapi"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -115,18 +115,20 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, err)
 		return
 	}
-	ds, err := agentapi.DesiredToProto(stored)
+	doc, err := desired.DecodeDocument(stored.Document)
 	if err != nil {
-		httpapi.WriteError(w, http.StatusInternalServerError, err)
+		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("desired state of cluster %q: %w", cluster, err))
 		return
 	}
+	// What the hub sends over Watch says that its tombstones are all the removals (ToProto).
+	ds := desired.State{Cluster: stored.Cluster, Generation: stored.Generation, ExplicitRemovals: true, Document: doc}
 	stats, err := a.d.Store.ReportStats(ctx, cluster)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("reports of cluster %q: %w", cluster, err))
 		return
 	}
 	var total int64
-	for _, d := range bundle.NeededDigests(ds) {
+	for _, d := range bundle.NeededDigests(ds.Assignments) {
 		if a.d.EnsureArtifact != nil {
 			if err := a.d.EnsureArtifact(ctx, d); err != nil {
 				a.d.Logger.Warn("artifact not fetched from the shared store", "digest", d, "error", err)
