@@ -2,7 +2,6 @@ package project
 
 import (
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // Rules are what one project allows its releases' objects, as the hub sends them to agents
@@ -129,22 +128,3 @@ func (r Rules) AllowsNamespace(ns string) bool {
 // Glob reports whether s matches pattern, where "*" matches any run of characters (the empty
 // one too) and every other character itself: [v1alpha1.Glob], which validation uses too.
 func Glob(pattern, s string) bool { return v1alpha1.Glob(pattern, s) }
-
-// FromProto returns the rules an assignment carries; nil for nil: the built-in platform
-// project, which allows everything with the agent's own identity.
-func FromProto(p *agentv1.ProjectRules) *Rules {
-	if p == nil {
-		return nil
-	}
-	r := &Rules{Name: p.GetName(), Namespaces: clone(p.GetNamespaces())}
-	for _, gk := range p.GetAllowKinds() {
-		r.Allow = append(r.Allow, v1alpha1.GroupKind{Group: gk.GetGroup(), Kind: gk.GetKind()})
-	}
-	for _, gk := range p.GetDenyKinds() {
-		r.Deny = append(r.Deny, v1alpha1.GroupKind{Group: gk.GetGroup(), Kind: gk.GetKind()})
-	}
-	if p.GetServiceAccountName() != "" {
-		r.ServiceAccount = &v1alpha1.ServiceAccountRef{Namespace: p.GetServiceAccountNamespace(), Name: p.GetServiceAccountName()}
-	}
-	return r
-}

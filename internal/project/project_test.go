@@ -3,10 +3,7 @@ package project
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/flotilla/flotilla/api/v1alpha1"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 func TestAllowsKind(t *testing.T) {
@@ -114,31 +111,5 @@ func TestGlob(t *testing.T) {
 		if got := Glob(tt.pattern, tt.s); got != tt.want {
 			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
 		}
-	}
-}
-
-func TestFromProto(t *testing.T) {
-	want := Rules{
-		Name:           "team-a",
-		Namespaces:     []string{"team-a", "team-a-*"},
-		Allow:          []v1alpha1.GroupKind{{Group: "rbac.authorization.k8s.io", Kind: "Role"}},
-		Deny:           []v1alpha1.GroupKind{{Group: "", Kind: "Secret"}},
-		ServiceAccount: &v1alpha1.ServiceAccountRef{Namespace: "team-a", Name: "deployer"},
-	}
-	got := FromProto(&agentv1.ProjectRules{
-		Name: "team-a", Namespaces: []string{"team-a", "team-a-*"},
-		AllowKinds:              []*agentv1.GroupKind{{Group: "rbac.authorization.k8s.io", Kind: "Role"}},
-		DenyKinds:               []*agentv1.GroupKind{{Group: "", Kind: "Secret"}},
-		ServiceAccountNamespace: "team-a", ServiceAccountName: "deployer",
-	})
-	if diff := cmp.Diff(&want, got); diff != "" {
-		t.Errorf("FromProto (-want +got):\n%s", diff)
-	}
-	if FromProto(nil) != nil {
-		t.Error("FromProto(nil) is not nil: unset must stay the platform project")
-	}
-	bare := Rules{Name: "platform"}
-	if diff := cmp.Diff(&bare, FromProto(&agentv1.ProjectRules{Name: "platform"})); diff != "" {
-		t.Errorf("rules without a service account (-want +got):\n%s", diff)
 	}
 }

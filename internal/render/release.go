@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/flotilla/flotilla/internal/desired"
-	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
 // MaxHelmFileBytes bounds one values or patch file read from an artifact; the renderer bounds all
@@ -87,21 +86,6 @@ func HelmOptions(ctx context.Context, as desired.Assignment, root string, dir fu
 		h.PostRender = append(h.PostRender, patch)
 	}
 	return h, nil
-}
-
-// HelmDigests are the artifacts Helm settings name (values and patch files) besides the
-// release's own.
-func HelmDigests(hr *agentv1.HelmRelease) []string {
-	var out []string
-	for _, f := range hr.GetValuesFiles() {
-		out = append(out, f.GetDigest())
-	}
-	for _, p := range hr.GetPostRender() {
-		if p.GetFile() != nil {
-			out = append(out, p.GetFile().GetDigest())
-		}
-	}
-	return out
 }
 
 // HelmFileName names a file of a source for errors and the renderer: "SOURCE:PATH".
