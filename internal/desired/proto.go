@@ -18,7 +18,13 @@ import (
 // sends says that removals are explicit (its tombstones are all the removals there are).
 // Durations go in whole seconds (render budgets in milliseconds), as the wire form has them.
 func ToProto(cluster string, generation int64, doc Document) (*agentv1.DesiredState, error) {
-	return StateToProto(State{Cluster: cluster, Generation: generation, ExplicitRemovals: true, Document: doc})
+	return StateToProto(FromHub(cluster, generation, doc))
+}
+
+// FromHub is cluster's document at generation as this hub hands it to an agent, over Watch
+// or in a bundle: its tombstones are all the removals there are.
+func FromHub(cluster string, generation int64, doc Document) State {
+	return State{Cluster: cluster, Generation: generation, ExplicitRemovals: true, Document: doc}
 }
 
 // StateToProto is s in its wire form, ExplicitRemovals as s has it: what an agent keeps of

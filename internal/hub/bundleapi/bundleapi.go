@@ -120,8 +120,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("desired state of cluster %q: %w", cluster, err))
 		return
 	}
-	// What the hub sends over Watch says that its tombstones are all the removals (ToProto).
-	ds := desired.State{Cluster: stored.Cluster, Generation: stored.Generation, ExplicitRemovals: true, Document: doc}
+	ds := desired.FromHub(stored.Cluster, stored.Generation, doc)
 	stats, err := a.d.Store.ReportStats(ctx, cluster)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, fmt.Errorf("reports of cluster %q: %w", cluster, err))
