@@ -104,6 +104,7 @@ func TestStatusRolloutLine(t *testing.T) {
 	v := f.WaitRollout(t, "rolling out the new commit", func(v phase.RolloutView) bool {
 		return v.Phase == "Progressing" && v.Revision != first.Revision
 	})
+	f.DesiredAt(t, "can-1", v.Revision) // the canary's wave has started; the reschedule follows the view
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer

@@ -118,7 +118,17 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 // assignment.
 func (f *RolloutFleet) Desired(tb testing.TB, cluster string) desired.Assignment {
 	tb.Helper()
+	return f.DesiredAt(tb, cluster, "")
+}
+
+// DesiredAt waits until cluster's desired state assigns RolloutRelease at revision (any
+// revision for "") and returns that assignment. A rollout's view moves before the
+// controller's next reschedule writes what it decided into desired states, so a test that
+// reads a cluster's assignment after a rollout step waits for it here.
+func (f *RolloutFleet) DesiredAt(tb testing.TB, cluster, revision string) desired.Assignment {
+	tb.Helper()
 	deadline := time.Now().Add(time.Minute)
+	var last string
 	for {
 		ds, err := f.Store.GetDesiredState(context.Background(), cluster)
 		if err == nil {
@@ -128,12 +138,15 @@ func (f *RolloutFleet) Desired(tb testing.TB, cluster string) desired.Assignment
 			}
 			for _, a := range as {
 				if a.Release == RolloutRelease {
-					return a
+					if revision == "" || a.Revision == revision {
+						return a
+					}
+					last = a.Revision
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("hubtest: cluster %s: no assignment of %s within a minute (last error: %v)", cluster, RolloutRelease, err)
+			tb.Fatalf("hubtest: cluster %s: no assignment of %s at %q within a minute (last revision %q, last error: %v)", cluster, RolloutRelease, revision, last, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
