@@ -1,17 +1,16 @@
 package hub
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/flotilla/flotilla/internal/hub/agentapi/agentapitest"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/flotilla/flotilla/internal/audit"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
-	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
 )
 
 // TestReportNamesOnlyItsOwnReleases: an agent reports on the releases of its own desired
@@ -21,7 +20,7 @@ func TestReportNamesOnlyItsOwnReleases(t *testing.T) {
 	fleetDir, _ := replicaFleet(t)
 	th := startHub(t, fleetDir, nil)
 	a := th.addAgent(t, "edge", map[string]string{"env": "test"})
-	as := waitAssignment(t, a.client)
+	as := agentapitest.WaitAssignment(t, a.client)
 	report := func(seq uint64, release string) error {
 		r := &agentv1.Report{Seq: seq, ProducedAt: timestamppb.Now(), Statuses: []*agentv1.AssignmentStatus{
 			{Release: release, Revision: as.GetRevision(), Digest: as.GetDigest(), Phase: "Ready"},
@@ -57,26 +56,4 @@ func TestReportNamesOnlyItsOwnReleases(t *testing.T) {
 			t.Errorf("the refused report was audited: %+v", r)
 		}
 	}
-}
-
-// waitAssignment watches the agent's desired state until it has an assignment with an
-// artifact.
-func waitAssignment(t *testing.T, c agentv1connect.AgentServiceClient) *agentv1.Assignment {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	stream, err := c.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	for stream.Receive() {
-		for _, as := range stream.Msg().GetDesired().GetAssignments() {
-			if as.GetDigest() != "" {
-				return as
-			}
-		}
-	}
-	t.Fatalf("no assignment with an artifact: %v", stream.Err())
-	return nil
 }

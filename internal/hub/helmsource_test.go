@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla/flotilla/internal/hub/agentapi/agentapitest"
+
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
@@ -103,7 +105,7 @@ spec:
 
 	sum := sha256.Sum256(archives["1.3.0"])
 	wantRevision := "1.3.0@sha256:" + hex.EncodeToString(sum[:])
-	as := waitAssignment(t, a.client)
+	as := agentapitest.WaitAssignment(t, a.client)
 	if as.GetRelease() != "web" || as.GetRevision() != wantRevision || as.GetHelm().GetReleaseName() != "web" {
 		t.Fatalf("assignment %s at %s (helm %v), want web at %s", as.GetRelease(), as.GetRevision(), as.GetHelm(), wantRevision)
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/hub/agentapi/agentapitest"
+
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"connectrpc.com/connect"
@@ -151,7 +153,7 @@ spec:
 		return agentv1connect.NewAgentServiceClient(hc, h.AgentURL())
 	}
 	ag := client(h)
-	as := waitAssignment(t, ag)
+	as := agentapitest.WaitAssignment(t, ag)
 	report := func(c agentv1connect.AgentServiceClient, seq uint64, phase, errMsg string) {
 		t.Helper()
 		_, err := c.Report(t.Context(), connect.NewRequest(&agentv1.ReportRequest{Reports: []*agentv1.Report{{
@@ -255,28 +257,6 @@ func shortRev(rev string) string {
 		return prefix + "sha1:" + sha[:12]
 	}
 	return rev
-}
-
-// waitAssignment watches the agent's desired state until it has an assignment with an
-// artifact.
-func waitAssignment(t *testing.T, c agentv1connect.AgentServiceClient) *agentv1.Assignment {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	stream, err := c.Watch(ctx, connect.NewRequest(&agentv1.WatchRequest{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	for stream.Receive() {
-		for _, as := range stream.Msg().GetDesired().GetAssignments() {
-			if as.GetDigest() != "" {
-				return as
-			}
-		}
-	}
-	t.Fatalf("no assignment with an artifact: %v", stream.Err())
-	return nil
 }
 
 // runHub runs a hub on st until the test ends or stop is called; it may read file://
