@@ -170,15 +170,19 @@ func TestSourceAllowed(t *testing.T) {
 // TestComputeScopedByFleetInForce is the attack on Compute: a candidate that relabels the
 // platform's releases as team-a's shows a team-a viewer nothing of them, because their
 // project is read in the fleet in force; and of team-a's own change, only the clusters it
-// may see are named.
+// may see are named, in groups, variables and problems alike.
 func TestComputeScopedByFleetInForce(t *testing.T) {
 	inForce := &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}},
-		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "team-a", "api")},
+		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "team-a", "api"), release("db", "team-a", "db")},
 		Projects: []v1alpha1.Project{{Metadata: v1alpha1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.ProjectSpec{Sources: []string{"apps"},
 			ClusterSelector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}}}
 	cand := clone(t, inForce)
 	cand.Releases[0].Spec.Project = "team-a" // web is the platform's in force
 	cand.Releases[1].Spec.Path = "web2"      // team-a's own change
+	// team-a's db, moved to the platform with a path no cluster resolves: scheduled on every
+	// cluster, it is a problem on each, and the prod clusters' problems are not the viewer's.
+	cand.Releases[2].Spec.Project = ""
+	cand.Releases[2].Spec.Path = "{{ .Cluster.Labels.nope }}"
 	in := fixture(t, 10, cand)
 	in.InForce = inForce
 	in.Visible = func(_, project string) bool { return project == "team-a" }
@@ -201,6 +205,20 @@ func TestComputeScopedByFleetInForce(t *testing.T) {
 				t.Errorf("group %s shows a prod cluster's variables:\n%s", g.Release, o.Diff)
 			}
 		}
+	}
+	var dbProblems int
+	for _, pp := range p.Problems {
+		for _, c := range []string{"c-0000", "c-0002", "c-0004", "c-0006", "c-0008"} {
+			if strings.Contains(pp.Cluster, c) || strings.Contains(pp.Message, c) {
+				t.Errorf("problem of release %s names cluster %s, outside the viewer's clusters (env=dev): %s: %s", pp.Release, c, pp.Cluster, pp.Message)
+			}
+		}
+		if pp.Release == "db" {
+			dbProblems++
+		}
+	}
+	if dbProblems == 0 {
+		t.Errorf("no problem of db's unresolved path on the dev clusters: %+v", p.Problems)
 	}
 	if got := strings.Join(summary(p), "\n"); got != "api changed x5 added:ConfigMap/web removed:ConfigMap/api" {
 		t.Errorf("groups:\n%s\nwant api's change on the 5 dev clusters", got)
