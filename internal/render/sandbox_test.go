@@ -166,22 +166,74 @@ func TestSandboxBudgets(t *testing.T) {
 	}
 }
 
-// TestSandboxPlatformAlongsideBomb: while a team's bomb holds a slot until it is killed, the
-// platform's release renders on the other.
+// spinChart is a chart whose one template loops without allocating: it holds its render
+// (and its slot) until its CPU or wall budget, or its caller's context, stops it.
+func spinChart() map[string]string {
+	return map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: spin\nversion: 0.1.0\n",
+		"templates/cm.yaml": `{{- range until 100000 }}{{- range until 100000 }}{{- end }}{{- end }}`,
+	}
+}
+
+// waitForChild waits until this process has a child (a render process) running.
+func waitForChild(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+		for _, f := range tasks {
+			if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no render process started within 30s")
+}
+
+// TestSandboxPlatformAlongsideBomb: while a team's render holds a slot (a chart that spins
+// until it is stopped) and its bomb holds another until it is killed, the platform's releases
+// render, a plain directory and a kustomization alike (the kustomization on a slot of its
+// own): no lock of the process, of kustomize or of the slots, lets one release hold the
+// others. The platform's renders must end while the team's spinner still runs.
 func TestSandboxPlatformAlongsideBomb(t *testing.T) {
 	s := newSandbox(t, 2)
+	spinCtx, stopSpin := context.WithCancel(context.Background())
+	defer stopSpin()
+	spun := make(chan error, 1)
+	go func() {
+		_, err := s.Render(spinCtx, render.Options{Root: sandboxTree(t, spinChart()), Project: "team", Release: "spin",
+			Budget: render.Budget{CPUTime: 30 * time.Second, WallTime: 30 * time.Second}})
+		spun <- err
+	}()
+	waitForChild(t)
+
 	bomb := sandboxTree(t, doublingChart())
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Render(context.Background(), render.Options{Root: bomb, Project: "team", Release: "bomb"})
 		done <- err
 	}()
-	objs, err := s.Render(t.Context(), render.Options{Root: "testdata/plain", Vars: map[string]string{"cluster_name": "eu-1"}, Project: "platform", Release: "base"})
-	if err != nil || len(objs) == 0 {
-		t.Fatalf("platform render alongside a bomb: %d objects, %v", len(objs), err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	vars := map[string]string{"cluster_name": "eu-1", "region": "eu", "replicas": "2"}
+	for _, path := range []string{"plain", "overlay/apps/prod"} {
+		objs, err := s.Render(ctx, render.Options{Root: "testdata", Path: path, Vars: vars, Project: "platform", Release: "base"})
+		if err != nil || len(objs) == 0 {
+			t.Fatalf("platform render of %s alongside a team's spinning render and bomb: %d objects, %v", path, len(objs), err)
+		}
+	}
+	select {
+	case err := <-spun:
+		t.Fatalf("the team's spinning render ended (%v) before the platform's renders did: they waited behind it", err)
+	default:
 	}
 	if err := <-done; !errors.Is(err, render.ErrBudget) {
 		t.Fatalf("bomb: %v, want a budget error", err)
+	}
+	stopSpin()
+	if err := <-spun; err == nil {
+		t.Fatal("the spinning render ended without an error")
 	}
 }
 
