@@ -110,7 +110,7 @@ func TestSandboxBombs(t *testing.T) {
 		{"doubling chart", doublingChart(), ".", budget, "render of release a-web stopped: memory budget 128 MiB exceeded (.)"},
 		// The fan-out stays small in memory and spins: its CPU time stops it.
 		{"kustomize fan-out", fanOut(12), "l12", render.Budget{MemoryBytes: 128 << 20, CPUTime: 3 * time.Second, WallTime: time.Minute}, "render of release a-web stopped: cpu budget 3s exceeded (l12/kustomization.yaml)"},
-		// go.yaml.in/yaml/v3 refuses it itself, in the child as in Render.
+		// The renderer's own bound on alias expansion (maxAliasExpansion in convert.go) refuses it, in the child as in Render.
 		{"alias bomb", aliasBomb(), ".", budget, "render bomb.yaml:6: yaml: too many alias expansions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
