@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,7 +23,8 @@ func testHash(data []byte) ([]byte, error) {
 // A hashed identity file reaches the store as its hash only, whatever the row held before
 // (the file in clear, from before sealing, or sealed, from before hashing): the row is
 // replaced by the hash, the data dir that made the file keeps it, and one that joins, or
-// held another, gets the hash.
+// held another, gets the hash. Nothing sent to the store holds the file in clear, not even a
+// row that is hashed right after.
 func TestHashedIdentityFiles(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	for _, tt := range []struct {
@@ -69,9 +71,17 @@ func TestHashedIdentityFiles(t *testing.T) {
 				}
 			}
 			joiner := t.TempDir()
+			rec := &recordingStore{SharedStore: st}
 			for _, dir := range []string{first, joiner} {
-				if err := shareIdentity(ctx, st, identity(dir, "another-token\n"), key, slog.New(slog.DiscardHandler)); err != nil {
+				if err := shareIdentity(ctx, rec, identity(dir, "another-token\n"), key, slog.New(slog.DiscardHandler)); err != nil {
 					t.Fatal(err)
+				}
+			}
+			// Not even for a moment: a row replaced later still sits in the database's files and
+			// its write-ahead log (and so in backups) until vacuumed.
+			for _, w := range rec.sent {
+				if bytes.Contains(w, []byte("the-token")) || bytes.Contains(w, []byte("another-token")) {
+					t.Errorf("the store was sent %q, a token in clear", w)
 				}
 			}
 			rows, err := st.SharedFiles(ctx, []string{"admin.token"})
@@ -93,4 +103,22 @@ func TestHashedIdentityFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordingStore records every file value sent to the store (offered or put).
+type recordingStore struct {
+	SharedStore
+	sent [][]byte
+}
+
+func (r *recordingStore) ShareFiles(ctx context.Context, files map[string][]byte) (map[string][]byte, error) {
+	for _, data := range files {
+		r.sent = append(r.sent, data)
+	}
+	return r.SharedStore.ShareFiles(ctx, files)
+}
+
+func (r *recordingStore) PutSharedFile(ctx context.Context, name string, data []byte) error {
+	r.sent = append(r.sent, data)
+	return r.SharedStore.PutSharedFile(ctx, name, data)
 }
