@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -67,6 +68,54 @@ func sharedRows(t *testing.T, dsn string) map[string][]byte {
 	return out
 }
 
+// recordSharedWrites has the database keep every value written to shared_files (inserted or
+// updated), as its files and write-ahead log do until vacuumed, and so its backups. The
+// returned function reads them, keyed "name #n".
+func recordSharedWrites(t *testing.T, dsn string) func() map[string][]byte {
+	t.Helper()
+	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{}) // creates the tables
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{
+		`CREATE TABLE shared_file_writes (n serial, name text, data bytea)`,
+		`CREATE FUNCTION record_shared_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO shared_file_writes (name, data) VALUES (NEW.name, NEW.data); RETURN NEW; END $$`,
+		`CREATE TRIGGER record_shared_write AFTER INSERT OR UPDATE ON shared_files FOR EACH ROW EXECUTE FUNCTION record_shared_write()`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() map[string][]byte {
+		rows, err := db.QueryContext(t.Context(), `SELECT n, name, data FROM shared_file_writes`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string][]byte{}
+		for rows.Next() {
+			var n int
+			var name string
+			var data []byte
+			if err := rows.Scan(&n, &name, &data); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprintf("%s #%d", name, n)] = data
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
 // checkNoSecretInRows fails if a row holds a PEM private key or the admin token in clear.
 func checkNoSecretInRows(t *testing.T, rows map[string][]byte, token string) {
 	t.Helper()
@@ -105,16 +154,20 @@ func checkTokenHashed(t *testing.T, rows map[string][]byte, token string) {
 }
 
 // The store shared by replicas holds no usable secret without the key file: the CA key is
-// sealed, and of the admin token it keeps only the hash. A replica with the key file gets the
+// sealed, and of the admin token it keeps only the hash, and neither was ever written in clear. A replica with the key file gets the
 // CA, and takes the first replica's token knowing only its hash; one without the key file, or
 // with another key, is refused with an error that says what to do.
 func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
+	writes := recordSharedWrites(t, dsn)
 	r1 := startReplica(t, dsn, t.TempDir(), "replica-1")
 	token := r1.AdminToken()
 	rows := sharedRows(t, dsn)
 	checkNoSecretInRows(t, rows, token)
 	checkTokenHashed(t, rows, token)
+	// Nor was any value written in clear and sealed or hashed after: the row it replaced stays
+	// in the database's files and WAL.
+	checkNoSecretInRows(t, writes(), token)
 
 	r2 := startReplica(t, dsn, t.TempDir(), "replica-2")
 	if _, err := r2.api.Releases(t.Context()); err != nil {
