@@ -95,9 +95,15 @@ func TestHubRefusesTheExamplePassword(t *testing.T) {
 		{store: "postgres://flotilla@127.0.0.1:1/flotilla", env: "change-me"},
 	} {
 		t.Setenv("PGPASSWORD", tt.env)
-		code, _, errOut := runCLI(t, "hub", "--data-dir", t.TempDir(), "--store", tt.store, "--fleet", t.TempDir())
-		if code == 0 || !strings.Contains(errOut, `the PostgreSQL password is "change-me", the example one everyone knows`) {
-			t.Errorf("hub --store %s (PGPASSWORD %q): exit %d, %q; want a refusal naming the password", tt.store, tt.env, code, errOut)
+		// Both commands that open a shared store: the hub, and the rotation of its admin token.
+		for _, args := range [][]string{
+			{"hub", "--data-dir", t.TempDir(), "--store", tt.store, "--fleet", t.TempDir()},
+			{"hub", "rotate-admin-token", "--store", tt.store},
+		} {
+			code, _, errOut := runCLI(t, args...)
+			if code == 0 || !strings.Contains(errOut, `the PostgreSQL password is "change-me", the example one everyone knows`) {
+				t.Errorf("%v (PGPASSWORD %q): exit %d, %q; want a refusal naming the password", args, tt.env, code, errOut)
+			}
 		}
 	}
 }
