@@ -27,7 +27,7 @@ PG_START := tools/postgres/start.sh $(PG_DIR) $(PG_PORT)
 endif
 export FLOTILLA_TEST_POSTGRES
 
-.PHONY: all build image kube-binaries chromium demo test verify vet fuzz bench clean help postgres postgres-stop test-postgres
+.PHONY: all build image kube-binaries chromium demo test test-unit test-integration test-e2e test-image test-bins verify lint vet protoc proto-check fuzz bench clean help postgres postgres-stop test-postgres
 
 all: build
 
@@ -77,6 +77,21 @@ bin/sops: ## build bin/sops, the reference sops CLI the secret tests interoperat
 bin/helm: ## build bin/helm, the reference helm the chart tests compare with
 	@tools/helm/build.sh
 
+# bin/golangci-lint: the linter make verify runs, built from tools/golangci-lint's pin.
+.PHONY: bin/golangci-lint
+bin/golangci-lint: ## build bin/golangci-lint, the linter make verify runs (only when missing or its pin changed)
+	@tools/golangci-lint/build.sh
+
+protoc: ## install Debian's protoc for proto-check (only when it is missing)
+	@if ! command -v protoc >/dev/null; then \
+		if [ "$$(id -u)" -ne 0 ]; then echo "protoc is missing: run 'sudo apt-get install -y protobuf-compiler' (or make protoc as root)" >&2; exit 1; fi; \
+		echo "installing protoc from Debian's packages" >&2; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null; \
+	fi
+
+proto-check: protoc ## fail when the committed protocol code is not what proto/generate.sh makes
+	@proto/check.sh
+
 chromium: ## install Debian's chromium for the dashboard's browser tests (only when /usr/bin/chromium is missing)
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then echo "chromium is missing: run 'sudo apt-get install -y chromium' (or make chromium as root)" >&2; exit 1; fi; \
@@ -87,9 +102,35 @@ chromium: ## install Debian's chromium for the dashboard's browser tests (only w
 demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a Git fleet repo) until Ctrl-C
 	$(BIN)/flotilla demo --bin-dir $(BIN) --data-dir $(CURDIR)/out/demo
 
-test: kube-binaries bin/helm bin/cosign bin/sops chromium postgres verify vet ## everything CI runs: format, tidiness, vet, all tests with the race detector, then fuzz
-	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) fuzz
+# The tiers of the suite (README, "Tests"); tools/testpkgs.sh says which package is in which,
+# from what its tests import. `make test` runs them all, as CI does.
+test: verify vet test-unit test-integration test-e2e test-image fuzz ## everything CI runs: format, tidiness, lint, vet, every tier with the race detector, then fuzz
+
+# The binaries tests run as processes (internal/testbin): built once per run with the race
+# detector, and handed to every test through FLOTILLA_BIN. No test builds the main module.
+TESTBIN := $(BIN)/race
+TESTENV := FLOTILLA_BIN=$(TESTBIN)
+test-bins: ## build the race-detector binaries the tests run (bin/race: flotilla, flotilla-agent, flotilla-bench)
+	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla ./cmd/flotilla
+	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla-agent ./cmd/flotilla-agent
+	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla-bench ./cmd/flotilla-bench
+
+test-unit: bin/helm bin/cosign bin/sops ## the tests that need no API server, database server or browser (about a minute): run these while working
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh unit)
+
+test-integration: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## the packages whose tests start real API servers, PostgreSQL or a browser
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh integration)
+
+test-e2e: kube-binaries bin/helm bin/cosign bin/sops postgres test-bins ## whole fleets end to end (test/e2e)
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh e2e)
+
+# The static image build, tested once: flotilla built as `make image` builds it, stamped
+# v0.0.0-e2e, pushed to a real registry and run from the pulled layer (test/image).
+test-image: ## build flotilla as make image does and test its image end to end (bin/static)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -tags '$(GOTAGS)' -trimpath -buildvcs=true \
+		-ldflags "-s -w -X github.com/flotilla/flotilla/internal/version.Version=v0.0.0-e2e" \
+		-o $(BIN)/static/flotilla ./cmd/flotilla
+	FLOTILLA_IMAGE_BIN=$(BIN)/static $(GO) test -race -timeout $(TEST_TIMEOUT) ./test/image
 
 postgres: ## start PostgreSQL for the tests under out/postgres (installs Debian's package if missing)
 	@$(PG_START)
@@ -97,19 +138,23 @@ postgres: ## start PostgreSQL for the tests under out/postgres (installs Debian'
 postgres-stop: ## stop the PostgreSQL server `make postgres` started
 	@tools/postgres/stop.sh $(PG_DIR)
 
-test-postgres: postgres ## only the tests that use PostgreSQL: store contract suite, replicated hubs, HA e2e
+test-postgres: postgres test-bins ## only the tests that use PostgreSQL: store contract suite, replicated hubs, HA e2e
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./internal/pgtest ./internal/hub/store/...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Replica|Lease|Fanout|Postgres' ./internal/hub
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'HA' ./test/e2e
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -run 'HA' ./test/e2e
 
-verify: ## fail when gofmt or go mod tidy would change the tree
+verify: bin/golangci-lint proto-check ## fail when gofmt, go mod tidy or golangci-lint would change or find something, or the protocol code is stale
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
-	@cd tools/kubeenv && $(GO) mod tidy -diff || { echo "tools/kubeenv/go.mod is not tidy: run go mod tidy there"; exit 1; }
-	@cd tools/helm && $(GO) mod tidy -diff || { echo "tools/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
-	@cd tools/cosign && $(GO) mod tidy -diff || { echo "tools/cosign/go.mod is not tidy: run go mod tidy there"; exit 1; }
-	@cd tools/sops && $(GO) mod tidy -diff || { echo "tools/sops/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@for m in kubeenv helm cosign sops golangci-lint; do \
+		(cd tools/$$m && $(GO) mod tidy -diff) || { echo "tools/$$m/go.mod is not tidy: run go mod tidy there"; exit 1; }; \
+	done
+	$(MAKE) lint
+
+lint: bin/golangci-lint ## golangci-lint with .golangci.yml (make verify runs it)
+	$(BIN)/golangci-lint run ./...
+	$(BIN)/golangci-lint run --build-tags 'bench,$(GOTAGS)' ./bench/...
 
 vet: ## go vet on the main module
 	$(GO) vet ./...
@@ -124,11 +169,13 @@ fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds fir
 	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub/agentapi
 	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub/agentapi
 
-bench: kube-binaries bin/helm chromium ## benchmarks with real API servers (figures for issue notes), and bin/flotilla-bench
+# The benchmarks and the simulator's larger checks (build tag bench: the cold-start and webhook
+# runs), on the binaries `make build` makes, so that what is measured is what users run.
+bench: build kube-binaries bin/helm chromium postgres ## benchmarks with real API servers (figures for issue notes), and bin/flotilla-bench
 	$(GO) build $(GOFLAGS) -tags '$(GOTAGS)' -o $(BIN)/flotilla-bench ./cmd/flotilla-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/localcluster
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/render
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./bench
+	FLOTILLA_BIN=$(BIN) $(GO) test -tags 'bench $(GOTAGS)' -bench . -benchtime 1x ./bench
 	$(GO) test -run '^$$' -bench FirstPaint -benchtime 3x ./internal/hub/dashboard
 
 clean: ## remove built binaries (the Go build cache keeps rebuilds quick)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/deptest"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/procstat"
+	"github.com/flotilla/flotilla/internal/testbin"
 )
 
 var agentIdle = flag.Duration("agent-idle", 30*time.Second, "how long BenchmarkAgentBinary lets an agent idle before reading its resident memory")
@@ -106,19 +106,11 @@ func BenchmarkAgentBinary(b *testing.B) {
 	}
 }
 
-// buildCmd builds ./cmd/NAME into a temporary directory (flotilla-bench for the simulator,
-// which runs its hub and agent hosts from it), with the Makefile's build tags: the binary
-// `make build` makes is the one measured (without them, the agent idled 20 MiB higher).
+// buildCmd is the binary NAME make built for the benchmarks (flotilla-bench for the simulator,
+// which runs its hub and agent hosts from it): `make bench` hands the binaries `make build`
+// makes, with the Makefile's build tags, so the binary measured is the one users run (without
+// the tags, the agent idled 20 MiB higher). In the unit run, FLOTILLA_BIN holds race builds.
 func buildCmd(tb testing.TB, name string) string {
 	tb.Helper()
-	tags, err := deptest.MakefileTags("../Makefile")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := filepath.Join(tb.TempDir(), name)
-	cmd := exec.CommandContext(context.Background(), "go", "build", "-tags", tags, "-o", out, "github.com/flotilla/flotilla/cmd/"+name)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %v\n%s", name, err, msg)
-	}
-	return out
+	return testbin.Path(tb, name)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/flotilla/flotilla/internal/fleetsim"
 )
 
-// TestFleetSimulator runs the simulator on a small fleet (20 clusters x 3 releases x 10
-// objects) whose release paths are per cluster (clusters/{{ .Cluster.Name }}/<release>, a
+// TestFleetSimulator is the simulator's smoke in the unit run, so that it cannot rot: a few
+// clusters (5 x 2 releases x 5 objects) whose release paths are per cluster (clusters/{{ .Cluster.Name }}/<release>, a
 // kustomization reaching a shared base/), both modes, and checks what a reader of its report
 // relies on: every assignment converged in both waves, the simulated clusters received
 // exactly one write per object per wave, traffic was counted both ways, and pull and push
@@ -24,7 +24,7 @@ import (
 // directory and the base (no other cluster's), and only clusters whose desired state names
 // an artifact download it. Bigger shapes run with `flotilla-bench fleet` only.
 func TestFleetSimulator(t *testing.T) {
-	const clusters, releases, objects = 20, 3, 10
+	const clusters, releases, objects = 5, 2, 5
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
 		Binary: buildCmd(t, "flotilla-bench"), Dir: t.TempDir(),
 		Clusters: clusters, Releases: releases, Objects: objects, Push: true,

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,36 +20,17 @@ import (
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
+	"github.com/flotilla/flotilla/internal/testbin"
 )
 
 // The fault tests run the real flotilla binary: a hub process and one agent process per
 // cluster, each agent reaching the hub through its own fault proxy, so that processes can be
 // killed and connections cut, delayed or black-holed over real TCP.
 
-var (
-	buildOnce     sync.Once
-	flotillaBin   string
-	flotillaBuild error
-)
-
+// flotilla is the race-built binary make hands the tests (testbin: FLOTILLA_BIN).
 func flotilla(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "flotilla-e2e-bin-")
-		if err != nil {
-			flotillaBuild = err
-			return
-		}
-		flotillaBin = filepath.Join(dir, "flotilla")
-		out, err := exec.Command("go", "build", "-race", "-o", flotillaBin, "github.com/flotilla/flotilla/cmd/flotilla").CombinedOutput()
-		if err != nil {
-			flotillaBuild = fmt.Errorf("build flotilla: %v\n%s", err, out)
-		}
-	})
-	if flotillaBuild != nil {
-		t.Fatal(flotillaBuild)
-	}
-	return flotillaBin
+	return testbin.Path(t, "flotilla")
 }
 
 // proc is a running flotilla process whose output goes to a log file.

@@ -1,4 +1,6 @@
-package e2e
+// Package image tests the static image build end to end, once per run: `make test-image` builds
+// flotilla as `make image` does and hands it to the test through FLOTILLA_IMAGE_BIN.
+package image
 
 import (
 	"archive/tar"
@@ -18,24 +20,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/flotilla/flotilla/internal/registrytest"
+	"github.com/flotilla/flotilla/internal/testbin"
 )
 
-// TestImageFromRegistry is issue 16's image check, end to end and without Docker: build a
-// static flotilla the way `make image` does, build its image twice (one digest), push it with
+// TestImageFromRegistry is issue 16's image check, end to end and without Docker: take the
+// static flotilla `make test-image` built the way `make image` does (VERSION=v0.0.0-e2e), build its image twice (one digest), push it with
 // `flotilla image push` and docker login's credentials to a real registry (CNCF distribution,
 // over TLS, with a user), pull it back by
 // digest, take /flotilla out of the pulled layer and run it: it reports the commit it was
 // built from, and the image runs as a non-root user with no shell.
 func TestImageFromRegistry(t *testing.T) {
 	work := t.TempDir()
-	bin := filepath.Join(work, "flotilla")
-	build := exec.Command("go", "build", "-trimpath", "-buildvcs=true",
-		"-ldflags", "-s -w -X github.com/flotilla/flotilla/internal/version.Version=v0.0.0-e2e",
-		"-o", bin, "github.com/flotilla/flotilla/cmd/flotilla")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build static flotilla: %v\n%s", err, out)
-	}
+	bin := testbin.PathFrom(t, "FLOTILLA_IMAGE_BIN", "flotilla", "make test-image")
 	var built struct {
 		Version, Commit string
 	}
