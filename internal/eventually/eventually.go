@@ -29,8 +29,6 @@ func Within(t testing.TB, timeout time.Duration, cond func() error) {
 // Poll is Within without a test: it returns nil once cond holds, or an error naming the timeout
 // (or ctx's end) and cond's last error.
 func Poll(ctx context.Context, timeout time.Duration, cond func() error) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
 	tick := time.NewTicker(Interval)
 	defer tick.Stop()
 	start := time.Now()
@@ -39,9 +37,11 @@ func Poll(ctx context.Context, timeout time.Duration, cond func() error) error {
 		if err == nil {
 			return nil
 		}
-		select {
-		case <-deadline.C:
+		// Checked after a poll, not raced against the ticker: the last poll is at the timeout.
+		if time.Since(start) >= timeout {
 			return fmt.Errorf("not within %s: %w", timeout, err)
+		}
+		select {
 		case <-ctx.Done():
 			return fmt.Errorf("gave up after %s (%v): %w", time.Since(start).Round(time.Millisecond), context.Cause(ctx), err)
 		case <-tick.C:

@@ -19,7 +19,7 @@ func TestPoll(t *testing.T) {
 	}{
 		{name: "holds at once", holdsAt: 1, timeout: time.Second},
 		{name: "holds after a few polls", holdsAt: 5, timeout: time.Second},
-		{name: "never holds: the last error is named", timeout: time.Second, wantErr: "not within 1s: poll 20: replicas 1, want 3"},
+		{name: "never holds: the last error is named", timeout: time.Second, wantErr: "not within 1s: poll 21: replicas 1, want 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
