@@ -121,8 +121,11 @@ test-unit: bin/helm bin/cosign bin/sops ## the tests that need no API server, da
 test-integration: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## the packages whose tests start real API servers, PostgreSQL or a browser
 	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh integration)
 
+# End-to-end tests run side by side (each has its own clusters, hub and agents); on 2 cores
+# four at a time keeps the machine busy without starving the fleets' own timers.
+E2E_PARALLEL ?= 4
 test-e2e: kube-binaries bin/helm bin/cosign bin/sops postgres test-bins ## whole fleets end to end (test/e2e)
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh e2e)
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) $$(tools/testpkgs.sh e2e)
 
 # The static image build, tested once: flotilla built as `make image` builds it, stamped
 # v0.0.0-e2e, pushed to a real registry and run from the pulled layer (test/image).

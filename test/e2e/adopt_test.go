@@ -27,6 +27,7 @@ import (
 // they are adopted: same UIDs, the pod template untouched, the old managers and their marks
 // gone, Helm's Secret deleted, one audit record; and the old tool's next apply conflicts.
 func TestAdoptFromArgoCDAndHelm(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	release := func(env string) string {

@@ -24,6 +24,7 @@ import (
 // converges. (No kubelet here: the test plays the pod, outside the cluster, with the
 // cluster's kubeconfig instead of its ServiceAccount.)
 func TestAgentInstallJoins(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))

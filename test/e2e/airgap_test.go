@@ -29,6 +29,7 @@ import (
 // bundle with one byte of an artifact changed and one signed by another hub's CA are refused
 // with their reasons, and change nothing.
 func TestAirGappedRoundTrip(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
 	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(webFleet, srcDir)})

@@ -19,6 +19,7 @@ import (
 // TestAudit: a fleet's first convergence leaves a complete, verifiable audit trail, and an
 // edit made to the trail's file behind the hub's back is detected.
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))

@@ -13,6 +13,7 @@ import (
 // assignment fails with an error naming the thing, that nothing of the bad commit is applied,
 // and that the other release on the same cluster keeps converging.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	fleetYAML := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1

@@ -131,6 +131,7 @@ func (p page) noFleetData(names ...string) (bool, string) {
 // show a cluster's detail and the audit trail, and show nothing of the fleet without the
 // right token. Screenshots land in out/screenshots (or $FLOTILLA_SCREENSHOTS) for review.
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))
@@ -436,6 +437,7 @@ const assignmentJS = `(() => {
 // matrix and the cluster page; and the labels in the matrix and the clusters list, filtered by
 // a click.
 func TestDashboardDebugging(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	newRepo(t, repoDir, debugFleet(repoURL))

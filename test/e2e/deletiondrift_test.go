@@ -12,6 +12,7 @@ import (
 // TestDeletionIsDrift: an object deleted by hand is drift. With self-heal on (the default)
 // the agent re-creates it and the hub audits drift.healed naming the object.
 func TestDeletionIsDrift(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	newRepo(t, repoDir, map[string]string{

@@ -46,6 +46,7 @@ spec:
 // TestDependsOnOrdersReleasesOnACluster: a release waits on each cluster until the releases
 // it depends on are Ready there, says so in status, and is applied once they are.
 func TestDependsOnOrdersReleasesOnACluster(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{
 		"apps/db/db.yaml":           stuckDeployment,

@@ -83,6 +83,7 @@ func countConfigMaps(t *testing.T, f *procFleet, cluster string) int {
 }
 
 func TestFaultHubKilledMidRollout(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 200, "10m"))
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
@@ -108,6 +109,7 @@ func TestFaultHubKilledMidRollout(t *testing.T) {
 }
 
 func TestFaultPartitionWithDriftHealed(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "6s"))
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
@@ -131,6 +133,7 @@ func TestFaultPartitionWithDriftHealed(t *testing.T) {
 }
 
 func TestFaultClusterAPIServerDown(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "3s"))
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
@@ -159,6 +162,7 @@ func TestFaultClusterAPIServerDown(t *testing.T) {
 }
 
 func TestFaultAgentKilledMidApply(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}})
@@ -203,6 +207,7 @@ func TestFaultAgentKilledMidApply(t *testing.T) {
 }
 
 func TestFaultAgentStateDirWiped(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}})
@@ -248,6 +253,7 @@ func TestFaultAgentStateDirWiped(t *testing.T) {
 }
 
 func TestFaultGitServerDown(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	apps := newRepo(t, filepath.Join(root, "apps"), map[string]string{"apps/web/configs.yaml": configMaps(5, "v1")})
 	git := newGitServer(t, root)

@@ -84,6 +84,7 @@ spec:
 // TestFleet is the whole delivery loop on three real clusters: first convergence with a
 // templated path, a commit, a relabel, an agent restart and a hub restart.
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))
@@ -199,6 +200,7 @@ func TestFleet(t *testing.T) {
 
 // TestSecurity checks the hub's authorisation with real certificates and tokens.
 func TestSecurity(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	newRepo(t, repoDir, fleetFiles(repoURL))
@@ -417,6 +419,7 @@ func mtls(t *testing.T, caPEM []byte, cert tls.Certificate) *http.Client {
 // TestCertificateRenewal gives agents certificates that expire within seconds: the fleet keeps
 // converging past their expiry only if agents renew them in time.
 func TestCertificateRenewal(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))

@@ -17,6 +17,7 @@ import (
 // audit trail names the override's actor and reason; unfreeze lets the newest revision land
 // everywhere.
 func TestFreezeAndAuditedOverride(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
 	newRepo(t, fleetDir, map[string]string{"fleet/fleet.yaml": fmt.Sprintf(webFleet, srcDir)})

@@ -97,6 +97,7 @@ func leaseHolder(replicas ...*hubReplica) string {
 // surviving replica takes over polling (a later commit still rolls out), and that every report
 // the agents produced was ingested exactly once.
 func TestHAReplicaKilledMidWave(t *testing.T) {
+	t.Parallel()
 	repoDir, root := t.TempDir(), t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 50, "10m"))
 	dsn := pgtest.NewDatabase(t)
@@ -186,6 +187,7 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 // certificate is still valid, a new commit rolls out, and every report it produced, before and
 // after the move, is ingested exactly once.
 func TestHAMoveFromSQLite(t *testing.T) {
+	t.Parallel()
 	repoDir, root := t.TempDir(), t.TempDir()
 	rp := newRepo(t, repoDir, faultFleet("file://"+repoDir, 5, "10m"))
 	clusters := clustertest.StartAll(t, "a")

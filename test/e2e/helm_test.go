@@ -244,6 +244,7 @@ func deploymentOf(t *testing.T, cs kubernetes.Interface, ns, name string) *appsv
 // drift check), post-render patches, drift healed, a removed template pruned, and a chart that
 // fails to render fails the release with Helm's message and the chart's name and version.
 func TestHelmRelease(t *testing.T) {
+	t.Parallel()
 	platformDir, configDir := t.TempDir(), t.TempDir()
 	files := map[string]string{"fleet/fleet.yaml": fmt.Sprintf(helmFleet, platformDir, configDir)}
 	for k, v := range webChart {

@@ -18,6 +18,7 @@ import (
 // both and never writes the Deployment again, over five drift checks (each proven by a drift
 // of a field that is not ignored, healed, whose manager the hub's drift view names).
 func TestIgnoreRulesThroughTheFleet(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	newRepo(t, repoDir, map[string]string{

@@ -65,6 +65,7 @@ func (rv *receiver) events(t *testing.T) ([]string, []map[string]any) {
 // them. The webhook and Slack receivers hear of each transition once, with the agent's error;
 // the audit sink receives every record of the hub's trail, in order.
 func TestNotificationsAndAuditSink(t *testing.T) {
+	t.Parallel()
 	rv := &receiver{bodies: map[string][][]byte{}}
 	srv := httptest.NewServer(rv)
 	defer srv.Close()

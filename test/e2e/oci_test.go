@@ -17,6 +17,7 @@ import (
 // newer version nobody signed is skipped (the audit trail says so) until it is signed; then
 // the cluster gets it, and the audit trail names the key for each revision.
 func TestOCISourceSignedWithCosign(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{}) // plain HTTP: the source says insecure
 	kp := ocitest.GenerateKeyPair(t)
 	const repo = "platform/web"

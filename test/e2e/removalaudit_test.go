@@ -12,6 +12,7 @@ import (
 // hub when the release leaves the desired state (who relabelled, why, at which fleet commit),
 // and once the agent has pruned it, with the objects it deleted.
 func TestRemovalIsAudited(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))

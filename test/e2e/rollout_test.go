@@ -64,6 +64,7 @@ func (rp *repo) head() string {
 // A three-wave rollout whose new revision fails on the canary: the rollout halts, the other
 // clusters keep the old revision, and rollback through the user API restores the canary.
 func TestRolloutHaltsOnAFailingCanaryAndRollsBack(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
 	good := src.head()
@@ -134,6 +135,7 @@ func TestRolloutHaltsOnAFailingCanaryAndRollsBack(t *testing.T) {
 // mid-rollout is queued: the later wave gets the rollout's revision, never the newer one
 // before the canary.
 func TestRolloutApprovalAndMidRolloutCommit(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
 	r1 := src.head()
@@ -211,6 +213,7 @@ func TestRolloutApprovalAndMidRolloutCommit(t *testing.T) {
 // until the canary's removal has baked; its removal is then audited as the relabel of the
 // user who made it.
 func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": rolloutWebCM("1")})
 	r1 := src.head()

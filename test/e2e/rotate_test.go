@@ -17,6 +17,7 @@ import (
 // keeps converging through them. Then `cluster rotate` locks the agent out without deleting
 // the cluster's history, and the agent re-joins with the token rotate printed.
 func TestRenewalRevocationAndRotate(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	rp := newRepo(t, repoDir, fleetFiles(repoURL))

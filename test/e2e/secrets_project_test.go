@@ -96,6 +96,7 @@ subjects: [{kind: ServiceAccount, name: team-a, namespace: flotilla-tenants}]
 // team-a: the revision fails saying it is not encrypted for project team-a's key, and nothing
 // of it is applied.
 func TestSecretsKeysPerProject(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func settingsConfigMap(version string) string {
 // (reports outbox) holds the plaintext, and the real sops CLI decrypts the committed file
 // with the recovery key.
 func TestSecretsEncryptedPerCluster(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 //     impersonation);
 //   - one using a source its project does not allow (the hub, at scheduling).
 func TestTenancy(t *testing.T) {
+	t.Parallel()
 	repoDir, otherDir := t.TempDir(), t.TempDir()
 	repoURL, otherURL := "file://"+repoDir, "file://"+otherDir
 	fleetYAML := fmt.Sprintf(`apiVersion: flotilla.dev/v1alpha1

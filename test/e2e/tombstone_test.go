@@ -90,6 +90,7 @@ spec:
 // release it applied. Without the release's tombstone the agent refuses the document, prunes
 // nothing and the hub records the refusal; with the tombstone, the release is pruned.
 func TestRemovalNeedsATombstone(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	newRepo(t, srcDir, map[string]string{
 		"baseline/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {residency: eu-only}\n",

@@ -18,6 +18,7 @@ import (
 // healed for one with selfHeal: true), that status and cluster show say so, and that a
 // cluster whose agent stops is shown Unreachable after --unreachable-after, never Ready.
 func TestViewsDriftAndUnreachable(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	repoURL := "file://" + repoDir
 	release := func(name string, selfHeal bool, interval string) string {

@@ -49,6 +49,7 @@ func hookConfigMap(version string) string {
 // poll the source at once, and the new revision lands on a real cluster although the source
 // is polled only every hour; a delivery with a wrong signature is refused with 401.
 func TestGitHubWebhookLandsACommit(t *testing.T) {
+	t.Parallel()
 	const secret = "e2e-github-webhook-secret-0123456789"
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	src := newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
@@ -113,6 +114,7 @@ func TestGitHubWebhookLandsACommit(t *testing.T) {
 // watch it holds: a change by hand to an object of a release checked only every hour is
 // healed at once, and the request is on the audit trail with its actor.
 func TestSyncNowReconcilesAtOnce(t *testing.T) {
+	t.Parallel()
 	srcDir, fleetDir := t.TempDir(), t.TempDir()
 	newRepo(t, srcDir, map[string]string{"web/web.yaml": hookConfigMap("v1")})
 	hourly := strings.Replace(fmt.Sprintf(webhookFleet, srcDir), "  prune: true\n", "  prune: true\n  interval: 1h\n", 1)

@@ -60,6 +60,7 @@ func webConfigMap(version string) string {
 // hub is stopped, and the change lands when the window opens. The agent's clock is moved,
 // not waited for.
 func TestDenyWindowHoldsWhileTheHubIsDown(t *testing.T) {
+	t.Parallel()
 	clk := &offsetClock{}
 	// The window opens an hour from now (on the agent's clock), for two hours.
 	opens := clk.Now().UTC().Add(time.Hour).Truncate(time.Minute)
