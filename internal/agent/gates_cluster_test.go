@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -35,7 +36,7 @@ func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
 	}
 	startAgent(t, hub, stateDir)
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign(both, "main@1")}})
-	waitFor(t, hub, time.Minute, "main@1 Ready", func() bool { return hub.reported(ready(1, "main@1")) > 0 })
+	eventually.Within(t, time.Minute, hub.holds("main@1 Ready", func() bool { return hub.reported(ready(1, "main@1")) > 0 }))
 	if !configMapExists(t, release, "dropped") {
 		t.Fatal("main@1's ConfigMap is missing")
 	}
@@ -51,7 +52,7 @@ func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
 		return st.Release == release && st.Generation == 2 && st.Phase == "Ready" && st.Revision == "main@2" && st.Waiting != ""
 	}
 	// Two reconciles at generation 2: the second is an interval after the first.
-	waitFor(t, hub, time.Minute, "main@2 applied twice inside the window, its prune held", func() bool { return hub.reported(held) >= 2 })
+	eventually.Within(t, time.Minute, hub.holds("main@2 applied twice inside the window, its prune held", func() bool { return hub.reported(held) >= 2 }))
 	if !configMapExists(t, release, "dropped") {
 		t.Fatal("the ConfigMap main@2 drops was pruned while a window blocks prune")
 	}
@@ -75,16 +76,16 @@ func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
 	three := hub.addArtifact(map[string]string{"app/keep.yaml": cm("keep"), "app/new.yaml": cm("new")})
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 3, ExplicitRemovals: true,
 		Assignments: []*agentv1.Assignment{assign(three, "main@3")}, Gates: []*agentv1.Gate{quiet}})
-	waitFor(t, hub, time.Minute, "main@3 Ready inside the window", func() bool { return hub.reported(ready(3, "main@3")) > 0 })
+	eventually.Within(t, time.Minute, hub.holds("main@3 Ready inside the window", func() bool { return hub.reported(ready(3, "main@3")) > 0 }))
 	if !configMapExists(t, release, "new") || !configMapExists(t, release, "dropped") {
 		t.Fatal("inside the window main@3's new ConfigMap is missing, or the held one was pruned")
 	}
 
 	// main@2 again, without the window: it prunes what both held revisions dropped.
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-prune", Generation: 4, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign(one, "main@2")}})
-	waitFor(t, hub, time.Minute, "pruned without the window", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("pruned without the window", func() bool {
 		return hub.reported(ready(4, "main@2")) > 0 && !configMapExists(t, release, "dropped") && !configMapExists(t, release, "new")
-	})
+	}))
 	if !configMapExists(t, release, "keep") {
 		t.Error("the ConfigMap main@2 keeps was pruned")
 	}

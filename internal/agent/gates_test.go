@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/window"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -173,13 +174,14 @@ func (r *loopRig) idle(what string, want ...string) {
 // it happened (a status reached the outbox).
 func (r *loopRig) idleWhen(what string, cond func() bool, want ...string) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Join(r.target.seen(), "\n") != strings.Join(want, "\n") || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 || !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: reconciles\n  %s\nwant\n  %s\n(%d timers)", what, strings.Join(r.target.seen(), "\n  "), strings.Join(want, "\n  "), r.clk.Waiters())
+	eventually.Within(r.t, 20*time.Second, func() error {
+		seen, holds := r.target.seen(), cond()
+		if strings.Join(seen, "\n") != strings.Join(want, "\n") || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 || !holds {
+			return fmt.Errorf("%s: reconciles\n  %s\nwant\n  %s\n(%d timers, %d passes in flight, condition holds: %v)",
+				what, strings.Join(seen, "\n  "), strings.Join(want, "\n  "), r.clk.Waiters(), r.a.passes.Load(), holds)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // last is the newest status of release in the outbox.

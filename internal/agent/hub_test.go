@@ -256,15 +256,13 @@ func (h *fakeHub) dump() string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// waitFor polls cond until it holds, failing the test after timeout with what and the
-// hub's view.
-func waitFor(t *testing.T, h *fakeHub, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s\n%s", what, timeout, h.dump())
+// holds is cond as a condition for eventually.Within: while it does not hold, the error
+// names what is awaited and shows the hub's view.
+func (h *fakeHub) holds(what string, cond func() bool) func() error {
+	return func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("%s: not yet\n%s", what, h.dump())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/pki"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -81,28 +83,38 @@ func TestJoinWaitsWhileTheHubIsBusy(t *testing.T) {
 			RESTConfig: testCluster(t).RESTConfig(), Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 		done <- result{a, err}
 	}()
-	for waits := 0; ; {
-		select {
-		case r := <-done:
-			if r.err != nil {
-				t.Fatalf("agent gave up joining a busy hub: %v", r.err)
+	for waits := 0; ; waits++ {
+		// Each turn ends with the agent joined, or turned away and waiting on its clock.
+		var r *result
+		eventually.Within(t, 30*time.Second, func() error {
+			select {
+			case res := <-done:
+				r = &res
+				return nil
+			default:
 			}
-			defer r.a.Close()
-			if got := joins.calls.Load(); got != 3 {
-				t.Errorf("join calls = %d, want 3 (two turned away, then let in)", got)
+			if clk.Waiters() == 0 {
+				return fmt.Errorf("after %d Retry-Afters and %d join calls, the agent neither joined nor waits on its clock", waits, joins.calls.Load())
 			}
-			if waits != 2 {
-				t.Errorf("the agent waited out %d Retry-Afters, want 2", waits)
-			}
-			if r.a.id.Cluster != "alpha" {
-				t.Errorf("joined as %q, want alpha", r.a.id.Cluster)
-			}
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-		if clk.Waiters() > 0 {
+			return nil
+		})
+		if r == nil {
 			clk.Advance(40 * time.Second) // past the Retry-After and its jitter
-			waits++
+			continue
 		}
+		if r.err != nil {
+			t.Fatalf("agent gave up joining a busy hub: %v", r.err)
+		}
+		defer r.a.Close()
+		if got := joins.calls.Load(); got != 3 {
+			t.Errorf("join calls = %d, want 3 (two turned away, then let in)", got)
+		}
+		if waits != 2 {
+			t.Errorf("the agent waited out %d Retry-Afters, want 2", waits)
+		}
+		if r.a.id.Cluster != "alpha" {
+			t.Errorf("joined as %q, want alpha", r.a.id.Cluster)
+		}
+		return
 	}
 }

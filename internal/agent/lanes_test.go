@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/project"
 )
 
@@ -34,13 +36,12 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 
 	release := r.target.holdRelease("bomb")
 	r.a.setDesired(desiredAt(2, nil, teamApp("bomb", "main@2", bomb2), teamApp("next", "main@2", next2), app("web", "main@2", web2)))
-	deadline := time.Now().Add(20 * time.Second)
-	for r.a.passes.Load() != 1 || r.last("web").GetRevision() != "main@2" {
-		if time.Now().After(deadline) {
-			t.Fatalf("with the team's release hanging, the platform's main@2 did not land: reconciles %q, web's last status %v", r.target.seen(), r.last("web"))
+	eventually.Within(t, 20*time.Second, func() error {
+		if r.a.passes.Load() != 1 || r.last("web").GetRevision() != "main@2" {
+			return fmt.Errorf("with the team's release hanging, the platform's main@2 did not land: reconciles %q, web's last status %v (%d passes in flight, want 1)", r.target.seen(), r.last("web"), r.a.passes.Load())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	r.expect("web", wantStatus{phase: "Ready", revision: "main@2"})
 	if got := r.last("next").GetRevision(); got != "main@1" {
 		t.Errorf("next reported %s while bomb, before it in its project's lane, still hangs; want main@1", got)
@@ -82,11 +83,10 @@ func TestLanesKeepProjectsApart(t *testing.T) {
 // saw, for reconciles whose order across projects is not fixed.
 func (r *loopRig) idleUntil(what string, done func(seen []string) bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !done(r.target.seen()) || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: reconciles\n  %s\n(%d timers, %d passes in flight)", what, strings.Join(r.target.seen(), "\n  "), r.clk.Waiters(), r.a.passes.Load())
+	eventually.Within(r.t, 20*time.Second, func() error {
+		if seen := r.target.seen(); !done(seen) || r.clk.Waiters() != 1 || r.a.passes.Load() != 0 {
+			return fmt.Errorf("%s: reconciles\n  %s\n(%d timers, %d passes in flight; want the awaited reconciles, 1 timer and none in flight)", what, strings.Join(seen, "\n  "), r.clk.Waiters(), r.a.passes.Load())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

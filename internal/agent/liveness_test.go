@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 	"github.com/flotilla/flotilla/proto/flotilla/agent/v1/agentv1connect"
@@ -168,7 +169,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 	// only timer: the watch loop waits on its stream).
 	settled := func(what string) {
 		t.Helper()
-		waitFor(t, hub.fakeHub, 10*time.Second, what, func() bool { return live() && clk.Waiters() == 1 })
+		eventually.Within(t, 10*time.Second, hub.fakeHub.holds(what, func() bool { return live() && clk.Waiters() == 1 }))
 	}
 	settled("the stream counted as hearing from the agent")
 	beats0, watches := hub.counts()
@@ -190,7 +191,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 
 	// A refusal goes out at once, without the clock moving.
 	a.offer(&agentv1.DesiredState{Generation: 2, ExplicitRemovals: true})
-	waitFor(t, hub.fakeHub, 10*time.Second, "the refusal", func() bool { b, _ := hub.counts(); return b == beats0+1 })
+	eventually.Within(t, 10*time.Second, hub.fakeHub.holds("the refusal", func() bool { b, _ := hub.counts(); return b == beats0+1 }))
 	if hb := hub.lastHeartbeat(); hb.RefusedGeneration != 2 || hb.Generation != 1 {
 		t.Errorf("heartbeat %v; want generation 1 kept, 2 refused", hb)
 	}
@@ -201,7 +202,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(30 * time.Second)
-	waitFor(t, hub.fakeHub, 10*time.Second, "the outbox depth", func() bool { b, _ := hub.counts(); return b == beats0+2 })
+	eventually.Within(t, 10*time.Second, hub.fakeHub.holds("the outbox depth", func() bool { b, _ := hub.counts(); return b == beats0+2 }))
 	if hb := hub.lastHeartbeat(); hb.OutboxDepth != 1 {
 		t.Errorf("heartbeat %v; want outbox depth 1", hb)
 	}
@@ -222,7 +223,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 	hub.endStreams()
 	// The watch loop waits out its first backoff (at most half a second) on the fake clock,
 	// beside the heartbeat loop's timer.
-	waitFor(t, hub.fakeHub, 10*time.Second, "the stream's end", func() bool { return !live() && clk.Waiters() == 2 })
+	eventually.Within(t, 10*time.Second, hub.fakeHub.holds("the stream's end", func() bool { return !live() && clk.Waiters() == 2 }))
 	clk.Advance(time.Second)
 	settled("the stream open again")
 	beats, watches := hub.counts()
@@ -253,10 +254,10 @@ func TestOlderHubGetsHeartbeatsEveryInterval(t *testing.T) {
 		defer hub.mu.Unlock()
 		return len(hub.heartbeats)
 	}
-	waitFor(t, hub, 10*time.Second, "first heartbeat", func() bool { return beats() == 1 && clk.Waiters() == 1 })
+	eventually.Within(t, 10*time.Second, hub.holds("first heartbeat", func() bool { return beats() == 1 && clk.Waiters() == 1 }))
 	for i := 2; i <= 4; i++ {
 		clk.Advance(a.opts.HeartbeatInterval)
-		waitFor(t, hub, 10*time.Second, "a heartbeat every interval", func() bool { return beats() == i && clk.Waiters() == 1 })
+		eventually.Within(t, 10*time.Second, hub.holds("a heartbeat every interval", func() bool { return beats() == i && clk.Waiters() == 1 }))
 	}
 }
 
@@ -294,12 +295,12 @@ func TestAgentClosesSilentConnectionByPing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); a.watchLoop(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, hub, 30*time.Second, "the watch stream", func() bool { return generationOf(a.currentDesired()) == 1 && proxy.Active() == 1 })
+	eventually.Within(t, 30*time.Second, hub.holds("the watch stream", func() bool { return generationOf(a.currentDesired()) == 1 && proxy.Active() == 1 }))
 
 	proxy.Blackhole(true)
-	waitFor(t, hub, 30*time.Second, "the agent closing the silent connection", func() bool { return closed.Load() >= 1 })
+	eventually.Within(t, 30*time.Second, hub.holds("the agent closing the silent connection", func() bool { return closed.Load() >= 1 }))
 	proxy.Blackhole(false)
-	waitFor(t, hub, 30*time.Second, "a new connection", func() bool { return proxy.Accepted() >= 2 && proxy.Active() == 1 })
+	eventually.Within(t, 30*time.Second, hub.holds("a new connection", func() bool { return proxy.Accepted() >= 2 && proxy.Active() == 1 }))
 }
 
 // closeCounter counts the connection's closes.

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -41,14 +42,14 @@ func TestMalformedDocumentIsRefused(t *testing.T) {
 	outer := t // the agent outlives each subtest
 	agent := startAgent(outer, hub, stateDir)
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign("main@1")}})
-	waitFor(t, hub, time.Minute, "web Ready at generation 1", func() bool { return hub.reported(ready(1)) > 0 })
+	eventually.Within(t, time.Minute, hub.holds("web Ready at generation 1", func() bool { return hub.reported(ready(1)) > 0 }))
 
 	t.Run("refused as a whole, the accepted document kept running", func(t *testing.T) {
 		hub.publish(malformed(2))
-		waitFor(t, hub, time.Minute, "the agent answers generation 2", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("the agent answers generation 2", func() bool {
 			hb := hub.lastHeartbeat()
 			return hb != nil && (hb.RefusedGeneration == 2 || hb.Generation == 2)
-		})
+		}))
 		hb := hub.lastHeartbeat()
 		if hb.RefusedGeneration != 2 || hb.Generation != 1 {
 			t.Fatalf("heartbeat: generation %d refused %d; want generation 1 kept, 2 refused", hb.Generation, hb.RefusedGeneration)
@@ -58,7 +59,7 @@ func TestMalformedDocumentIsRefused(t *testing.T) {
 			t.Errorf("refused reason = %q\nwant %q", hb.RefusedReason, want)
 		}
 		before := hub.reported(ready(1))
-		waitFor(t, hub, time.Minute, "web reconciled again at generation 1", func() bool { return hub.reported(ready(1)) > before })
+		eventually.Within(t, time.Minute, hub.holds("web reconciled again at generation 1", func() bool { return hub.reported(ready(1)) > before }))
 		if n := hub.reported(func(st *agentv1.AssignmentStatus) bool { return st.Generation == 2 }); n > 0 {
 			t.Errorf("%d statuses of the refused generation 2 reported", n)
 		}
@@ -72,10 +73,10 @@ func TestMalformedDocumentIsRefused(t *testing.T) {
 
 	t.Run("the next readable document ends the refusal", func(t *testing.T) {
 		hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 3, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign("main@3")}})
-		waitFor(t, hub, time.Minute, "web Ready at generation 3, the refusal over", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("web Ready at generation 3, the refusal over", func() bool {
 			hb := hub.lastHeartbeat()
 			return hub.reported(ready(3)) > 0 && hb != nil && hb.Generation == 3 && hb.RefusedGeneration == 0 && hb.RefusedReason == ""
-		})
+		}))
 	})
 
 	t.Run("a state dir holding an unreadable document does not stop the agent", func(t *testing.T) {
@@ -95,6 +96,6 @@ func TestMalformedDocumentIsRefused(t *testing.T) {
 		db.Close()
 		hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 5, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{assign("main@5")}})
 		startAgent(outer, hub, stateDir)
-		waitFor(t, hub, time.Minute, "the restarted agent takes generation 5 on", func() bool { return hub.reported(ready(5)) > 0 })
+		eventually.Within(t, time.Minute, hub.holds("the restarted agent takes generation 5 on", func() bool { return hub.reported(ready(5)) > 0 }))
 	})
 }

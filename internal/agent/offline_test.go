@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -142,16 +144,20 @@ func TestImportAndExportWhileRunning(t *testing.T) {
 
 	// tick moves the agent's clock until call returns: the agent polls its state dir on it.
 	tick := func(call func()) {
+		t.Helper()
 		finished := make(chan struct{})
 		go func() { defer close(finished); call() }()
-		for {
+		advanced := 0
+		eventually.Within(t, 2*time.Minute, func() error {
 			select {
 			case <-finished:
-				return
-			case <-time.After(10 * time.Millisecond):
+				return nil
+			default:
 				clk.Advance(offlinePoll)
+				advanced++
+				return fmt.Errorf("the call has not returned after %d polls of the state dir", advanced)
 			}
-		}
+		})
 	}
 	var res ImportResult
 	var err error
@@ -161,7 +167,7 @@ func TestImportAndExportWhileRunning(t *testing.T) {
 	if err != nil || res.Status != ImportImported || res.Generation != 3 {
 		t.Fatalf("import while running: %+v (%v)", res, err)
 	}
-	waitFor(t, hub, 10*time.Second, "web reconciled from the bundle", func() bool { return target.count() >= 1 && a.st.outboxDepth() >= 1 })
+	eventually.Within(t, 10*time.Second, hub.holds("web reconciled from the bundle", func() bool { return target.count() >= 1 && a.st.outboxDepth() >= 1 }))
 
 	tampered := hub.writeBundle(webState("edge-clock", 4, digest), 0)
 	data, _ := os.ReadFile(tampered)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -99,14 +100,14 @@ func TestProjectsAtTheAgent(t *testing.T) {
 	phase := func(release, phase string) func(*agentv1.AssignmentStatus) bool {
 		return func(st *agentv1.AssignmentStatus) bool { return st.Release == release && st.Phase == phase }
 	}
-	waitFor(t, hub, time.Minute, "the releases within their projects Ready, the others Failed", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("the releases within their projects Ready, the others Failed", func() bool {
 		for release := range refused {
 			if hub.reported(phase(release, "Failed")) == 0 {
 				return false
 			}
 		}
 		return hub.reported(phase(goodA, "Ready")) > 0 && hub.reported(phase(goodB, "Ready")) > 0
-	})
+	}))
 	for release, want := range refused {
 		hub.reported(func(st *agentv1.AssignmentStatus) bool {
 			if st.Release == release && st.Phase == "Failed" {
@@ -145,7 +146,7 @@ func TestProjectsAtTheAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		offline := startAgent(t, hub, stateDir)
-		waitFor(t, hub, time.Minute, "the offline agent heals good-a and fails the refused releases", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("the offline agent heals good-a and fails the refused releases", func() bool {
 			out := scrape(t, offline.metrics)
 			for release := range refused {
 				if !strings.Contains(out, `flotilla_agent_reconciles_total{phase="Failed",release="`+release+`"}`) {
@@ -153,7 +154,7 @@ func TestProjectsAtTheAgent(t *testing.T) {
 				}
 			}
 			return configMapExists(t, a.Name, "good")
-		})
+		}))
 		nothingApplied(t)
 	})
 }

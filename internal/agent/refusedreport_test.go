@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -36,9 +37,9 @@ func TestRefusedReportDoesNotBlockTheOutbox(t *testing.T) {
 	agent := startAgent(t, hub, stateDir)
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 1, ExplicitRemovals: true,
 		Assignments: []*agentv1.Assignment{{Release: web, Revision: "main@1", Digest: digest, Path: "web", Namespace: web, CreateNamespace: true, IntervalSeconds: 1}}})
-	waitFor(t, hub, time.Minute, "web's report delivered behind the refused one", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("web's report delivered behind the refused one", func() bool {
 		return hub.reported(func(s *agentv1.AssignmentStatus) bool { return s.Release == web && s.Phase == "Ready" }) > 0
-	})
+	}))
 	if n := hub.reported(func(s *agentv1.AssignmentStatus) bool { return s.Release == "foreign" }); n != 0 {
 		t.Errorf("the hub stored %d statuses of the foreign release", n)
 	}

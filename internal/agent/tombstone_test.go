@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
@@ -94,9 +95,9 @@ func TestRemovalIsExplicit(t *testing.T) {
 	agent := startAgent(outer, hub, stateDir)
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 1, ExplicitRemovals: true,
 		Assignments: []*agentv1.Assignment{assign(baseline, "baseline"), assign(web, "web")}})
-	waitFor(t, hub, time.Minute, "both releases Ready at generation 1", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("both releases Ready at generation 1", func() bool {
 		return hub.reported(ready(baseline, 1)) > 0 && hub.reported(ready(web, 1)) > 0
-	})
+	}))
 	if !configMapExists(t, baseline, "baseline") {
 		t.Fatal("baseline's ConfigMap is missing after it was reported Ready")
 	}
@@ -108,18 +109,18 @@ func TestRemovalIsExplicit(t *testing.T) {
 		hub.mu.Lock()
 		hub.holdReports = true
 		hub.mu.Unlock()
-		waitFor(t, hub, time.Minute, "reports queued while the hub does not take them", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("reports queued while the hub does not take them", func() bool {
 			hb := hub.lastHeartbeat()
 			return hb != nil && hb.OutboxDepth >= 3
-		})
+		}))
 		hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 2, ExplicitRemovals: true,
 			Assignments: []*agentv1.Assignment{assign(web, "web")}})
 		// Either outcome ends the wait: the refusal, or the agent taking generation 2 on (the
 		// agent before tombstones did, and pruned baseline).
-		waitFor(t, hub, time.Minute, "the agent answers generation 2", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("the agent answers generation 2", func() bool {
 			hb := hub.lastHeartbeat()
 			return hb != nil && (hb.RefusedGeneration == 2 || hb.Generation == 2)
-		})
+		}))
 		hub.mu.Lock()
 		hub.holdReports = false
 		hub.mu.Unlock()
@@ -128,9 +129,9 @@ func TestRemovalIsExplicit(t *testing.T) {
 		// what it dropped). Reports keep flowing: the agent does not queue reports on
 		// baseline, which the hub's desired state no longer names and the hub would refuse.
 		before := hub.reported(ready(web, 1))
-		waitFor(t, hub, time.Minute, "a reconcile pass after generation 2 arrived, reported", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("a reconcile pass after generation 2 arrived, reported", func() bool {
 			return hub.reported(ready(web, 1)) > before || hub.reported(ready(web, 2)) > 0 || !configMapExists(t, baseline, "baseline")
-		})
+		}))
 		if !configMapExists(t, baseline, "baseline") {
 			t.Fatal("baseline's ConfigMap was pruned on a desired state without a tombstone")
 		}
@@ -177,10 +178,10 @@ func TestRemovalIsExplicit(t *testing.T) {
 		hub.heartbeats = nil
 		hub.mu.Unlock()
 		agent = startAgent(outer, hub, stateDir)
-		waitFor(t, hub, time.Minute, "the restarted agent refuses generation 2", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("the restarted agent refuses generation 2", func() bool {
 			hb := hub.lastHeartbeat()
 			return hb != nil && hb.RefusedGeneration == 2 && hb.Generation == 1
-		})
+		}))
 		if !configMapExists(t, baseline, "baseline") {
 			t.Fatal("baseline's ConfigMap was pruned after a restart")
 		}
@@ -190,10 +191,10 @@ func TestRemovalIsExplicit(t *testing.T) {
 		hub.publish(&agentv1.DesiredState{Cluster: "edge-1", Generation: 3, ExplicitRemovals: true,
 			Assignments: []*agentv1.Assignment{assign(web, "web")},
 			Removed:     []*agentv1.Tombstone{{Release: baseline, Reason: "release-deleted", FleetRevision: "main@2", Revision: "main@1", Digest: digest}}})
-		waitFor(t, hub, time.Minute, "baseline pruned and generation 3 accepted", func() bool {
+		eventually.Within(t, time.Minute, hub.holds("baseline pruned and generation 3 accepted", func() bool {
 			hb := hub.lastHeartbeat()
 			return !configMapExists(t, baseline, "baseline") && hb.Generation == 3 && hb.RefusedGeneration == 0 && hb.RefusedReason == ""
-		})
+		}))
 		if !configMapExists(t, web, "web") {
 			t.Error("web's ConfigMap was pruned with baseline")
 		}
@@ -210,7 +211,7 @@ func TestRemovalIsExplicit(t *testing.T) {
 				{Release: baseline, Reason: "release-deleted", FleetRevision: "main@2"},
 				{Release: "never-here", Reason: "not-selected", FleetRevision: "main@3"},
 			}})
-		waitFor(t, hub, time.Minute, "web Ready at generation 4", func() bool { return hub.reported(ready(web, 4)) > 0 })
+		eventually.Within(t, time.Minute, hub.holds("web Ready at generation 4", func() bool { return hub.reported(ready(web, 4)) > 0 }))
 		if !configMapExists(t, web, "web") {
 			t.Error("web's ConfigMap was pruned")
 		}
@@ -232,15 +233,15 @@ func TestOldHubRemoval(t *testing.T) {
 	startAgent(t, hub, stateDir)
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 1, Assignments: []*agentv1.Assignment{assign(baseline, "baseline")}})
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 2, Assignments: []*agentv1.Assignment{assign(baseline, "baseline"), assign(web, "web")}})
-	waitFor(t, hub, time.Minute, "an added release is accepted from an old hub", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("an added release is accepted from an old hub", func() bool {
 		hb := hub.lastHeartbeat()
 		return hb != nil && hb.Generation == 2 && configMapExists(t, web, "web")
-	})
+	}))
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 3, Assignments: []*agentv1.Assignment{assign(web, "web")}})
-	waitFor(t, hub, time.Minute, "the old hub's removal is refused", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("the old hub's removal is refused", func() bool {
 		hb := hub.lastHeartbeat()
 		return hb.RefusedGeneration == 3
-	})
+	}))
 	hb := hub.lastHeartbeat()
 	if hb.Generation != 2 || !strings.Contains(hb.RefusedReason, fmt.Sprintf("%q", baseline)) || !strings.Contains(hb.RefusedReason, "upgrade the hub") {
 		t.Errorf("heartbeat: generation %d, reason %q; want generation 2 kept and a reason naming %s and the upgrade", hb.Generation, hb.RefusedReason, baseline)
@@ -271,9 +272,9 @@ func TestUnassignedInventoryIsKept(t *testing.T) {
 	hub.publish(&agentv1.DesiredState{Cluster: "edge-3", Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{{
 		Release: web, Revision: "main@1", Digest: digest, Path: "web", Namespace: web, CreateNamespace: true, Prune: true, IntervalSeconds: 1,
 	}}})
-	waitFor(t, hub, time.Minute, "web Ready twice (a reconcile pass after the first)", func() bool {
+	eventually.Within(t, time.Minute, hub.holds("web Ready twice (a reconcile pass after the first)", func() bool {
 		return hub.reported(func(st *agentv1.AssignmentStatus) bool { return st.Release == web && st.Phase == "Ready" }) >= 2
-	})
+	}))
 	if !configMapExists(t, orphan, "orphan") {
 		t.Error("an inventory neither assigned nor tombstoned was pruned")
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -100,13 +102,12 @@ func TestReconcileLoopRunsOnTheClock(t *testing.T) {
 	// idle: the loop has reconciled n times and waits on its timer.
 	idle := func(what string, n int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
+		eventually.Within(t, 10*time.Second, func() error {
+			if target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
+				return fmt.Errorf("%s: %d reconciles, %d timers, %d passes in flight; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), a.passes.Load(), n)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{
 		{Release: "app", Digest: digest, Path: "app", Namespace: "app", Interval: time.Minute},
@@ -215,7 +216,7 @@ func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
 	// waitBeats: n heartbeats sent and the loop waiting on its timer again.
 	waitBeats := func(what string, n int) {
 		t.Helper()
-		waitFor(t, hub, 10*time.Second, what, func() bool { return beats() == n && clk.Waiters() == 1 })
+		eventually.Within(t, 10*time.Second, hub.holds(what, func() bool { return beats() == n && clk.Waiters() == 1 }))
 	}
 	waitBeats("first heartbeat", 1)
 	clk.Advance(a.opts.HeartbeatInterval)
@@ -278,13 +279,12 @@ func TestReconcileLoopSkipsUnchangedOnlyForNewRevisions(t *testing.T) {
 
 	idle := func(what string, n int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d reconciles, %d timers; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), n)
+		eventually.Within(t, 10*time.Second, func() error {
+			if target.count() != n || clk.Waiters() != 1 || a.passes.Load() != 0 {
+				return fmt.Errorf("%s: %d reconciles, %d timers, %d passes in flight; want %d reconciles and the loop waiting", what, target.count(), clk.Waiters(), a.passes.Load(), n)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	publish := func(gen int64, rev string) {
 		a.setDesired(desired.State{Generation: gen, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,7 @@ func TestHealth(t *testing.T) {
 			t.Parallel()
 			ns := uniqueName("health")
 			if tc.setStatus != nil {
-				go playDeploymentController(t.Context(), t, ns, "web", tc.setStatus)
+				playDeploymentController(t, ns, "web", tc.setStatus)
 			}
 			opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Wait: true, Timeout: tc.timeout}
 			res, err := r.Reconcile(t.Context(), parse(t, ns, webSet), opts)
@@ -80,17 +81,26 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-// playDeploymentController waits for the Deployment to exist and writes its status once.
-func playDeploymentController(ctx context.Context, t *testing.T, ns, name string, set func(*appsv1.Deployment)) {
+// playDeploymentController waits for the Deployment to exist and writes its status once,
+// until the test ends.
+func playDeploymentController(t *testing.T, ns, name string, set func(*appsv1.Deployment)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	deployments := clientset(t).AppsV1().Deployments(ns)
-	for ctx.Err() == nil {
-		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			set(d)
-			if _, err := deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err == nil {
-				return
+	go func() {
+		defer close(done)
+		err := eventually.Poll(ctx, time.Minute, func() error {
+			d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
 			}
+			set(d)
+			_, err = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			t.Errorf("deployment controller: write the status of %s/%s: %v", ns, name, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/project"
@@ -57,27 +58,34 @@ func playJobController(t *testing.T, ns string, fail func(name string) bool) *jo
 	go func() {
 		defer close(done)
 		finished := map[types.UID]bool{}
+		// A watch, as the job controller's informer: each Job is handled as it is created
+		// or changed (a conflict on finishing it means a newer version, whose event follows).
+		// A watch the server ends is opened again; its first events are the Jobs that exist.
 		for ctx.Err() == nil {
-			jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for i := range jobs.Items {
-					j := &jobs.Items[i]
-					if finished[j.UID] || j.DeletionTimestamp != nil {
-						continue
-					}
-					run := jobRun{name: j.Name, uid: j.UID}
-					if d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); err == nil {
-						run.deployment, run.image = true, d.Spec.Template.Spec.Containers[0].Image
-					}
-					if finishJob(ctx, t, j, fail(j.Name)) {
-						finished[j.UID] = true
-						jc.mu.Lock()
-						jc.runs = append(jc.runs, run)
-						jc.mu.Unlock()
-					}
+			w, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("job controller: watch jobs: %v", err)
+				}
+				return
+			}
+			for ev := range w.ResultChan() {
+				j, ok := ev.Object.(*batchv1.Job)
+				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) || finished[j.UID] || j.DeletionTimestamp != nil {
+					continue
+				}
+				run := jobRun{name: j.Name, uid: j.UID}
+				if d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); err == nil {
+					run.deployment, run.image = true, d.Spec.Template.Spec.Containers[0].Image
+				}
+				if finishJob(ctx, t, j, fail(j.Name)) {
+					finished[j.UID] = true
+					jc.mu.Lock()
+					jc.runs = append(jc.runs, run)
+					jc.mu.Unlock()
 				}
 			}
-			time.Sleep(20 * time.Millisecond)
+			w.Stop()
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
