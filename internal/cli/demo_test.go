@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/demo"
+	"github.com/flotilla/flotilla/internal/eventually"
 )
 
 // TestDemo runs `flotilla demo` as the README tells a new user to, with one cluster, then uses
@@ -25,16 +27,17 @@ func TestDemo(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- Run(ctx, []string{"demo", "--clusters", "1", "--data-dir", dataDir}, &out, &errOut) }()
 
-	deadline := time.After(4 * time.Minute)
-	for !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+	eventually.Within(t, 4*time.Minute, func() error {
 		select {
 		case code := <-done:
 			t.Fatalf("demo exited early with %d:\n%s\n%s", code, out.String(), errOut.String())
-		case <-deadline:
-			t.Fatalf("demo did not converge within 4 minutes:\n%s\n%s", out.String(), errOut.String())
-		case <-time.After(200 * time.Millisecond):
+		default:
 		}
-	}
+		if !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+			return fmt.Errorf("demo not converged (no \"Press Ctrl-C to stop.\"):\n%s\n%s", out.String(), errOut.String())
+		}
+		return nil
+	})
 	env := readEnvFile(t, filepath.Join(dataDir, "demo.env"))
 	for _, k := range []string{"FLOTILLA_HUB", "FLOTILLA_TOKEN", "FLOTILLA_CA", "FLEET_REPO", "KUBECONFIG_CLUSTER_1"} {
 		if env[k] == "" {
@@ -174,17 +177,16 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // waitOutput re-runs cmd until its output contains every want, for a few seconds.
 func waitOutput(t *testing.T, cmd func() string, want ...string) {
 	t.Helper()
-	var out string
-	for range 50 {
-		out = cmd()
-		ok := true
+	err := eventually.Poll(t.Context(), 5*time.Second, func() error {
+		out := cmd()
 		for _, w := range want {
-			ok = ok && strings.Contains(out, w)
+			if !strings.Contains(out, w) {
+				return fmt.Errorf("output lacks %q:\n%s", w, out)
+			}
 		}
-		if ok {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Error(err) // not fatal, as before: the verbs after it still run
 	}
-	t.Errorf("output lacks %q:\n%s", want, out)
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/window"
@@ -65,8 +67,8 @@ func TestFreezeCommands(t *testing.T) {
 	}
 	gates := func(cluster string, ok func([]window.Gate) bool) []window.Gate {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var gates []window.Gate
+		eventually.Within(t, 30*time.Second, func() error {
 			ds, err := f.Store.GetDesiredState(t.Context(), cluster)
 			if err != nil {
 				t.Fatal(err)
@@ -75,14 +77,12 @@ func TestFreezeCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok(doc.Gates) {
-				return doc.Gates
+			if gates = doc.Gates; !ok(gates) {
+				return fmt.Errorf("%s's gates are still %+v", cluster, gates)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's gates are still %+v", cluster, doc.Gates)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
+		return gates
 	}
 	prod := f.Clusters[0] // env=prod
 

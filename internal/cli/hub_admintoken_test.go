@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -69,16 +71,14 @@ func TestHubRotateAdminToken(t *testing.T) {
 		return c
 	}
 	// The hub takes the new hash once its notification arrives.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	eventually.Within(t, time.Minute, func() error {
 		_, err := client(h.AdminToken()).Clusters(t.Context())
 		var status *hubclient.StatusError
 		if errors.As(err, &status) && status.Code == http.StatusUnauthorized {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the hub still takes the old admin token a minute on (%v)", err)
-		}
-	}
+		return fmt.Errorf("the hub still takes the old admin token: %v, want 401", err)
+	})
 	if _, err := client(tok).Clusters(t.Context()); err != nil {
 		t.Errorf("the printed token: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -186,24 +187,22 @@ func startPlanHub(t *testing.T) *planFixture {
 		st.Close()
 	})
 	// Wait for the hub to assign both releases to every cluster (no timed assertion: the
-	// deadline only ends a test that would hang).
-	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range planClusters {
-		for {
+	// timeout only ends a test that would hang).
+	eventually.Within(t, 30*time.Second, func() error {
+		for _, c := range planClusters {
 			ds, err := st.GetDesiredState(ctx, c.name)
+			var as []desired.Assignment
 			if err == nil {
-				if as, err := desired.Decode(ds.Document); err == nil && len(as) == 2 {
-					break
-				}
+				as, err = desired.Decode(ds.Document)
 			}
-			if time.Now().After(deadline) {
+			if err != nil || len(as) != 2 {
 				fs, _ := st.GetFleetStatus(ctx)
 				ss, _ := st.ListSourceStatuses(ctx)
-				t.Fatalf("cluster %s: both releases not assigned in time (fleet %+v, sources %+v)", c.name, fs, ss)
+				return fmt.Errorf("cluster %s: %d releases assigned (%v), want both (fleet %+v, sources %+v)", c.name, len(as), err, fs, ss)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 	return &planFixture{repo: p, api: h.APIURL(), token: h.AdminToken(), ca: h.CAPath(), st: st, dataDir: dataDir}
 }
 

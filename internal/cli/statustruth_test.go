@@ -3,10 +3,22 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -71,30 +83,43 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	t.Run("watch prints what changes until Ctrl-C", func(t *testing.T) {
 		ctx, interrupt := context.WithCancel(t.Context())
 		defer interrupt()
+		// Through a proxy that counts the status requests: "several polls with nothing
+		// changed" is counted, not waited for.
+		proxy := startPollCounter(t, f)
 		var out, errOut syncBuffer
 		done := make(chan int, 1)
 		go func() {
-			done <- Run(ctx, append([]string{"status", "release-00", "--watch", "--interval", "50ms"}, conn...), &out, &errOut)
+			done <- Run(ctx, []string{"status", "release-00", "--watch", "--interval", "50ms", "--hub", proxy.url, "--token", f.AdminToken, "--ca", proxy.caPath}, &out, &errOut)
 		}()
-		waitFor := func(what string, cond func(string) bool) {
-			t.Helper()
-			deadline := time.Now().Add(20 * time.Second)
-			for !cond(out.String()) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: not seen within 20s:\n%s\nstderr: %s", what, out.String(), errOut.String())
+		seen := func(what string, cond func(string) bool) func() error {
+			return func() error {
+				if !cond(out.String()) {
+					return fmt.Errorf("%s: not seen:\n%s\nstderr: %s", what, out.String(), errOut.String())
 				}
-				time.Sleep(20 * time.Millisecond)
+				return nil
 			}
 		}
-		waitFor("the first table", func(s string) bool { return strings.Contains(s, "cluster-0009") })
+		// morePolls waits until the watch has asked the hub n more times: a poll's output is
+		// written before the next poll is sent, so n-1 polls have been printed by then.
+		morePolls := func(n int64) {
+			t.Helper()
+			want := proxy.polls.Load() + n
+			eventually.Within(t, 20*time.Second, func() error {
+				if got := proxy.polls.Load(); got < want {
+					return fmt.Errorf("%d status requests, want %d\nstderr: %s", got, want, errOut.String())
+				}
+				return nil
+			})
+		}
+		eventually.Within(t, 20*time.Second, seen("the first table", func(s string) bool { return strings.Contains(s, "cluster-0009") }))
 		if strings.Contains(out.String(), "LAST SEEN") {
 			t.Errorf("--watch shows LAST SEEN, which changes at every heartbeat:\n%s", out.String())
 		}
-		time.Sleep(300 * time.Millisecond) // several polls with nothing changed: nothing printed
+		morePolls(4) // several polls with nothing changed: nothing printed
 		first := out.String()
 		report("cluster-0001", 3, hubclient.PhaseReady, "Current", 2, "")
-		waitFor("the changed row", func(s string) bool { return len(s) > len(first) })
-		time.Sleep(300 * time.Millisecond)
+		eventually.Within(t, 20*time.Second, seen("the changed row", func(s string) bool { return len(s) > len(first) }))
+		morePolls(4)
 		added := strings.TrimPrefix(out.String(), first)
 		if got := rows(added); len(got) != 1 || !strings.HasPrefix(got["cluster-0001"], "cluster-0001 "+rev+" "+rev+" Ready Current") {
 			t.Errorf("after cluster-0001 became Ready, --watch printed:\n%s\nwant only its new row", added)
@@ -165,4 +190,45 @@ func TestStatusHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pollCounter fronts the hub's API with a TLS server of its own that passes every request on
+// and counts the status requests.
+type pollCounter struct {
+	url, caPath string
+	polls       atomic.Int64
+}
+
+func startPollCounter(t *testing.T, f *hubtest.Fleet) *pollCounter {
+	t.Helper()
+	hubURL, err := url.Parse(f.APIURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(f.CAPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("no certificate in %s", f.CAPath)
+	}
+	rp := httputil.NewSingleHostReverseProxy(hubURL)
+	toHub := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	t.Cleanup(toHub.CloseIdleConnections)
+	rp.Transport = toHub
+	p := &pollCounter{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/status" {
+			p.polls.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.url = srv.URL
+	p.caPath = filepath.Join(t.TempDir(), "proxy-ca.crt")
+	if err := os.WriteFile(p.caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
