@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	"github.com/flotilla/flotilla/internal/project"
@@ -204,16 +206,11 @@ subjects: [{kind: ServiceAccount, name: deployer, namespace: team-a}]
 			t.Fatal(err)
 		}
 		// RBAC changes reach the authorizer's cache within a moment.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			_, err := agent.Reconcile(ctx, settings("default"), reconcile.Options{Name: "platform-web", Namespace: "default"})
-			if err == nil {
-				break
+		eventually.Within(t, 30*time.Second, func() error {
+			if _, err := agent.Reconcile(ctx, settings("default"), reconcile.Options{Name: "platform-web", Namespace: "default"}); err != nil {
+				return fmt.Errorf("platform release with platform-admin.yaml applied: %w", err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("platform release with platform-admin.yaml applied: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return nil
+		})
 	})
 }

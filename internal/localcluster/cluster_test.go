@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
@@ -161,20 +162,16 @@ func TestNotReadyWhenEtcdFails(t *testing.T) {
 			tt.fail(t, c)
 			// A functional bound, not a speed target: the etcd health check inside
 			// kube-apiserver times out after 2s and Ready's own request after 5s.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				err := c.Ready(t.Context())
-				if err != nil {
-					t.Logf("reported not ready: %v", err)
-					if !strings.Contains(err.Error(), tt.wants) {
-						t.Errorf("not-ready error %q does not mention %q", err, tt.wants)
-					}
-					return
+			var notReady error
+			eventually.Within(t, 30*time.Second, func() error {
+				if notReady = c.Ready(t.Context()); notReady == nil {
+					return errors.New("cluster still reported ready after etcd failed")
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("cluster still reported ready 30s after etcd failed")
-				}
-				time.Sleep(200 * time.Millisecond)
+				return nil
+			})
+			t.Logf("reported not ready: %v", notReady)
+			if !strings.Contains(notReady.Error(), tt.wants) {
+				t.Errorf("not-ready error %q does not mention %q", notReady, tt.wants)
 			}
 		})
 	}
