@@ -38,8 +38,8 @@ func TestScriptErrors(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title === 'after'`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	// The console messages reach us on another goroutine than the poll's answer.
-	time.Sleep(time.Second)
+	// The console messages reach us on another goroutine than the poll's answer: collect
+	// reads up to a marker it logs, so that every message logged before is in.
 	errs := collect()
 	text := strings.Join(errs, "\n")
 	for _, want := range []string{"told", "rejected", "thrown"} {

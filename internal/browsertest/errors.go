@@ -2,9 +2,11 @@ package browsertest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -12,19 +14,27 @@ import (
 // ScriptErrors starts collecting the script errors of the tab of ctx: uncaught exceptions,
 // unhandled promise rejections and console.error calls. Browser log entries (a 401 answered
 // to a request, say) are not script errors. Calling the returned func stops collecting and
-// returns them. Call it before navigating.
+// returns them, with every message the page logged before the call: it logs a marker
+// through the console (console.debug, not an error) and reads up to it, as the browser sends
+// the messages in order. Call it before navigating.
 func ScriptErrors(ctx context.Context) func() []string {
 	ctx, cancel := context.WithCancel(ctx)
 	var (
-		mu   sync.Mutex
-		errs []string
-		done = make(chan struct{})
+		mu      sync.Mutex
+		errs    []string
+		done    = make(chan struct{})
+		flushed = make(chan struct{})
+		marker  = "browsertest: read up to here " + strconv.FormatInt(time.Now().UnixNano(), 36)
 	)
 	messages := chromedp.Console(ctx)
 	go func() {
 		defer close(done)
 		for m, err := range messages {
 			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleDebug && m.Text == marker {
+				close(flushed)
 				return
 			}
 			if m.Source == "" && (m.IsException() || m.Type == chromedp.ConsoleError) {
@@ -35,6 +45,15 @@ func ScriptErrors(ctx context.Context) func() []string {
 		}
 	}()
 	return func() []string {
+		// A tab that is gone or hangs is not waited for: what arrived is returned.
+		flush, stop := context.WithTimeout(ctx, 10*time.Second)
+		if _, err := chromedp.Run(flush, chromedp.Evaluate[chromedp.Void]("console.debug("+strconv.Quote(marker)+")")); err == nil {
+			select {
+			case <-flushed:
+			case <-flush.Done():
+			}
+		}
+		stop()
 		cancel()
 		<-done
 		mu.Lock()
