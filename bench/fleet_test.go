@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
@@ -100,10 +101,13 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	commit := repo.commit(b, map[string]string{"apps/web/config.yaml": configYAML("v2")})
 	waitAllReady(b, client, commit)
 	converge := time.Since(start)
-	time.Sleep(500 * time.Millisecond) // let the last acks cross
+	// Real time: the hub's answers to the last reports are still on the wire when the status
+	// says Ready, and the proxy has no signal for a response's end: let them cross.
+	time.Sleep(500 * time.Millisecond)
 	downAfter, _ := proxyDown(proxy)
 
 	idleUp0, idleDown0 := proxy.Bytes()
+	// Real time: an idle minute's traffic is what is measured.
 	time.Sleep(time.Minute)
 	idleUp1, idleDown1 := proxy.Bytes()
 	rss, err := procstat.Bytes(hubCmd.Process.Pid, procstat.Resident)
@@ -147,21 +151,25 @@ func readHubAddresses(b *testing.B, r interface{ Read([]byte) (int, error) }) (a
 	return "", ""
 }
 
+// waitAllReady waits until the three assignments are Ready at their desired revision, which
+// names commit.
 func waitAllReady(b *testing.B, c *hubclient.Client, commit string) {
 	b.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	eventually.Within(b, 2*time.Minute, func() error {
 		st, err := c.Status(b.Context())
-		ready := err == nil && len(st.Assignments) == 3
+		if err != nil {
+			return fmt.Errorf("fleet did not converge: %w", err)
+		}
+		if len(st.Assignments) != 3 {
+			return fmt.Errorf("fleet did not converge: %d assignments, want 3", len(st.Assignments))
+		}
 		for _, a := range st.Assignments {
-			ready = ready && a.Phase == "Ready" && a.AppliedRevision == a.DesiredRevision && strings.Contains(a.DesiredRevision, commit)
+			if a.Phase != "Ready" || a.AppliedRevision != a.DesiredRevision || !strings.Contains(a.DesiredRevision, commit) {
+				return fmt.Errorf("fleet did not converge: %s on %s is %s at %s, desired %s (want Ready at it, naming %q)", a.Release, a.Cluster, a.Phase, a.AppliedRevision, a.DesiredRevision, commit)
+			}
 		}
-		if ready {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	b.Fatal("fleet did not converge")
+		return nil
+	})
 }
 
 type fleetRepo struct {

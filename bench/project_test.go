@@ -7,6 +7,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/flotilla/flotilla/api/v1alpha1"
 	"github.com/flotilla/flotilla/internal/agent/reconcile"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/project"
 )
@@ -156,8 +158,29 @@ func agentConfig(b *testing.B, c *localcluster.Cluster, cs *kubernetes.Clientset
 	}
 	cfg := c.RESTConfig()
 	cfg.BearerToken = tok.Status.Token
-	time.Sleep(time.Second) // the binding reaches the authorizer's cache
+	waitAllowed(b, cs, "system:serviceaccount:flotilla-system:flotilla-agent",
+		authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts"},
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps"})
 	return cfg
+}
+
+// waitAllowed waits until the API server's authorizer allows user every one of attrs: a new
+// binding reaches its RBAC cache within a moment.
+func waitAllowed(b *testing.B, cs *kubernetes.Clientset, user string, attrs ...authorizationv1.ResourceAttributes) {
+	b.Helper()
+	eventually.Within(b, 30*time.Second, func() error {
+		for _, a := range attrs {
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(b.Context(), &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &a}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if !sar.Status.Allowed {
+				return fmt.Errorf("%s may not yet %s %s in namespace %q (%s)", user, a.Verb, a.Resource, a.Namespace, sar.Status.Reason)
+			}
+		}
+		return nil
+	})
 }
 
 func createNamespace(b *testing.B, cs *kubernetes.Clientset, ns string) {
@@ -188,8 +211,8 @@ func teamProject(b *testing.B, cs *kubernetes.Clientset, ns string) *project.Rul
 	}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	// The Role reaches the API server's authorizer cache within a moment.
-	time.Sleep(time.Second)
+	waitAllowed(b, cs, "system:serviceaccount:"+ns+":deployer",
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "configmaps"})
 	return &project.Rules{Name: ns, Namespaces: []string{ns},
 		ServiceAccount: &v1alpha1.ServiceAccountRef{Namespace: ns, Name: "deployer"}}
 }
