@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/eventually"
 )
 
 // receiver is a real HTTP audit receiver. answer decides the status of each request (counted
@@ -107,14 +110,13 @@ func runSink(t *testing.T, s *Sink) (stop func()) {
 	return stop
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// cursorAt is the condition that s has delivered through seq n.
+func cursorAt(s *Sink, n int64) func() error {
+	return func() error {
+		if got := s.Cursor(); got != n {
+			return fmt.Errorf("sink cursor %d, want %d (lag %d, %d failures)", got, n, s.Lag(), s.Failures())
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
 	}
 }
 
@@ -176,7 +178,12 @@ func TestSinkOutageAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runSink(t, s)
-	waitFor(t, "three refused connections", func() bool { return s.Failures() >= 3 })
+	eventually.Within(t, 30*time.Second, func() error {
+		if n := s.Failures(); n < 3 {
+			return fmt.Errorf("%d refused connections, want 3", n)
+		}
+		return nil
+	})
 	if s.Cursor() != 0 || s.Lag() != 5 {
 		t.Fatalf("while down: cursor %d, lag %d; want 0 and 5", s.Cursor(), s.Lag())
 	}
@@ -198,7 +205,7 @@ func TestSinkOutageAndRestart(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	waitFor(t, "the first 8 records", func() bool { return s.Cursor() == 8 })
+	eventually.Within(t, 30*time.Second, cursorAt(s, 8))
 	stop()
 	mu.Lock()
 	if !slices.Contains(reasons, "network") || !slices.Contains(reasons, "5xx") || !slices.Contains(reasons, "") {
@@ -222,14 +229,19 @@ func TestSinkOutageAndRestart(t *testing.T) {
 		t.Fatalf("cursor after restart = %d; want 8", s2.Cursor())
 	}
 	runSink(t, s2)
-	waitFor(t, "all 14 records", func() bool { return s2.Cursor() == 14 })
+	eventually.Within(t, 30*time.Second, cursorAt(s2, 14))
 	if s2.Lag() != 0 {
 		t.Errorf("lag = %d once caught up", s2.Lag())
 	}
 	checkStream(t, rv.records(), 14)
 	// Streaming keeps up with new records.
 	fill(t, l, 2)
-	waitFor(t, "records appended later", func() bool { return len(rv.records()) == 16 })
+	eventually.Within(t, 30*time.Second, func() error {
+		if n := len(rv.records()); n != 16 {
+			return fmt.Errorf("receiver holds %d records, want the 16 with those appended later", n)
+		}
+		return nil
+	})
 	checkStream(t, rv.records(), 16)
 	if _, err := l.Verify(t.Context()); err != nil {
 		t.Errorf("the sink's cursor broke the chain: %v", err)
@@ -254,7 +266,7 @@ func TestSinkHonoursRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSink(t, s)
-	waitFor(t, "delivery", func() bool { return s.Cursor() == 2 })
+	eventually.Within(t, 30*time.Second, cursorAt(s, 2))
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	if gap := rv.times[1].Sub(rv.times[0]); gap < time.Second {
@@ -285,7 +297,7 @@ func TestSinkOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSink(t, s)
-	waitFor(t, "delivery", func() bool { return s.Cursor() == 9 })
+	eventually.Within(t, 30*time.Second, cursorAt(s, 9))
 	checkStream(t, rv.records(), 9)
 	got := rv.records()
 	rv.mu.Lock()
@@ -322,7 +334,7 @@ func TestSinkCursorPerURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runSink(t, s)
-	waitFor(t, "delivery", func() bool { return s.Cursor() == 3 })
+	eventually.Within(t, 30*time.Second, cursorAt(s, 3))
 	stop()
 	withUser := "http://user:pw@" + srv.Listener.Addr().String() + "/a"
 	if s2, err := NewSink(t.Context(), l, fastSink(withUser)); err != nil || s2.Cursor() != 3 {
