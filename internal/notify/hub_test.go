@@ -18,6 +18,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/hub/agentapi/agentapitest"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"connectrpc.com/connect"
@@ -166,13 +167,12 @@ spec:
 	}
 	waitBodies := func(path string, n int) [][]byte {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for len(rv.got(path)) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s received %d messages, want %d", path, len(rv.got(path)), n)
+		eventually.Within(t, 30*time.Second, func() error {
+			if got := len(rv.got(path)); got < n {
+				return fmt.Errorf("%s received %d messages, want %d", path, got, n)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 		return rv.got(path)
 	}
 	const slackPath = "/slack/T000/B000/secret"
@@ -241,13 +241,12 @@ spec:
 func waitEvaluations(t *testing.T, h *hub.Hub, n int64) {
 	t.Helper()
 	target := h.NotifyEvaluations() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for h.NotifyEvaluations() < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hub evaluated its notifications %d times in 30s, want %d", h.NotifyEvaluations()-target+n, n)
+	eventually.Within(t, 30*time.Second, func() error {
+		if got := h.NotifyEvaluations(); got < target {
+			return fmt.Errorf("the hub evaluated its notifications %d more times, want %d", got-target+n, n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // shortRev is the revision as Slack lines show it: the commit cut to 12 digits.
