@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -26,8 +28,8 @@ import (
 // gatesOf waits until cluster's stored document satisfies ok and returns its gates.
 func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]window.Gate) bool) []window.Gate {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var gates []window.Gate
+	eventually.Within(t, 30*time.Second, func() error {
 		ds, err := f.Store.GetDesiredState(t.Context(), cluster)
 		if err != nil {
 			t.Fatal(err)
@@ -36,14 +38,13 @@ func gatesOf(t *testing.T, f *hubtest.Fleet, cluster, what string, ok func([]win
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok(doc.Gates) {
-			return doc.Gates
+		if !ok(doc.Gates) {
+			return fmt.Errorf("%s: %s's gates are still %+v", what, cluster, doc.Gates)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s's gates are still %+v", what, cluster, doc.Gates)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		gates = doc.Gates
+		return nil
+	})
+	return gates
 }
 
 func hasGate(name string) func([]window.Gate) bool {
