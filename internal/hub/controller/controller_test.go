@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
@@ -246,7 +247,12 @@ func TestFailedRescheduleIsRetried(t *testing.T) {
 	go func() { defer close(done); c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "the failed reschedule", func() bool { return st.failsLeft("ListClusters") == 0 && clk.Waiters() > 0 })
+	eventually.Within(t, 10*time.Second, func() error {
+		if n, w := st.failsLeft("ListClusters"), clk.Waiters(); n != 0 || w == 0 {
+			return fmt.Errorf("the failed reschedule: %d ListClusters failures left and %d timers waiting, want 0 and some", n, w)
+		}
+		return nil
+	})
 	if st.putCount() != 0 {
 		t.Fatalf("%d desired states stored after the failed reschedule, want 0", st.putCount())
 	}
@@ -255,7 +261,7 @@ func TestFailedRescheduleIsRetried(t *testing.T) {
 	ticks := 0
 	for ; ticks < 8 && st.putCount() == 0; ticks++ {
 		clk.Advance(500 * time.Millisecond)
-		waitFor(t, "the loop to wait again", func() bool { return clk.Waiters() > 0 })
+		eventually.Within(t, 10*time.Second, waiting(clk, "the loop to wait again"))
 	}
 	if want := int(retryAfterFailure / (500 * time.Millisecond)); ticks != want {
 		t.Fatalf("the failed reschedule was retried after %d ticks of 500ms (%d stores), want %d", ticks, st.putCount(), want)
@@ -275,14 +281,23 @@ func (s *fakeStore) putCount() int {
 	return s.puts
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// waiting is the condition that some goroutine waits on clk: what names the wait.
+func waiting(clk *clock.Fake, what string) func() error {
+	return func() error {
+		if clk.Waiters() == 0 {
+			return fmt.Errorf("%s: no timer waits on the clock", what)
 		}
-		time.Sleep(time.Millisecond)
+		return nil
+	}
+}
+
+// triggered is the condition that c has one wake-up pending: what names it.
+func triggered(c *Controller, what string) func() error {
+	return func() error {
+		if n := len(c.trigger); n != 1 {
+			return fmt.Errorf("%s: %d wake-ups pending, want 1", what, n)
+		}
+		return nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/window"
@@ -191,12 +192,12 @@ func TestApplyGates(t *testing.T) {
 	c.reschedule(t.Context())
 	check("a failed read of the records")
 	// ...and the controller is woken to read them again after retryAfterFailure.
-	waitFor(t, "the retry timer", func() bool { return clk.Waiters() > 0 })
+	eventually.Within(t, 10*time.Second, waiting(clk, "the retry timer"))
 	if len(c.trigger) != 0 {
 		t.Fatal("woken before the retry interval")
 	}
 	clk.Advance(retryAfterFailure)
-	waitFor(t, "the retry wake", func() bool { return len(c.trigger) == 1 })
+	eventually.Within(t, 10*time.Second, triggered(c, "the retry wake"))
 
 	st.failRecords = false
 	c.reschedule(t.Context())

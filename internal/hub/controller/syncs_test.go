@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/artifact"
 	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/schedule"
 	"github.com/flotilla/flotilla/internal/hub/source"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -150,9 +151,9 @@ func TestApplySyncs(t *testing.T) {
 	case <-c.trigger:
 	default:
 	}
-	waitFor(t, "a wake-up pending at the requests' expiry", func() bool { return clk.Waiters() > 0 })
+	eventually.Within(t, 10*time.Second, waiting(clk, "a wake-up pending at the requests' expiry"))
 	clk.Advance(syncreq.TTL)
-	waitFor(t, "the wake-up at the expiry", func() bool { return len(c.trigger) == 1 })
+	eventually.Within(t, 10*time.Second, triggered(c, "the wake-up at the expiry"))
 
 	report("c2", "s-all")
 	c.reschedule(t.Context())
@@ -234,17 +235,27 @@ func TestPollNowPollsOnlyMatchingSourcesAtOnce(t *testing.T) {
 		}
 		return d.Assignments[0].Revision
 	}
-	stored := func(commit string) func() bool {
-		return func() bool {
+	stored := func(what, commit string) func() error {
+		return func() error {
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			return strings.HasSuffix(revision(), commit)
+			if rev := revision(); !strings.HasSuffix(rev, commit) {
+				return fmt.Errorf("%s: c1's desired revision is %q, want one ending in %s", what, rev, commit)
+			}
+			return nil
 		}
 	}
-	waitFor(t, "the first poll to reach the desired state", stored(first))
+	eventually.Within(t, 10*time.Second, stored("the first poll to reach the desired state", first))
 	// apps-dev's branch does not exist: its first poll fails, and it is counted all the same.
-	waitFor(t, "every source's first poll", func() bool {
-		return poller.count("apps") == 1 && poller.count("apps-head") == 1 && poller.count("apps-dev") == 1 && poller.count("other") == 1
+	eventually.Within(t, 10*time.Second, func() error {
+		got := map[string]int{}
+		for _, s := range []string{"apps", "apps-head", "apps-dev", "other"} {
+			got[s] = poller.count(s)
+		}
+		if got["apps"] != 1 || got["apps-head"] != 1 || got["apps-dev"] != 1 || got["other"] != 1 {
+			return fmt.Errorf("every source's first poll: polls per source %v, want 1 each", got)
+		}
+		return nil
 	})
 
 	second := repo.commit("baseline/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {v: '2'}}\n")
@@ -254,7 +265,7 @@ func TestPollNowPollsOnlyMatchingSourcesAtOnce(t *testing.T) {
 	if want := []string{"apps", "apps-head"}; !slices.Equal(got, want) {
 		t.Fatalf("PollNow polled %v, want %v (the main branch's source and the one following HEAD)", got, want)
 	}
-	waitFor(t, "the new commit to reach the desired state without the poll interval", stored(second))
+	eventually.Within(t, 10*time.Second, stored("the new commit to reach the desired state without the poll interval", second))
 	if n := poller.count("apps-dev") + poller.count("other"); n != 2 {
 		t.Errorf("apps-dev and other were resolved %d times in all, want 2 (their first polls only)", n)
 	}
