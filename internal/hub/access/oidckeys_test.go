@@ -22,6 +22,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/access"
 )
 
@@ -160,6 +161,8 @@ func TestOIDCKeyRefreshIsBounded(t *testing.T) {
 	// While a read of the keys hangs on a slow issuer, tokens of known keys are still
 	// verified: only tokens of unknown keys wait for the read.
 	hang := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hang) })
+	t.Cleanup(release) // before the issuer's server closes, should the test fail with the read hanging
 	iss.mu.Lock()
 	iss.hang = hang
 	iss.mu.Unlock()
@@ -169,9 +172,12 @@ func TestOIDCKeyRefreshIsBounded(t *testing.T) {
 		_, err := o.Verify(ctx, iss.token(t, iss.signer(t, "forged-slow", false), clk.Now()))
 		forged <- err
 	}()
-	for iss.reads.Load() != 3 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Within(t, 20*time.Second, func() error {
+		if n := iss.reads.Load(); n != 3 {
+			return fmt.Errorf("%d reads of the keys, want 3 (the forged token's, hanging)", n)
+		}
+		return nil
+	})
 	known := make(chan error, 1)
 	go func() {
 		_, err := o.Verify(ctx, iss.token(t, k1, clk.Now()))
@@ -185,7 +191,7 @@ func TestOIDCKeyRefreshIsBounded(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Error("a token of a known key waited for the slow read of the issuer's keys")
 	}
-	close(hang)
+	release()
 	if err := <-forged; err == nil {
 		t.Error("the forged token was taken after the slow read")
 	}
