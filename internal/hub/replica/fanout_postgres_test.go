@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -73,15 +74,34 @@ func (r *pgReplica) received() (got []string, desired map[string]int) {
 	return append([]string(nil), r.got...), d
 }
 
-// waitUntil polls cond every 20ms until it holds, or fails the test after a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+// listens is the condition that r, named name, was told something: its first resync, once
+// it listens.
+func listens(name string, r *pgReplica) func() error {
+	return func() error {
+		if got, _ := r.received(); len(got) == 0 {
+			return fmt.Errorf("%s was told nothing yet, want its first resync once it listens", name)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}
+}
+
+// wokenFor is the condition that r, named name, was woken for n clusters.
+func wokenFor(name string, r *pgReplica, n int) func() error {
+	return func() error {
+		if _, d := r.received(); len(d) != n {
+			return fmt.Errorf("%s was woken for %d clusters, want %d", name, len(d), n)
+		}
+		return nil
+	}
+}
+
+// logs is the condition that r, named name, logged a message containing part.
+func logs(name string, r *pgReplica, part string) func() error {
+	return func() error {
+		if !r.log.logged(part) {
+			return fmt.Errorf("%s has not logged %q yet", name, part)
+		}
+		return nil
 	}
 }
 
@@ -128,16 +148,19 @@ func TestFanoutOnPostgresWakesEveryCluster(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	a := startPGReplica(t, dsn, "replica-a")
 	b := startPGReplica(t, dsn, "replica-b")
-	waitUntil(t, "replica-b listens", func() bool { got, _ := b.received(); return len(got) > 0 })
+	eventually.Within(t, time.Minute, listens("replica-b", b))
 
 	names := clusterNames(5000)
 	for _, c := range names {
 		a.Publish(replica.Event{Kind: replica.EventDesired, Cluster: c})
 	}
 	a.Publish(replica.Event{Kind: replica.EventRemoved, Cluster: names[0]})
-	waitUntil(t, "replica-b hears of the removal", func() bool {
-		got, _ := b.received()
-		return got[len(got)-1] == "removed "+names[0]
+	eventually.Within(t, time.Minute, func() error {
+		got, d := b.received()
+		if last := got[len(got)-1]; last != "removed "+names[0] {
+			return fmt.Errorf("replica-b was last told %q (woken for %d clusters), want the removal of %s", last, len(d), names[0])
+		}
+		return nil
 	})
 	got, desired := b.received()
 	for _, c := range names {
@@ -160,7 +183,7 @@ func TestFanoutOnPostgresSendsAgainAfterStoreFailure(t *testing.T) {
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	a := startPGReplica(t, proxied, "replica-a")
 	b := startPGReplica(t, dsn, "replica-b")
-	waitUntil(t, "replica-b listens", func() bool { got, _ := b.received(); return len(got) > 0 })
+	eventually.Within(t, time.Minute, listens("replica-b", b))
 
 	proxy.Refuse(true)
 	proxy.Cut()
@@ -168,9 +191,9 @@ func TestFanoutOnPostgresSendsAgainAfterStoreFailure(t *testing.T) {
 	for _, c := range names {
 		a.Publish(replica.Event{Kind: replica.EventDesired, Cluster: c})
 	}
-	waitUntil(t, "replica-a fails to send", func() bool { return a.log.logged("not sent to the other replicas") })
+	eventually.Within(t, time.Minute, logs("replica-a", a, "not sent to the other replicas"))
 	proxy.Refuse(false)
-	waitUntil(t, "replica-b hears of every change", func() bool { _, d := b.received(); return len(d) == len(names) })
+	eventually.Within(t, time.Minute, wokenFor("replica-b", b, len(names)))
 	if got, _ := b.received(); len(got) != 1+len(names) {
 		t.Errorf("replica-b was told %d things, want its first resync and %d wakes", len(got), len(names))
 	}
@@ -184,24 +207,23 @@ func TestFanoutOnPostgresResyncsAfterReconnect(t *testing.T) {
 	a := startPGReplica(t, dsn, "replica-a")
 	b := startPGReplica(t, proxied, "replica-b")
 	c := startPGReplica(t, dsn, "replica-c") // stays connected: shows the changes were sent
-	waitUntil(t, "replica-b and replica-c listen", func() bool {
-		gb, _ := b.received()
-		gc, _ := c.received()
-		return len(gb) > 0 && len(gc) > 0
-	})
+	eventually.Within(t, time.Minute, listens("replica-b", b))
+	eventually.Within(t, time.Minute, listens("replica-c", c))
 
 	proxy.Refuse(true)
 	proxy.Cut()
-	waitUntil(t, "replica-b notices", func() bool { return b.log.logged("not listening to the other replicas' changes") })
+	eventually.Within(t, time.Minute, logs("replica-b", b, "not listening to the other replicas' changes"))
 	names := clusterNames(1000)
 	for _, c := range names {
 		a.Publish(replica.Event{Kind: replica.EventDesired, Cluster: c})
 	}
-	waitUntil(t, "replica-c hears of every change", func() bool { _, d := c.received(); return len(d) == len(names) })
+	eventually.Within(t, time.Minute, wokenFor("replica-c", c, len(names)))
 	proxy.Refuse(false)
-	waitUntil(t, "replica-b resynchronises", func() bool {
-		got, _ := b.received()
-		return len(got) > 0 && got[len(got)-1] == "resync" && len(got) >= 2
+	eventually.Within(t, time.Minute, func() error {
+		if got, _ := b.received(); len(got) < 2 || got[len(got)-1] != "resync" {
+			return fmt.Errorf("replica-b was told %q, want a resync after its first", got)
+		}
+		return nil
 	})
 	if _, desired := b.received(); len(desired) != 0 {
 		t.Errorf("replica-b was woken for %d clusters while not listening; the test did not cut it off", len(desired))
