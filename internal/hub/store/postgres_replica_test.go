@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -65,18 +67,16 @@ func TestPostgresLease(t *testing.T) {
 		if !got {
 			t.Fatal("replica-a did not get a free lease")
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got, err = b.TryLease(ctx, "sources", "replica-b", time.Minute)
+		// The lease expires on the database's clock (now()), which no test moves.
+		eventually.Within(t, 10*time.Second, func() error {
+			got, err := b.TryLease(ctx, "sources", "replica-b", time.Minute)
 			must(t, err)
-			if got || time.Now().After(deadline) {
-				break
+			if !got {
+				holder, until, _ := b.LeaseHolder(ctx, "sources")
+				return fmt.Errorf("replica-b has not taken the expired lease: held by %q until %v", holder, until)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !got {
-			t.Fatal("replica-b never took the expired lease")
-		}
+			return nil
+		})
 		if got, _ := a.TryLease(ctx, "sources", "replica-a", time.Minute); got {
 			t.Error("replica-a renewed a lease replica-b had taken over")
 		}
@@ -212,7 +212,25 @@ func TestPostgresListenNoticesDeadConnection(t *testing.T) {
 		})
 	}()
 	<-listening
-	time.Sleep(time.Second) // quiet: a few checks pass on a live connection
+	// Quiet: a few checks pass on a live connection. Each check is a ping; each answer is
+	// counted as bytes coming back through the proxy (nothing else talks on the store's
+	// connections meanwhile), so three growths of that count are three answered checks.
+	_, last := proxy.Bytes()
+	answered := 0
+	eventually.Within(t, 30*time.Second, func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("Listen ended on a live, quiet connection after %d answered checks: %v", answered, err)
+		default:
+		}
+		if _, down := proxy.Bytes(); down > last {
+			answered, last = answered+1, down
+		}
+		if answered < 3 {
+			return fmt.Errorf("%d checks of the quiet connection answered, want 3", answered)
+		}
+		return nil
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("Listen ended on a live, quiet connection: %v", err)
