@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 )
 
@@ -56,12 +57,19 @@ func TestAuditView(t *testing.T) {
 	}
 	tab := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
 	browsertest.WatchScriptErrors(t, tab)
-	// waitFor waits (in the browser, up to a minute) until the expression is true.
+	// waitFor waits (up to a minute) until the expression is true in the browser.
 	waitFor := func(what, expr string) {
 		t.Helper()
-		if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(time.Minute))); err != nil {
-			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
-		}
+		eventually.Within(t, time.Minute, func() error {
+			ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](expr))
+			if err != nil {
+				return fmt.Errorf("%s: evaluating %s: %w", what, expr, err)
+			}
+			if !ok {
+				return fmt.Errorf("%s: %s is still false", what, expr)
+			}
+			return nil
+		})
 	}
 	eval := func(js string) []string {
 		t.Helper()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/phase"
 
 	"github.com/chromedp/chromedp"
@@ -70,17 +71,16 @@ func TestRolloutLanes(t *testing.T) {
 	}
 	waitText := func(sel, want string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			got := eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
-			if strings.Contains(got, want) {
-				return
+		eventually.Within(t, time.Minute, func() error {
+			got, err := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", sel, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q, want it to contain %q", sel, got, want)
+			if !strings.Contains(got, want) {
+				return fmt.Errorf("%s: %q, want it to contain %q", sel, got, want)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	attr := func(sel, name string) string {
 		return eval(fmt.Sprintf(`(document.querySelector(%q) || {getAttribute: () => 'none'}).getAttribute(%q) || ''`, sel, name))
@@ -143,13 +143,12 @@ func TestRolloutLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(chromedp.Evaluate[chromedp.Void](`location.hash = '#/matrix?release=web'`))
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(attr(`#matrix td.cell[data-cluster="a"]`, "class"), "f-waiting") {
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster a's cell: class %q, want f-waiting", attr(`#matrix td.cell[data-cluster="a"]`, "class"))
+	eventually.Within(t, time.Minute, func() error {
+		if class := attr(`#matrix td.cell[data-cluster="a"]`, "class"); !strings.Contains(class, "f-waiting") {
+			return fmt.Errorf("cluster a's cell: class %q, want f-waiting", class)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	run(chromedp.Evaluate[chromedp.Void](`location.hash = '#/assignment/a/web'`))
 	waitText(`#view-assignment dd[data-field="Phase"]`, "Waiting")
 	waitText("#assignment-waiting", window)

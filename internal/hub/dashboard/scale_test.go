@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -75,17 +76,16 @@ func TestMatrixAtScale(t *testing.T) {
 	// waitText waits until the element's text contains want.
 	waitText := func(sel, want string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute) // the hub computes 20,000 assignments, slowly under -race
-		for {
-			got := eval(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
-			if strings.Contains(got, want) {
-				return
+		eventually.Within(t, time.Minute, func() error { // the hub computes 20,000 assignments, slowly under -race
+			got, err := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", sel, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q, want it to contain %q", sel, got, want)
+			if !strings.Contains(got, want) {
+				return fmt.Errorf("%s: %q, want it to contain %q", sel, got, want)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	run(chromedp.Navigate(f.APIURL + "/#token=" + f.AdminToken + "&view=matrix"))

@@ -1,12 +1,14 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
@@ -40,9 +42,16 @@ func TestSignIn(t *testing.T) {
 	browsertest.WatchScriptErrors(t, tab)
 	waitFor := func(what, expr string) {
 		t.Helper()
-		if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(time.Minute))); err != nil {
-			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
-		}
+		eventually.Within(t, time.Minute, func() error {
+			ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](expr))
+			if err != nil {
+				return fmt.Errorf("%s: evaluating %s: %w", what, expr, err)
+			}
+			if !ok {
+				return fmt.Errorf("%s: %s is still false", what, expr)
+			}
+			return nil
+		})
 	}
 	text := func(js string) string {
 		t.Helper()
