@@ -2,14 +2,17 @@ package hub
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/agekeys"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -182,9 +185,11 @@ func TestProjectAgeRecipients(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c hubclient.ClusterView
-	waitFor(t, "the viewer of team-a sees eu-1 (the fleet with its Project loaded)", func() bool {
-		c, err = viewer.Cluster(ctx, "eu-1")
-		return err == nil
+	eventually.Within(t, time.Minute, func() error {
+		if c, err = viewer.Cluster(ctx, "eu-1"); err != nil {
+			return fmt.Errorf("the viewer of team-a does not see eu-1 yet (the fleet with its Project loaded): %w", err)
+		}
+		return nil
 	})
 	if want := map[string]string{"team-a": teamA}; !maps.Equal(c.ProjectAgeRecipients, want) {
 		t.Errorf("viewer of team-a: cluster eu-1 shows project recipients %v, want %v", c.ProjectAgeRecipients, want)

@@ -2,8 +2,10 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,12 +13,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
+	"github.com/flotilla/flotilla/internal/hub/replica"
 
 	"connectrpc.com/connect"
 	"github.com/go-git/go-git/v5"
@@ -61,15 +66,61 @@ func (a *testAgent) on(r *hubReplica) *testAgent {
 	return &testAgent{http: a.http, url: r.AgentURL(), client: agentv1connect.NewAgentServiceClient(a.http, r.AgentURL())}
 }
 
-// waitFor polls cond every 20ms until it holds or a minute passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+// leads is the condition that r holds the controller lease.
+func leads(r *hubReplica) func() error {
+	return func() error {
+		if !r.IsLeader() {
+			return fmt.Errorf("%s does not hold the controller lease (%d answers from the store)", r.ReplicaID(), r.repl.Lease().Answers())
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}
+}
+
+// listenChanges listens on the replicas' notification channel of dsn on a connection of its
+// own, from before it returns until the test ends, and returns the events heard so far.
+func listenChanges(t *testing.T, dsn string) func() []replica.Event {
+	t.Helper()
+	st, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var heard []replica.Event
+	listening := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- st.Listen(ctx, func(p string) {
+			if p == "" {
+				close(listening)
+				return
+			}
+			var e replica.Event
+			if err := json.Unmarshal([]byte(p), &e); err != nil {
+				t.Errorf("notification %q: %v", p, err)
+				return
+			}
+			mu.Lock()
+			heard = append(heard, e)
+			mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the test's listener: %v", err)
+		}
+		st.Close()
+	})
+	select {
+	case <-listening:
+	case err := <-done:
+		t.Fatalf("the test's listener: %v", err)
+	}
+	return func() []replica.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(heard)
 	}
 }
 
@@ -188,7 +239,7 @@ func TestReplicas(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	fleet, repo := replicaFleet(t)
 	r1 := startReplica(t, dsn, fleet, "replica-1")
-	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	eventually.Within(t, time.Minute, leads(r1))
 	r2 := startReplica(t, dsn, fleet, "replica-2")
 
 	t.Run("replicas share one CA and admin token", func(t *testing.T) {
@@ -237,11 +288,21 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("a replica that does not schedule shows the same releases", func(t *testing.T) {
 		var want, got []hubclient.ReleaseView
-		waitFor(t, "replica-2 lists what replica-1 lists", func() bool {
-			var err1, err2 error
-			want, err1 = r1.api.Releases(t.Context())
-			got, err2 = r2.api.Releases(t.Context())
-			return err1 == nil && err2 == nil && len(want) == 1 && cmp.Equal(want, got)
+		eventually.Within(t, time.Minute, func() error {
+			var err error
+			if want, err = r1.api.Releases(t.Context()); err != nil {
+				return fmt.Errorf("replica-1's releases: %w", err)
+			}
+			if got, err = r2.api.Releases(t.Context()); err != nil {
+				return fmt.Errorf("replica-2's releases: %w", err)
+			}
+			if len(want) != 1 {
+				return fmt.Errorf("replica-1 lists %d releases, want 1", len(want))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				return fmt.Errorf("releases on replica-2 (-replica-1 +replica-2):\n%s", diff)
+			}
+			return nil
 		})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("releases on replica-2 (-replica-1 +replica-2):\n%s", diff)
@@ -307,7 +368,7 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("the lease moves when its holder stops, and the new holder polls", func(t *testing.T) {
 		r1.stop()
-		waitFor(t, "replica-2 holds the controller lease", r2.IsLeader)
+		eventually.Within(t, time.Minute, leads(r2))
 		commitMore(t, repo, map[string][]byte{
 			"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: two}\n"),
 		})
@@ -359,7 +420,12 @@ func TestReplicas(t *testing.T) {
 		commitMore(t, repo, map[string][]byte{
 			"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: three}\n"),
 		})
-		waitFor(t, "replica-4 drops the artifact of the old commit", func() bool { return !r4.artifacts.Has(digest) })
+		eventually.Within(t, time.Minute, func() error {
+			if r4.artifacts.Has(digest) {
+				return fmt.Errorf("replica-4 still caches %s, the artifact of the old commit", digest)
+			}
+			return nil
+		})
 	})
 }
 
@@ -395,27 +461,30 @@ func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
 	fleet, _ := replicaFleet(t)
 
 	r1 := startReplica(t, proxied, fleet, "replica-1")
-	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	eventually.Within(t, time.Minute, leads(r1))
 	r2 := startReplica(t, dsn, fleet, "replica-2")
 
 	proxy.Blackhole(true)
 	defer proxy.Blackhole(false) // so that replica-1 can stop cleanly
-	waitFor(t, "replica-2 takes the lease over", func() bool {
+	eventually.Within(t, time.Minute, func() error {
 		if r1.IsLeader() && r2.IsLeader() {
 			t.Fatal("both replicas hold the controller lease")
 		}
-		return r2.IsLeader()
+		return leads(r2)()
 	})
 	if r1.IsLeader() {
 		t.Error("replica-1, cut off the database, still acts as the lease holder")
 	}
 	proxy.Blackhole(false)
 	r1Answers, r2Answers := r1.repl.Lease().Answers(), r2.repl.Lease().Answers()
-	waitFor(t, "a few renewals by both replicas", func() bool {
+	eventually.Within(t, time.Minute, func() error {
 		if r1.IsLeader() {
 			t.Fatal("replica-1 took the lease back from replica-2, which kept renewing it")
 		}
-		return r1.repl.Lease().Answers() >= r1Answers+3 && r2.repl.Lease().Answers() >= r2Answers+3
+		if n1, n2 := r1.repl.Lease().Answers()-r1Answers, r2.repl.Lease().Answers()-r2Answers; n1 < 3 || n2 < 3 {
+			return fmt.Errorf("renewals answered since the partition healed: replica-1 %d, replica-2 %d; want 3 each", n1, n2)
+		}
+		return nil
 	})
 	if r1.IsLeader() {
 		t.Error("replica-1 took the lease back from replica-2, which kept renewing it")
@@ -507,7 +576,7 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 	fleet, _ := replicaFleet(t)
 
 	r1 := startReplica(t, dsn, fleet, "replica-1")
-	waitFor(t, "replica-1 holds the controller lease", r1.IsLeader)
+	eventually.Within(t, time.Minute, leads(r1))
 	r2 := startReplica(t, proxied, fleet, "replica-2")
 	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
 	w := openWatch(t, a.on(r2))
@@ -515,18 +584,36 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 	for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
 	}
 
+	// The test listens too, on a connection never cut: once it hears replica-1 tell of
+	// edge-1's new desired state, that notification is sent, and lost to replica-2.
+	heard := listenChanges(t, dsn)
 	// The open watch stream stays up: it is the agent's connection to replica-2, not
 	// replica-2's to the database.
 	proxy.Refuse(true)
 	proxy.Cut()
+	before := len(heard())
 	if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "replica-1 stores the new desired state", func() bool {
+	eventually.Within(t, time.Minute, func() error {
 		ds, err := r1.store.GetDesiredState(t.Context(), "edge-1")
-		return err == nil && ds.Generation > first.GetGeneration()
+		if err != nil {
+			return fmt.Errorf("edge-1's desired state on replica-1: %w", err)
+		}
+		if ds.Generation <= first.GetGeneration() {
+			return fmt.Errorf("replica-1 stores edge-1's desired state at generation %d, want above %d", ds.Generation, first.GetGeneration())
+		}
+		return nil
 	})
-	time.Sleep(500 * time.Millisecond) // the notification is gone by now
+	eventually.Within(t, time.Minute, func() error {
+		since := heard()[before:]
+		for _, e := range since {
+			if e.Replica == "replica-1" && e.Kind == replica.EventDesired && (e.Cluster == "edge-1" || slices.Contains(e.Clusters, "edge-1")) {
+				return nil
+			}
+		}
+		return fmt.Errorf("since the relabelling, heard %+v; want replica-1's notification of edge-1's desired state", since)
+	})
 	proxy.Refuse(false)
 	ds := w.next(t, "desired state after replica-2 reconnected")
 	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {

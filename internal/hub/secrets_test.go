@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pgtest"
@@ -273,10 +274,13 @@ func TestRotateAdminToken(t *testing.T) {
 			}
 			return c
 		}
-		waitFor(t, r.opts.Replica.ID+" refuses the old admin token", func() bool {
+		eventually.Within(t, time.Minute, func() error {
 			_, err := client(old).Releases(t.Context())
 			var status *hubclient.StatusError
-			return errors.As(err, &status) && status.Code == http.StatusUnauthorized
+			if !errors.As(err, &status) || status.Code != http.StatusUnauthorized {
+				return fmt.Errorf("%s answers the old admin token with %v, want 401", r.opts.Replica.ID, err)
+			}
+			return nil
 		})
 		if _, err := client(tok).Releases(t.Context()); err != nil {
 			t.Errorf("%s: the new admin token: %v", r.opts.Replica.ID, err)

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"github.com/go-git/go-git/v5"
@@ -103,7 +105,12 @@ spec:
 	if code, data := deliver(otherBody, webhook.SignatureHeader(otherBody, secret)); code != http.StatusAccepted || !strings.Contains(string(data), `"polled":["other"]`) {
 		t.Fatalf("push of the other repository: %d %s", code, data)
 	}
-	waitFor(t, "the other source's webhook poll", func() bool { return pollCount(th.Hub, "other") == "2" })
+	eventually.Within(t, time.Minute, func() error {
+		if n := pollCount(th.Hub, "other"); n != "2" {
+			return fmt.Errorf("the other source was polled %s times, want 2 (the first poll and the webhook's)", n)
+		}
+		return nil
+	})
 	if n := pollCount(th.Hub, "apps"); n != "1" {
 		t.Fatalf("apps was polled %s times after the refused delivery, want 1 (the first poll)", n)
 	}
