@@ -2,11 +2,13 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -17,7 +19,8 @@ import (
 // (a partition that does not answer) is closed by the hub when its HTTP/2 PING goes
 // unanswered, which ends the watch stream that kept the cluster heard from. The client here
 // sends no PINGs of its own; the hub's are short, so the test waits a few real seconds at
-// most: net/http's PING timers have no clock to inject.
+// most: net/http's PING timers have no clock to inject. It waits on answered PINGs, not on a
+// fixed time.
 func TestSilentAgentConnectionClosedByPing(t *testing.T) {
 	th := startHub(t, "", func(o *Options) {
 		o.AgentPing = agentapi.Ping{Interval: 300 * time.Millisecond, Timeout: 300 * time.Millisecond}
@@ -46,8 +49,20 @@ func TestSilentAgentConnectionClosedByPing(t *testing.T) {
 	if n := th.watchers.Count(); n != 1 {
 		t.Fatalf("%d watch streams open at the hub; want 1", n)
 	}
-	// Answered PINGs keep the connection: a few of the hub's intervals pass with it open.
-	time.Sleep(time.Second)
+	// Answered PINGs keep the connection: a few of the hub's PINGs are answered with it open.
+	// The client sends nothing else, so each growth of the bytes it sends through the proxy is
+	// an answer to one of the hub's PINGs (300ms apart: two never fall between polls).
+	up, _ := proxy.Bytes()
+	answered := 0
+	eventually.Within(t, 30*time.Second, func() error {
+		if n, _ := proxy.Bytes(); n > up {
+			answered, up = answered+1, n
+		}
+		if answered < 3 {
+			return fmt.Errorf("%d of the hub's PINGs answered (%d watch streams open), want 3", answered, th.watchers.Count())
+		}
+		return nil
+	})
 	if n := th.watchers.Count(); n != 1 {
 		t.Fatalf("%d watch streams open at the hub after answered PINGs; want 1", n)
 	}
@@ -59,11 +74,12 @@ func TestSilentAgentConnectionClosedByPing(t *testing.T) {
 		}
 		ended <- stream.Err()
 	}()
-	for deadline := time.Now().Add(30 * time.Second); th.watchers.Count() != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hub kept the silent connection's watch stream open")
+	eventually.Within(t, 30*time.Second, func() error {
+		if n := th.watchers.Count(); n != 0 {
+			return fmt.Errorf("the hub kept the silent connection's watch stream open: %d open, want 0", n)
 		}
-	}
+		return nil
+	})
 	if c, err := th.api.Cluster(t.Context(), "edge"); err != nil || c.LastSeen == nil || !c.Reachable {
 		t.Errorf("cluster after its stream ended: %+v, %v; want reachable, heard from until the stream ended", c, err)
 	}
