@@ -3,6 +3,7 @@ package hub
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/store"
 )
 
@@ -85,13 +87,12 @@ func TestAuditSinkAcrossHubRestart(t *testing.T) {
 	if _, err := api.AddCluster(t.Context(), "alpha", map[string]string{"env": "prod"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for m := scrape(h1); !strings.Contains(m, `flotilla_hub_audit_sink_failures_total{reason="network"}`) || strings.Contains(m, "flotilla_hub_audit_sink_lag_records 0\n"); m = scrape(h1) {
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics never showed a lag and network failures:\n%s", m)
+	eventually.Within(t, 30*time.Second, func() error {
+		if m := scrape(h1); !strings.Contains(m, `flotilla_hub_audit_sink_failures_total{reason="network"}`) || strings.Contains(m, "flotilla_hub_audit_sink_lag_records 0\n") {
+			return fmt.Errorf("metrics show no lag and network failures yet:\n%s", m)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	stop()
 
 	rv := &sinkReceiver{fail: 2}
@@ -110,27 +111,26 @@ func TestAuditSinkAcrossHubRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The API call's own record is written after the answer: wait for it.
-	var want []audit.Record
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		want, err = h2.audit.List(t.Context(), audit.Filter{Action: "api.call"})
+	eventually.Within(t, 30*time.Second, func() error {
+		calls, err := h2.audit.List(t.Context(), audit.Filter{Action: "api.call"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(want) == 2 || time.Now().After(deadline) {
-			break
+		if len(calls) != 2 {
+			return fmt.Errorf("the log holds %d api.call records, want 2 (one per AddCluster)", len(calls))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if want, err = h2.audit.List(t.Context(), audit.Filter{}); err != nil {
+		return nil
+	})
+	want, err := h2.audit.List(t.Context(), audit.Filter{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for len(rv.records()) < len(want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver has %d of %d records", len(rv.records()), len(want))
+	eventually.Within(t, 30*time.Second, func() error {
+		if n := len(rv.records()); n < len(want) {
+			return fmt.Errorf("receiver has %d of %d records", n, len(want))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	got := rv.records()
 	if len(got) != len(want) {
 		t.Fatalf("receiver has %d records, the log %d", len(got), len(want))
@@ -147,11 +147,10 @@ func TestAuditSinkAcrossHubRestart(t *testing.T) {
 			t.Errorf("received %v; want %q among them", actions, a)
 		}
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for m := scrape(h2); !strings.Contains(m, "flotilla_hub_audit_sink_lag_records 0\n") || !strings.Contains(m, `flotilla_hub_audit_sink_failures_total{reason="5xx"} 2`); m = scrape(h2) {
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics after catching up; want lag 0 and two 5xx:\n%s", m)
+	eventually.Within(t, 10*time.Second, func() error {
+		if m := scrape(h2); !strings.Contains(m, "flotilla_hub_audit_sink_lag_records 0\n") || !strings.Contains(m, `flotilla_hub_audit_sink_failures_total{reason="5xx"} 2`) {
+			return fmt.Errorf("metrics after catching up; want lag 0 and two 5xx:\n%s", m)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

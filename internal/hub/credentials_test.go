@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 )
 
@@ -54,8 +55,7 @@ func TestSourcePolicyRefusals(t *testing.T) {
 		"any-file":   "source 'any-file': file://" + outside + " is not under a directory the hub allows for file sources (" + root + "; --allow-file-sources)",
 		"hub-file":   "source 'hub-file': credentialsFile " + filepath.Join(cfgDir, "github.creds") + " is not under a directory the hub allows (allowCredentialsFiles in --credentials-config)",
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Within(t, 30*time.Second, func() error {
 		sources, err := th.api.Sources(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -72,12 +72,9 @@ func TestSourcePolicyRefusals(t *testing.T) {
 				wrong = append(wrong, fmt.Sprintf("%s: error %q\n  want %q", s.Name, s.Error, w))
 			}
 		}
-		if len(sources) == len(want) && len(wrong) == 0 {
-			return
+		if len(sources) != len(want) || len(wrong) != 0 {
+			return fmt.Errorf("%d sources, want %d:\n%s", len(sources), len(want), strings.Join(wrong, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sources:\n%s", len(sources), strings.Join(wrong, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"connectrpc.com/connect"
@@ -368,11 +369,12 @@ spec:
 	}
 	second := make(chan *http.Response, 1)
 	go func() { second <- get() }()
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(scrape(th.Hub), `flotilla_hub_queue_waiting{queue="artifacts"} 1`); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second download never waited in the queue:\n%s", scrape(th.Hub))
+	eventually.Within(t, time.Minute, func() error {
+		if m := scrape(th.Hub); !strings.Contains(m, `flotilla_hub_queue_waiting{queue="artifacts"} 1`) {
+			return fmt.Errorf("the second download does not wait in the queue:\n%s", m)
 		}
-	}
+		return nil
+	})
 
 	digestOf := func(resp *http.Response) string {
 		sum := sha256.New()
@@ -448,13 +450,10 @@ func TestWatchStreamsPerClusterCapped(t *testing.T) {
 		t.Fatalf("another cluster's stream: %v", err)
 	}
 	cancels[0]()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := a.openWatch(t.Context()); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no stream once one of %d ended: %v", agentapi.MaxStreamsPerCluster, err)
+	eventually.Within(t, time.Minute, func() error {
+		if _, err := a.openWatch(t.Context()); err != nil {
+			return fmt.Errorf("no stream once one of %d ended: %w", agentapi.MaxStreamsPerCluster, err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/source/ociartifact/ocitest"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -119,18 +120,16 @@ func TestVerifyKeyRefusedAtStart(t *testing.T) {
 // waitStatus polls the status until ok, for at most a minute.
 func waitStatus(t *testing.T, th *testHub, what string, ok func(hubclient.StatusView) bool) hubclient.StatusView {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := th.api.Status(t.Context())
-		if err != nil {
+	var st hubclient.StatusView
+	eventually.Within(t, time.Minute, func() error {
+		var err error
+		if st, err = th.api.Status(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if ok(st) {
-			return st
+		if !ok(st) {
+			return fmt.Errorf("waiting for %s: status %+v", what, st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: status %+v", what, st)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"github.com/flotilla/flotilla/internal/artifact"
@@ -121,12 +122,12 @@ spec:
 		}
 	}
 	// The old revision's artifacts nobody refers to any more are collected.
-	for deadline := time.Now().Add(time.Minute); th.artifacts.Has(first["alpha"]["own"].Digest) || th.artifacts.Has(src.Digest); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("alpha's old artifact (%t) or the old source artifact (%t) still stored a minute after nothing refers to it",
-				th.artifacts.Has(first["alpha"]["own"].Digest), th.artifacts.Has(src.Digest))
+	eventually.Within(t, time.Minute, func() error {
+		if old, source := th.artifacts.Has(first["alpha"]["own"].Digest), th.artifacts.Has(src.Digest); old || source {
+			return fmt.Errorf("alpha's old artifact (%t) or the old source artifact (%t) still stored after nothing refers to it", old, source)
 		}
-	}
+		return nil
+	})
 	if !th.artifacts.Has(second["bravo"]["own"].Digest) {
 		t.Error("bravo's artifact, still assigned, was collected")
 	}
@@ -138,25 +139,25 @@ func waitAssigned(t *testing.T, th *testHub, clusters []string, done func(map[st
 	t.Helper()
 	out := map[string]map[string]desired.Assignment{}
 	for _, c := range clusters {
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		eventually.Within(t, time.Minute, func() error {
 			m := map[string]desired.Assignment{}
-			if ds, err := th.store.GetDesiredState(t.Context(), c); err == nil {
-				as, err := desired.Decode(ds.Document)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, a := range as {
-					m[a.Release] = a
-				}
+			ds, err := th.store.GetDesiredState(t.Context(), c)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", c, err)
 			}
-			if len(m) == 2 && done(m) {
-				out[c] = m
-				break
+			as, err := desired.Decode(ds.Document)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster %s: desired state %v not as awaited within a minute", c, m)
+			for _, a := range as {
+				m[a.Release] = a
 			}
-		}
+			if len(m) != 2 || !done(m) {
+				return fmt.Errorf("cluster %s: desired state %v not as awaited", c, m)
+			}
+			out[c] = m
+			return nil
+		})
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/gittest"
 
 	"connectrpc.com/connect"
@@ -140,17 +141,15 @@ spec:
 
 	// The failing source's error reaches the store.
 	var sources []hubclient.SourceView
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually.Within(t, 30*time.Second, func() error {
 		if sources, err = th.api.Sources(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if len(sources) == 2 && sources[1].Name == "broken" && sources[1].Error != "" {
-			break
+		if len(sources) != 2 || sources[1].Name != "broken" || sources[1].Error == "" {
+			return fmt.Errorf("sources %+v; want source broken with its poll error", sources)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sources %+v; want source broken with its poll error", sources)
-		}
-	}
+		return nil
+	})
 	surfaces := map[string]any{"desired state sent to the agent": desired, "hub log": logs.String(), "sources API": sources}
 	if surfaces["status API"], err = th.api.Status(t.Context()); err != nil {
 		t.Fatal(err)
