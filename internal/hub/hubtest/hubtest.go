@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -246,25 +247,31 @@ func writeFleet(fleetDir, repoDir string, releases []string) error {
 // waitDesired polls the store until every cluster's desired state holds n assignments and
 // returns them by cluster.
 func waitDesired(ctx context.Context, st store.Store, clusters []string, n int, timeout time.Duration) (map[string][]desired.Assignment, error) {
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	out := make(map[string][]desired.Assignment, len(clusters))
 	for _, name := range clusters {
-		for {
+		var undecodable error // ends the wait at once: waiting would not make it decode
+		err := eventually.Poll(ctx, timeout-time.Since(start), func() error {
 			ds, err := st.GetDesiredState(ctx, name)
-			if err == nil {
-				as, err := desired.Decode(ds.Document)
-				if err != nil {
-					return nil, fmt.Errorf("desired state of cluster %s: %w", name, err)
-				}
-				if len(as) == n {
-					out[name] = as
-					break
-				}
+			if err != nil {
+				return fmt.Errorf("cluster %s: no desired state with %d assignments written (last error: %w)", name, n, err)
 			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("cluster %s: desired state with %d assignments not written within %s (last error: %v)", name, n, timeout, err)
+			as, err := desired.Decode(ds.Document)
+			if err != nil {
+				undecodable = fmt.Errorf("desired state of cluster %s: %w", name, err)
+				return nil
 			}
-			time.Sleep(50 * time.Millisecond)
+			if len(as) != n {
+				return fmt.Errorf("cluster %s: desired state with %d assignments, want %d", name, len(as), n)
+			}
+			out[name] = as
+			return nil
+		})
+		if undecodable != nil {
+			return nil, undecodable
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/phase"
 
 	"github.com/go-git/go-git/v5"
@@ -127,9 +128,9 @@ func (f *RolloutFleet) Desired(tb testing.TB, cluster string) desired.Assignment
 // reads a cluster's assignment after a rollout step waits for it here.
 func (f *RolloutFleet) DesiredAt(tb testing.TB, cluster, revision string) desired.Assignment {
 	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
+	var got desired.Assignment
 	var last string
-	for {
+	eventually.Within(tb, time.Minute, func() error {
 		ds, err := f.Store.GetDesiredState(context.Background(), cluster)
 		if err == nil {
 			as, err := desired.Decode(ds.Document)
@@ -139,17 +140,16 @@ func (f *RolloutFleet) DesiredAt(tb testing.TB, cluster, revision string) desire
 			for _, a := range as {
 				if a.Release == RolloutRelease {
 					if revision == "" || a.Revision == revision {
-						return a
+						got = a
+						return nil
 					}
 					last = a.Revision
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("hubtest: cluster %s: no assignment of %s at %q within a minute (last revision %q, last error: %v)", cluster, RolloutRelease, revision, last, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("hubtest: cluster %s: no assignment of %s at %q (last revision %q, last error: %v)", cluster, RolloutRelease, revision, last, err)
+	})
+	return got
 }
 
 // ReportReady stores, as the hub ingests an agent's report, that cluster applied a (its
@@ -182,17 +182,16 @@ func (f *RolloutFleet) WaitRollout(tb testing.TB, what string, ok func(phase.Rol
 	if err != nil {
 		tb.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		v, err := c.Rollout(context.Background(), RolloutRelease)
-		if err == nil && ok(v) {
-			return v
+	var v phase.RolloutView
+	eventually.Within(tb, time.Minute, func() error {
+		var err error
+		v, err = c.Rollout(context.Background(), RolloutRelease)
+		if err != nil || !ok(v) {
+			return fmt.Errorf("hubtest: rollout of %s: not %s: %+v (%v)", RolloutRelease, what, v, err)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("hubtest: rollout of %s: not %s within a minute: %+v (%v)", RolloutRelease, what, v, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return v
 }
 
 // Commit commits a new revision of the release's ConfigMap (data.level = level) to the
