@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -204,10 +205,10 @@ data: {size: "3"}
 
 	// One audit record of the adoption, naming the objects and the managers.
 	var recs []hubclient.AuditRecord
-	waitFor(t, "adoption audited", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("adoption audited", func() bool {
 		recs, err = f.client.Audit(ctx, hubclient.AuditFilter{Release: "shop", Action: "release.adopted"})
 		return err == nil && len(recs) > 0
-	})
+	}))
 	if len(recs) != 1 {
 		t.Errorf("%d adoption records, want 1: %+v", len(recs), recs)
 	}

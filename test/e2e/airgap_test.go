@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/bundle"
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
 )
@@ -99,7 +100,7 @@ func TestAirGappedRoundTrip(t *testing.T) {
 	}
 	stop := startOffline()
 	defer func() { stop() }()
-	waitFor(t, "v2 applied from the bundle, with no hub", time.Minute, func() bool { return version() == "v2" })
+	eventually.Within(t, time.Minute, equal("web's version applied from the bundle, with no hub", version, "v2"))
 
 	// v3, imported while the agent runs.
 	v3 := src.commit("web v3", map[string]string{"web/web.yaml": hookConfigMap("v3")})
@@ -110,7 +111,7 @@ func TestAirGappedRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &res); err != nil || res.Status != agent.ImportImported || res.Previous == 0 || res.Generation <= res.Previous {
 		t.Fatalf("import while running: %+v (%v)\n%s", res, err, out)
 	}
-	waitFor(t, "v3 applied from the bundle, with no hub", time.Minute, func() bool { return version() == "v3" })
+	eventually.Within(t, time.Minute, equal("web's version applied from the bundle, with no hub", version, "v3"))
 	if out := must("agent", "import", b3, "--state-dir", stateDir); !strings.Contains(out, "already in force") {
 		t.Errorf("the same bundle again: %s; want it said to be in force already", out)
 	}
@@ -154,7 +155,7 @@ func TestAirGappedRoundTrip(t *testing.T) {
 	// Reports back: exported while the agent runs, once they include v3 Ready.
 	reports := filepath.Join(work, "reports.tar")
 	var rf *bundle.Reports
-	waitFor(t, "a v3 Ready report in the outbox", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("a v3 Ready report in the outbox", func() bool {
 		must("agent", "export-reports", "--state-dir", stateDir, "-o", reports)
 		rf = readReports(t, reports)
 		for _, r := range rf.Reports {
@@ -165,7 +166,7 @@ func TestAirGappedRoundTrip(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}))
 	var imp hubclient.ReportsImport
 	if err := json.Unmarshal([]byte(must(append([]string{"hub", "import-reports", reports, "-o", "json"}, conn...)...)), &imp); err != nil {
 		t.Fatal(err)

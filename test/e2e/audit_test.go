@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -32,18 +33,20 @@ func TestAudit(t *testing.T) {
 	f.waitStatus("first convergence", 2*time.Minute, converged(head, want))
 
 	ctx := t.Context()
-	// Records of a report are written just after it is ingested: allow a moment.
+	// Records of a report are written just after it is ingested: allow a moment. If they
+	// are not all there by then, the subtests below say which are missing.
 	var recs []hubclient.AuditRecord
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := eventually.Poll(ctx, 10*time.Second, func() error {
 		var err error
 		if recs, err = f.client.Audit(ctx, hubclient.AuditFilter{}); err != nil {
 			t.Fatal(err)
 		}
-		if readyApplies(recs, want) || time.Now().After(deadline) {
-			break
+		if !readyApplies(recs, want) {
+			return fmt.Errorf("no Ready apply record yet for every assignment of %v", want)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Log(err)
 	}
 
 	t.Run("records who changed what on which cluster", func(t *testing.T) {

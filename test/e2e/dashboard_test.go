@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -57,20 +58,18 @@ func (p page) rows() []string {
 	return eval[[]string](p, `Array.from(document.querySelectorAll('#matrix tbody tr')).map((tr) => tr.dataset.cluster)`)
 }
 
-// waitUntil re-evaluates cond in Go every 200ms (the page polls the hub every 2s).
+// waitUntil re-evaluates cond in Go (the page polls the hub every 2s); on a timeout it takes a
+// screenshot and fails with what cond said last.
 func (p page) waitUntil(what string, timeout time.Duration, cond func() (bool, string)) {
 	p.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
+	if err := eventually.Poll(p.t.Context(), timeout, func() error {
+		if ok, last := cond(); !ok {
+			return fmt.Errorf("%s: last: %s", what, last)
 		}
-		if time.Now().After(deadline) {
-			browsertest.Screenshot(p.t, p.ctx, "dashboard-failed-"+strings.ReplaceAll(what, " ", "-"), true)
-			p.t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		browsertest.Screenshot(p.t, p.ctx, "dashboard-failed-"+strings.ReplaceAll(what, " ", "-"), true)
+		p.t.Fatal(err)
 	}
 }
 

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -37,29 +39,27 @@ spec: {source: apps, path: apps/web, targets: [{selector: {}}], namespace: web, 
 	if out, err := f.clusters["edge"].Kubectl(t.Context(), nil, "delete", "configmap", "settings", "-n", "web"); err != nil {
 		t.Fatalf("kubectl delete: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var healed hubclient.AuditRecord
+	eventually.Within(t, time.Minute, func() error {
 		recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "edge", Release: "web", Action: "drift.healed", Since: since})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) > 0 {
-			objects, _ := recs[0].Detail["objects"].([]any)
-			var found bool
-			for _, o := range objects {
-				m, _ := o.(map[string]any)
-				paths, _ := m["paths"].([]any)
-				found = found || (m["object"] == "configmap/settings" && slices.Contains(paths, any("(deleted)")))
-			}
-			if !found {
-				t.Errorf("drift.healed detail = %v: want configmap/settings with path (deleted)", recs[0].Detail)
-			}
-			break
+		if len(recs) == 0 {
+			return errors.New("no drift.healed record since the ConfigMap was deleted")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no drift.healed record within a minute of deleting the ConfigMap")
-		}
-		time.Sleep(200 * time.Millisecond)
+		healed = recs[0]
+		return nil
+	})
+	objects, _ := healed.Detail["objects"].([]any)
+	var found bool
+	for _, o := range objects {
+		m, _ := o.(map[string]any)
+		paths, _ := m["paths"].([]any)
+		found = found || (m["object"] == "configmap/settings" && slices.Contains(paths, any("(deleted)")))
+	}
+	if !found {
+		t.Errorf("drift.healed detail = %v: want configmap/settings with path (deleted)", healed.Detail)
 	}
 	if v, ok := configMapData(t, f.clusters["edge"], "web", "settings", "mode"); !ok || v != "production" {
 		t.Errorf("the deleted ConfigMap was not re-created: %q, %v", v, ok)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -89,6 +90,12 @@ func TestFaultHubKilledMidRollout(t *testing.T) {
 	f := newProcFleet(t, "file://"+repoDir, map[string]map[string]string{"a": {"env": "prod"}, "b": {"env": "prod"}})
 	f.waitStatus("first convergence", 2*time.Minute, everyWebReady("", 2))
 
+	// Where each agent stands before the commit: its desired generation and reconciles.
+	gen0, rec0 := map[string]float64{}, map[string]float64{}
+	for name := range f.clusters {
+		m := f.scrapeAgent(name)
+		gen0[name], rec0[name] = metric(m, "flotilla_agent_desired_generation"), metric(m, "flotilla_agent_reconciles_total", `release="web"`)
+	}
 	commit := rp.commit("v2 of every config", map[string]string{"apps/web/configs.yaml": configMaps(200, "v2")})
 	// Kill the hub as soon as it has handed out the new desired state.
 	f.waitStatus("rollout started", time.Minute, func(st hubclient.StatusView) bool {
@@ -100,7 +107,20 @@ func TestFaultHubKilledMidRollout(t *testing.T) {
 		return false
 	})
 	f.hub.kill()
-	time.Sleep(3 * time.Second) // agents finish applying and queue their reports
+	// Agents finish applying and queue their reports: each has seen its watch end (so no
+	// desired state is still on its way), and one that got the new desired state before
+	// has reconciled it since.
+	eventually.Within(t, time.Minute, func() error {
+		for name := range f.clusters {
+			m := f.scrapeAgent(name)
+			connected, gen := metric(m, "flotilla_agent_hub_connected"), metric(m, "flotilla_agent_desired_generation")
+			if rec := metric(m, "flotilla_agent_reconciles_total", `release="web"`); connected != 0 || gen != gen0[name] && rec == rec0[name] {
+				return fmt.Errorf("agent %s: hub connected %v, desired generation %v (%v before the commit), web reconciled %v times (%v before)",
+					name, connected, gen, gen0[name], rec, rec0[name])
+			}
+		}
+		return nil
+	})
 	f.startHub()
 	start := time.Now()
 	f.waitStatus("convergence after the hub came back", 2*time.Minute, everyWebReady(commit, 2))
@@ -121,11 +141,20 @@ func TestFaultPartitionWithDriftHealed(t *testing.T) {
 	if _, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "patch", "deployment/web", "--type=merge", "-p", `{"spec":{"replicas":7}}`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drift healed while partitioned", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("drift healed while partitioned", func() bool {
 		out, err := f.clusters["a"].Kubectl(t.Context(), nil, "-n", "web", "get", "deployment/web", "-o", "jsonpath={.spec.replicas}")
 		return err == nil && string(out) == "2"
+	}))
+	// The partition holds on both sides: the hub has lost a's watch, and a holds the report
+	// of its healing in its outbox, undelivered.
+	eventually.Within(t, time.Minute, func() error {
+		h, m := f.scrapeHub(), f.scrapeAgent("a")
+		hub, connected, outbox := metric(h, "flotilla_hub_agents_connected"), metric(m, "flotilla_agent_hub_connected"), metric(m, "flotilla_agent_outbox_depth")
+		if hub != 1 || connected != 0 || outbox < 1 {
+			return fmt.Errorf("agents connected to the hub %v, want 1 (b); agent a: hub connected %v, want 0; outbox %v, want the healing report", hub, connected, outbox)
+		}
+		return nil
 	})
-	time.Sleep(5 * time.Second)
 	f.proxies["a"].Blackhole(false)
 	f.proxies["a"].Cut() // drop the stalled connections so the agent reconnects at once
 	f.waitStatus("reconverged after the partition", 2*time.Minute, everyWebReady("", 2))
@@ -170,7 +199,7 @@ func TestFaultAgentKilledMidApply(t *testing.T) {
 
 	const n = 1500
 	commit := rp.commit("many more configs", map[string]string{"apps/web/configs.yaml": configMaps(n, "v2")})
-	waitFor(t, "apply under way", time.Minute, func() bool { return countConfigMaps(t, f, "a") > 100 })
+	eventually.Within(t, time.Minute, eventually.True("apply under way", func() bool { return countConfigMaps(t, f, "a") > 100 }))
 	f.agents["a"].kill()
 	half := countConfigMaps(t, f, "a")
 	t.Logf("agent killed with %d of %d ConfigMaps applied", half, n)
@@ -185,11 +214,11 @@ func TestFaultAgentKilledMidApply(t *testing.T) {
 	if got := countConfigMaps(t, f, "a"); got != 10 {
 		t.Errorf("%d ConfigMaps after pruning to 10: the killed apply left orphans", got)
 	}
-	waitFor(t, "agent metrics reflect the last reconcile", 30*time.Second, func() bool {
+	eventually.Within(t, 30*time.Second, eventually.True("agent metrics reflect the last reconcile", func() bool {
 		m := f.scrapeAgent("a")
 		return strings.Contains(m, `flotilla_agent_objects{release="web"} 12`) && strings.Contains(m, "flotilla_agent_hub_connected 1") &&
 			strings.Contains(m, "flotilla_agent_outbox_depth 0")
-	})
+	}))
 	hubMetrics := f.scrapeHub()
 	for _, want := range []string{
 		"flotilla_hub_agents_connected 1", `flotilla_hub_reports_total{outcome="ingested"}`,
@@ -271,7 +300,14 @@ func TestFaultGitServerDown(t *testing.T) {
 	if !strings.Contains(st.Sources[0].Error, "apps") {
 		t.Errorf("source error does not name the source: %q", st.Sources[0].Error)
 	}
-	time.Sleep(5 * time.Second) // several polls fail
+	// Several polls fail: two more than had when the error showed.
+	failed := metric(f.scrapeHub(), "flotilla_hub_source_poll_errors_total", `source="apps"`)
+	eventually.Within(t, time.Minute, func() error {
+		if n := metric(f.scrapeHub(), "flotilla_hub_source_poll_errors_total", `source="apps"`); n < failed+2 {
+			return fmt.Errorf("%v failed polls of apps, want %v", n, failed+2)
+		}
+		return nil
+	})
 	st = f.waitStatus("clusters keep their state", time.Minute, everyWebReady("", 2))
 	for _, c := range []string{"a", "b"} {
 		if n := countConfigMaps(t, f, c); n != 5 {

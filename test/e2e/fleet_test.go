@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/pki"
@@ -142,10 +143,10 @@ func TestFleet(t *testing.T) {
 		}
 		want["us-prod"] = []string{"baseline", "staging-tools"}
 		f.waitStatus("releases moved after relabel", 2*time.Minute, converged(head, want))
-		waitFor(t, "greeter pruned from us-prod", time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True("greeter pruned from us-prod", func() bool {
 			_, exists := configMapData(t, f.clusters["us-prod"], "greeter", "greeter", "message")
 			return !exists
-		})
+		}))
 		if _, ok := configMapData(t, f.clusters["us-prod"], "staging-tools", "debug-settings", "logLevel"); !ok {
 			t.Error("staging-tools not applied on us-prod after relabel")
 		}
@@ -302,7 +303,7 @@ func TestSecurity(t *testing.T) {
 		// The cluster's own artifact: its release path's, which its desired state names
 		// (not the whole source's, which no cluster is given).
 		var digest string
-		waitFor(t, "viewer scheduled", 30*time.Second, func() bool {
+		eventually.Within(t, 30*time.Second, eventually.True("viewer scheduled", func() bool {
 			st, err := f.client.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -313,7 +314,7 @@ func TestSecurity(t *testing.T) {
 				}
 			}
 			return digest != ""
-		})
+		}))
 		url := f.hub.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(digest, "sha256:")
 		resp, err := viewer.Get(url)
 		if err != nil {
@@ -390,17 +391,6 @@ func TestSecurity(t *testing.T) {
 			t.Errorf("heartbeat after removal: err = %v, want permission denied", err)
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // tryJoin joins as an agent would and returns the client certificate.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -76,7 +77,7 @@ func TestFreezeAndAuditedOverride(t *testing.T) {
 	if err := json.Unmarshal([]byte(flotilla("sync", "web", "--cluster", "fz-1", "--override", "--reason", "INC-4711 hotfix for login", "-o", "json")), &sv); err != nil || !sv.Override {
 		t.Fatalf("sync --override -o json: %+v (%v)", sv, err)
 	}
-	waitFor(t, "v2 applied on fz-1 through the override", 90*time.Second, func() bool { return version("fz-1") == "v2" })
+	eventually.Within(t, 90*time.Second, equal("web's version on fz-1 through the override", func() string { return version("fz-1") }, "v2"))
 	f.waitStatus("fz-1 reports v2 Ready", 90*time.Second, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Cluster == "fz-1" && a.Phase == hubclient.PhaseReady && containsCommit(a.AppliedRevision, v2) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flotilla/flotilla/internal/eventually"
 )
 
 // gitServer serves the repositories under root over Git's smart HTTP protocol (git
@@ -40,16 +42,10 @@ func (g *gitServer) url(repo string) string { return "http://" + g.addr + "/" + 
 func (g *gitServer) up() {
 	g.t.Helper()
 	var ln net.Listener
-	var err error
-	for range 50 { // the port may linger briefly after down
-		if ln, err = net.Listen("tcp", g.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		g.t.Fatal(err)
-	}
+	eventually.Within(g.t, 5*time.Second, func() (err error) { // the port may linger briefly after down
+		ln, err = net.Listen("tcp", g.addr)
+		return err
+	})
 	g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
 	go g.srv.Serve(ln)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
 	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
@@ -48,29 +49,28 @@ func (r *hubReplica) start(t *testing.T, root, dsn, fleetURL string) {
 	// The first hub on the database keeps the admin token in its admin.token and leaves a copy
 	// in root for the test; a replica that joins holds only its hash ("sha256:...").
 	shared := filepath.Join(root, "admin.token")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := eventually.Poll(t.Context(), 30*time.Second, func() error {
 		token, err := os.ReadFile(filepath.Join(r.dir, "admin.token"))
 		if err == nil && bytes.HasPrefix(token, []byte("sha256:")) {
 			token, err = os.ReadFile(shared)
 		}
-		if err == nil {
-			r.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")})
-			if err == nil {
-				if _, err = r.client.Clusters(t.Context()); err == nil {
-					if _, err := os.Stat(shared); os.IsNotExist(err) {
-						if err := os.WriteFile(shared, token, 0o600); err != nil {
-							t.Fatal(err)
-						}
-					}
-					return
-				}
+		if err != nil {
+			return err
+		}
+		if r.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + r.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(r.dir, "ca.crt")}); err != nil {
+			return err
+		}
+		if _, err := r.client.Clusters(t.Context()); err != nil {
+			return err
+		}
+		if _, err := os.Stat(shared); os.IsNotExist(err) {
+			if err := os.WriteFile(shared, token, 0o600); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub %s did not come up: %v\n%s", r.id, err, tail(r.proc.log))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("hub %s did not come up: %v\n%s", r.id, err, tail(r.proc.log))
 	}
 }
 
@@ -105,7 +105,7 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 	clusters := clustertest.StartAll(t, names...)
 
 	r1 := startReplica(t, root, "replica-1", dsn, "file://"+repoDir)
-	waitFor(t, "replica-1 holds the controller lease", 30*time.Second, func() bool { return leaseHolder(r1) == "replica-1" })
+	eventually.Within(t, 30*time.Second, equal("the controller lease holder", func() string { return leaseHolder(r1) }, "replica-1"))
 	r2 := startReplica(t, root, "replica-2", dsn, "file://"+repoDir)
 	replicas := []*hubReplica{r1, r2}
 
@@ -165,7 +165,7 @@ func TestHAReplicaKilledMidWave(t *testing.T) {
 		}
 	}
 
-	waitFor(t, "replica-2 takes the lease over", 30*time.Second, func() bool { return leaseHolder(r2) == "replica-2" })
+	eventually.Within(t, 30*time.Second, equal("the controller lease holder after the take-over", func() string { return leaseHolder(r2) }, "replica-2"))
 	commit = rp.commit("v3 of every config", map[string]string{"apps/web/configs.yaml": configMaps(50, "v3")})
 	f.waitStatus("a commit after the takeover rolls out", 2*time.Minute, everyWebReady(commit, len(names)))
 	for _, name := range names {

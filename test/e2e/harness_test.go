@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/clock"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -234,18 +235,28 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 // the timeout.
 func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubclient.StatusView) bool) hubclient.StatusView {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last hubclient.StatusView
-	var lastErr error
-	for time.Now().Before(deadline) {
-		last, lastErr = f.client.Status(f.t.Context())
-		if lastErr == nil && cond(last) {
-			return last
+	eventually.Within(f.t, timeout, func() error {
+		st, err := f.client.Status(f.t.Context())
+		if err != nil {
+			return fmt.Errorf("%s: status: %w; last status read:\n%s", what, err, dump(last))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	f.t.Fatalf("%s: not reached within %s; last status (err %v):\n%s", what, timeout, lastErr, dump(last))
+		if last = st; !cond(last) {
+			return fmt.Errorf("%s: not reached; last status:\n%s", what, dump(last))
+		}
+		return nil
+	})
 	return last
+}
+
+// equal is a condition for eventually: got returns want; else its error says what got returned.
+func equal[T comparable](what string, got func() T, want T) func() error {
+	return func() error {
+		if g := got(); g != want {
+			return fmt.Errorf("%s: %v, want %v", what, g, want)
+		}
+		return nil
+	}
 }
 
 func dump(st hubclient.StatusView) string {

@@ -15,9 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -199,29 +202,60 @@ func playJobs(t *testing.T, cs kubernetes.Interface, ns, job, deployment string)
 	m := &migrations{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		finished := map[types.UID]bool{}
-		for ctx.Err() == nil {
-			j, err := cs.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{})
-			if err == nil && !finished[j.UID] && j.DeletionTimestamp == nil {
-				run := migration{uid: j.UID, replicas: -1}
-				if d, err := cs.AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{}); err == nil {
-					run.replicas = *d.Spec.Replicas
-				}
-				now := metav1.Now()
-				j.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
-					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				}}
-				if _, err := cs.BatchV1().Jobs(ns).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err == nil {
-					finished[j.UID] = true
-					m.mu.Lock()
-					m.runs = append(m.runs, run)
-					m.mu.Unlock()
+	finished := map[types.UID]bool{}
+	// complete completes j unless it is done or going; false: it could not, and the watch is
+	// made again, which starts with the Job as it is then.
+	complete := func(j *batchv1.Job) bool {
+		if finished[j.UID] || j.DeletionTimestamp != nil {
+			return true
+		}
+		run := migration{uid: j.UID, replicas: -1}
+		if d, err := cs.AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{}); err == nil {
+			run.replicas = *d.Spec.Replicas
+		}
+		err := retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error {
+			now := metav1.Now()
+			j.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}}
+			_, err := cs.BatchV1().Jobs(ns).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+			if err != nil {
+				// Completed from the Job as it is now, if it is still the one seen.
+				if fresh, gerr := cs.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{}); gerr == nil && fresh.UID == j.UID {
+					j = fresh
 				}
 			}
-			time.Sleep(50 * time.Millisecond)
+			return err
+		})
+		if err != nil {
+			return false
+		}
+		finished[j.UID] = true
+		m.mu.Lock()
+		m.runs = append(m.runs, run)
+		m.mu.Unlock()
+		return true
+	}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			// A watch from no resource version starts with the Job as it is, if there is one.
+			w, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job})
+			if err != nil {
+				// The API server refused the watch: try again shortly (a retry's pause, not a wait).
+				select {
+				case <-ctx.Done():
+				case <-time.After(eventually.Interval):
+				}
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if j, ok := ev.Object.(*batchv1.Job); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && !complete(j) {
+					break
+				}
+			}
+			w.Stop()
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -302,9 +336,9 @@ func TestHelmRelease(t *testing.T) {
 		if out, err := c.Kubectl(t.Context(), nil, "set", "image", "deployment/shop-web", "web=hacked", "-n", "shop"); err != nil {
 			t.Fatalf("kubectl set image: %v\n%s", err, out)
 		}
-		waitFor(t, "the image healed", time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True("the image healed", func() bool {
 			return deploymentOf(t, cs, "shop", "shop-web").Spec.Template.Spec.Containers[0].Image == "web:1"
-		})
+		}))
 		if runs := jobs.seen(); len(runs) != 1 {
 			t.Errorf("migration runs after a drift check = %+v, want still one", runs)
 		}
@@ -312,7 +346,7 @@ func TestHelmRelease(t *testing.T) {
 
 	t.Run("a values change runs the upgrade hook before the upgrade", func(t *testing.T) {
 		config.commit("more replicas", map[string]string{"web/prod.yaml": "replicas: 4\ndatabase: {host: db.shop}\ncache: {size: 3}\n"})
-		waitFor(t, "replicas 4", time.Minute, func() bool { return *deploymentOf(t, cs, "shop", "shop-web").Spec.Replicas == 4 })
+		eventually.Within(t, time.Minute, equal("shop-web's replicas", func() int32 { return *deploymentOf(t, cs, "shop", "shop-web").Spec.Replicas }, 4))
 		runs := jobs.seen()
 		if len(runs) != 2 || runs[1].uid == runs[0].uid || runs[1].replicas != 2 {
 			t.Errorf("migration runs = %+v, want a second Job, run while the Deployment still had 2 replicas", runs)
@@ -322,10 +356,10 @@ func TestHelmRelease(t *testing.T) {
 	t.Run("a template removed from the chart is pruned", func(t *testing.T) {
 		commit := platform.commit("drop extra", map[string]string{"charts/web/templates/extra.yaml": ""})
 		f.waitStatus("the new chart revision", time.Minute, converged(commit, map[string][]string{"edge": {"web"}}))
-		waitFor(t, "extra pruned", time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True("extra pruned", func() bool {
 			_, ok := configMapData(t, c, "shop", "shop-web-extra", "a")
 			return !ok
-		})
+		}))
 	})
 
 	t.Run("a chart that fails to render fails the release and applies nothing", func(t *testing.T) {

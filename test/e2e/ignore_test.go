@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -87,10 +88,10 @@ data: {mode: production, level: info}
 		if out, err := cluster.Kubectl(t.Context(), nil, "-n", "web", "patch", "configmap/settings", "--type=merge", `-p={"data":{"level":"debug"}}`); err != nil {
 			t.Fatalf("kubectl patch: %v\n%s", err, out)
 		}
-		waitFor(t, fmt.Sprintf("round %d: .data.level healed", round+1), time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True(fmt.Sprintf("round %d: .data.level healed", round+1), func() bool {
 			v, ok := configMapData(t, cluster, "web", "settings", "level")
 			return ok && v == "info"
-		})
+		}))
 		if v, _ := configMapData(t, cluster, "web", "settings", "mode"); v != "debug" {
 			t.Fatalf("round %d: ignored .data.mode = %q, want the edited debug kept", round+1, v)
 		}
@@ -106,7 +107,7 @@ data: {mode: production, level: info}
 
 	// The healed drift is in the hub's drift view with the manager that wrote it.
 	var seen []hubclient.DriftedObject
-	waitFor(t, "drift view names kubectl-patch", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("drift view names kubectl-patch", func() bool {
 		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "edge", Release: "web"})
 		if err != nil {
 			return false
@@ -120,7 +121,7 @@ data: {mode: production, level: info}
 			}
 		}
 		return false
-	})
+	}))
 	for _, o := range seen {
 		for _, fd := range o.Fields {
 			if fd.Path == ".data.mode" || fd.Path == ".spec.replicas" {

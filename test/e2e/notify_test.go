@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/audit"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -113,17 +114,15 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 	f.waitStatus("first convergence", 2*time.Minute, converged("", map[string][]string{"edge": {"settings", "web"}}))
 	waitEvents := func(what string, want []string) []map[string]any {
 		t.Helper()
-		var got []string
 		var all []map[string]any
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			if got, all = rv.events(t); slices.Equal(got, want) {
-				return all
+		eventually.Within(t, time.Minute, func() error {
+			var got []string
+			if got, all = rv.events(t); !slices.Equal(got, want) {
+				return fmt.Errorf("%s: webhook events %q, want %q", what, got, want)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("%s: webhook events %q, want %q", what, got, want)
-		return nil
+			return nil
+		})
+		return all
 	}
 	if got, _ := rv.events(t); len(got) != 0 {
 		t.Fatalf("events while converging: %q; want none", got)
@@ -161,12 +160,13 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 		t.Fatal(err)
 	}
 	f.waitStatus("converged again", 2*time.Minute, converged(head, map[string][]string{"edge": {"settings", "web"}}))
-	got, _ := rv.events(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for len(got) < 4 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		got, _ = rv.events(t)
-	}
+	var got []string
+	eventually.Within(t, 30*time.Second, func() error {
+		if got, _ = rv.events(t); len(got) < 4 {
+			return fmt.Errorf("webhook events %q; want 4 (both recoveries)", got)
+		}
+		return nil
+	})
 	slices.Sort(got[2:])
 	if want := []string{"failed web/edge", "drifted settings/edge", "recovered settings/edge", "recovered web/edge"}; !slices.Equal(got, want) {
 		t.Fatalf("webhook events %q, want %q", got, want)
@@ -192,8 +192,7 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 		t.Fatal(err)
 	}
 	var seqs []int64
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	if err := eventually.Poll(t.Context(), 30*time.Second, func() error {
 		seqs = nil
 		for _, b := range rv.got("/audit") {
 			sc := bufio.NewScanner(strings.NewReader(string(b)))
@@ -206,10 +205,12 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 				seqs = append(seqs, r.Seq)
 			}
 		}
-		if len(seqs) >= len(trail) || time.Now().After(deadline) {
-			break
+		if len(seqs) < len(trail) {
+			return fmt.Errorf("audit sink received %d records, the trail holds %d", len(seqs), len(trail))
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Log(err) // the checks below say what is wrong with what the sink received
 	}
 	for i, s := range seqs {
 		if s != int64(i+1) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
@@ -137,7 +138,7 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	}
 	plain := func(pg *store.Postgres) store.Store { return pg }
 	r1, _, stopR1 := startReplica("replica-1", dsn, plain)
-	waitFor(t, "replica-1 holds the controller lease", 30*time.Second, r1.IsLeader)
+	eventually.Within(t, 30*time.Second, eventually.True("replica-1 holds the controller lease", r1.IsLeader))
 	var cutting *cuttingStore
 	r2, client, _ := startReplica("replica-2", proxied, func(pg *store.Postgres) store.Store {
 		cutting = &cuttingStore{Postgres: pg, proxy: proxy, armed: map[string]bool{}}
@@ -174,8 +175,8 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	// listed the clusters: the middle of it.
 	cutting.arm("ListDesiredStates", "GetDesiredState", "PutDesiredState")
 	stopR1()
-	waitFor(t, "replica-2 takes the controller lease over", 30*time.Second, r2.IsLeader)
-	waitFor(t, "a database connection cut in the middle of a reschedule", 30*time.Second, func() bool { return len(cutting.cutOps()) > 0 })
+	eventually.Within(t, 30*time.Second, eventually.True("replica-2 takes the controller lease over", r2.IsLeader))
+	eventually.Within(t, 30*time.Second, eventually.True("a database connection cut in the middle of a reschedule", func() bool { return len(cutting.cutOps()) > 0 }))
 	t.Logf("replica-2's database connections were cut during %v", cutting.cutOps())
 
 	markers.commit("marker 1", map[string]string{"marker-1/cm.yaml": marker(1)})

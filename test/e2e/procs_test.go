@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/faultproxy"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
@@ -159,21 +161,18 @@ func (f *procFleet) startHub() {
 		"--fleet-branch", "main", "--fleet-path", "fleet", "--agent-addr", f.agentAddr, "--api-addr", f.apiAddr,
 		"--fleet-interval", "300ms", "--log-level", "debug", "--metrics-addr", f.hubMetrics,
 		"--allow-file-sources", filepath.Dir(f.dir)) // the test's repositories are its t.TempDir()s
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := eventually.Poll(f.t.Context(), 30*time.Second, func() error {
 		token, err := os.ReadFile(filepath.Join(hubDir, "admin.token"))
-		if err == nil {
-			f.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + f.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")})
-			if err == nil {
-				if _, err = f.client.Clusters(f.t.Context()); err == nil {
-					return
-				}
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("hub did not come up: %v\n%s", err, tail(f.hub.log))
+		if f.client, err = hubclient.NewClient(hubclient.Config{Hub: "https://" + f.apiAddr, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(hubDir, "ca.crt")}); err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		_, err = f.client.Clusters(f.t.Context())
+		return err
+	}); err != nil {
+		f.t.Fatalf("hub did not come up: %v\n%s", err, tail(f.hub.log))
 	}
 }
 
@@ -246,19 +245,21 @@ func tail(path string) string {
 
 func (f *procFleet) waitStatus(what string, timeout time.Duration, cond func(hubclient.StatusView) bool) hubclient.StatusView {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last hubclient.StatusView
-	var lastErr error
-	for time.Now().Before(deadline) {
+	if err := eventually.Poll(f.t.Context(), timeout, func() error {
 		ctx, cancel := context.WithTimeout(f.t.Context(), 5*time.Second)
-		last, lastErr = f.client.Status(ctx)
-		cancel()
-		if lastErr == nil && cond(last) {
-			return last
+		defer cancel()
+		st, err := f.client.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("status: %w; last status read:\n%s", err, dump(last))
 		}
-		time.Sleep(200 * time.Millisecond)
+		if last = st; !cond(last) {
+			return fmt.Errorf("not reached; last status:\n%s", dump(last))
+		}
+		return nil
+	}); err != nil {
+		f.t.Fatalf("%s: %v\nhub log:\n%s", what, err, tail(f.hub.log))
 	}
-	f.t.Fatalf("%s: not reached within %s; last status (err %v):\n%s\nhub log:\n%s", what, timeout, lastErr, dump(last), tail(f.hub.log))
 	return last
 }
 
@@ -287,4 +288,28 @@ func (f *procFleet) scrape(addr string) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// metric sums the samples of name in the Prometheus text m whose labels hold every one of
+// labels (each as written in the text: `release="web"`).
+func metric(m, name string, labels ...string) float64 {
+	var sum float64
+	for _, line := range strings.Split(m, "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value := line[:i], line[i+1:]
+		if n, _, _ := strings.Cut(series, "{"); n != name {
+			continue
+		}
+		held := true
+		for _, l := range labels {
+			held = held && strings.Contains(series, l)
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil && held {
+			sum += v
+		}
+	}
+	return sum
 }

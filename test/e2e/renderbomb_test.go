@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -303,7 +304,7 @@ data: {rev: ` + rev + "}\n"
 				}
 			}
 		})
-		waitFor(t, "every bomb failed with its bound named, the platform release Ready", 3*time.Minute, func() bool {
+		eventually.Within(t, 3*time.Minute, eventually.True("every bomb failed with its bound named, the platform release Ready", func() bool {
 			checkAlive("while the bombs render")
 			st, err := f.client.Status(t.Context())
 			if err != nil {
@@ -326,7 +327,7 @@ data: {rev: ` + rev + "}\n"
 				}
 			}
 			return true
-		})
+		}))
 		for _, a := range last.Assignments {
 			t.Logf("%s: %s: %s", a.Release, a.Phase, a.Error)
 		}
@@ -341,16 +342,16 @@ data: {rev: ` + rev + "}\n"
 		if _, err := f.client.Sync(t.Context(), "a-kustomize", hubclient.SyncRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the agent renders the kustomize bomb again", 30*time.Second, func() bool {
+		eventually.Within(t, 30*time.Second, eventually.True("the agent renders the kustomize bomb again", func() bool {
 			return renderChildren(agentProc.cmd.Process.Pid) > 0
-		})
+		}))
 		fleetRepo.commit("platform v2", map[string]string{"platform/base.yaml": platformYAML("v2")})
 		committed := time.Now()
-		waitFor(t, "the platform release's new commit applied", 20*time.Second, func() bool {
+		eventually.Within(t, 20*time.Second, eventually.True("the platform release's new commit applied", func() bool {
 			checkAlive("while the platform release moves on")
 			v, ok := configMapData(t, f.clusters["edge"], "default", "platform", "rev")
 			return ok && v == "v2"
-		})
+		}))
 		t.Logf("platform release applied its new commit %s after the commit", time.Since(committed).Round(100*time.Millisecond))
 		checkAlive("after the bombs")
 		peak, _ := agentMem.read()

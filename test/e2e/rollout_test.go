@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/phase"
 
 	"github.com/flotilla/flotilla/internal/hubclient"
@@ -39,16 +40,17 @@ func webAt(st hubclient.StatusView, cluster, commit string) bool {
 // waitRollout polls web's rollout until cond holds.
 func (f *fleet) waitRollout(what string, timeout time.Duration, cond func(phase.RolloutView) bool) phase.RolloutView {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last phase.RolloutView
-	var err error
-	for time.Now().Before(deadline) {
-		if last, err = f.client.Rollout(f.t.Context(), "web"); err == nil && cond(last) {
-			return last
+	eventually.Within(f.t, timeout, func() error {
+		v, err := f.client.Rollout(f.t.Context(), "web")
+		if err != nil {
+			return fmt.Errorf("%s: rollout: %w; last rollout read: %+v", what, err, last)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	f.t.Fatalf("%s: not reached within %s; rollout (err %v): %+v", what, timeout, err, last)
+		if last = v; !cond(last) {
+			return fmt.Errorf("%s: not reached; rollout: %+v", what, last)
+		}
+		return nil
+	})
 	return last
 }
 
@@ -237,16 +239,12 @@ func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	if _, err := f.client.LabelCluster(t.Context(), "canary-1", map[string]*string{"env": nil, "ring": nil}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if _, ok := configMapData(t, f.clusters["canary-1"], "web", "web", "version"); !ok {
-			break
+	eventually.Within(t, 90*time.Second, func() error {
+		if v, ok := configMapData(t, f.clusters["canary-1"], "web", "web", "version"); ok {
+			return fmt.Errorf("canary-1 still runs web (version %q) after it was relabelled out of the first wave", v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("canary-1 still runs web 90s after it was relabelled out of the first wave")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	staging := "staging"
 	relabelled := time.Now()
 	if _, err := f.client.LabelCluster(t.Context(), "prod-1", map[string]*string{"env": &staging}); err != nil {
@@ -273,16 +271,12 @@ func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
 	}
 
 	f.clock.advance(time.Hour)
-	deadline = time.Now().Add(90 * time.Second)
-	for {
-		if _, ok := configMapData(t, f.clusters["prod-1"], "web", "web", "version"); !ok {
-			break
+	eventually.Within(t, 90*time.Second, func() error {
+		if v, ok := configMapData(t, f.clusters["prod-1"], "web", "web", "version"); ok {
+			return fmt.Errorf("prod-1 still runs web (version %q) after the canary's removal baked", v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("prod-1 still runs web 90s after the canary's removal baked")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Cluster: "prod-1", Release: "web", Action: "assignment.removed"})
 	if err != nil || len(recs) != 1 || recs[0].Actor != "token:admin" || recs[0].Detail["reason"] != "not-selected" {
 		t.Errorf("prod-1's removal audit: %+v (%v); want one record by token:admin, reason not-selected", recs, err)

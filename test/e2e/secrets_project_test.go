@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/secrets/sopstest"
 )
@@ -146,7 +147,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 
 	// The hub shows team-a's key on sa-1, beside the cluster's own.
 	var view hubclient.ClusterView
-	waitFor(t, "team-a's recipient on sa-1", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("team-a's recipient on sa-1", func() bool {
 		out, _ := mustFlotilla(append([]string{"get", "clusters", "-o", "json"}, conn...)...)
 		var cs []hubclient.ClusterView
 		if err := json.Unmarshal([]byte(out), &cs); err != nil || len(cs) != 1 {
@@ -154,7 +155,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 		}
 		view = cs[0]
 		return strings.HasPrefix(view.ProjectAgeRecipients["team-a"], "age1")
-	})
+	}))
 	if view.ProjectAgeRecipients["team-a"] == view.AgeRecipient {
 		t.Fatalf("team-a's key is the cluster's own: %s", view.AgeRecipient)
 	}
@@ -194,7 +195,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 		`-p={"data":{"setting":"by-hand"}}`); err != nil {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)
 	}
-	waitFor(t, "drift on configmap/tuned", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("drift on configmap/tuned", func() bool {
 		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "sa-1", Release: "team-a-web"})
 		if err != nil {
 			return false
@@ -210,7 +211,7 @@ func TestSecretsKeysPerProject(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}))
 
 	// The attack: the platform's ciphertext, byte for byte, in team-a's path.
 	attack := rp.commit("steal", map[string]string{"team/stolen.yaml": platformEnc, "team/settings.yaml": settingsConfigMap("v2")})

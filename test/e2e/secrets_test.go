@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/secrets"
@@ -187,7 +188,7 @@ func TestSecretsEncryptedPerCluster(t *testing.T) {
 		`-p={"data":{"password":"`+base64.StdEncoding.EncodeToString([]byte(tampered))+`"}}`); err != nil {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)
 	}
-	waitFor(t, "drift on secret/db in the drift view", time.Minute, func() bool {
+	eventually.Within(t, time.Minute, eventually.True("drift on secret/db in the drift view", func() bool {
 		v, err := f.client.Drift(t.Context(), hubclient.DriftFilter{Cluster: "sa-1", Release: "db"})
 		if err != nil {
 			return false
@@ -203,11 +204,11 @@ func TestSecretsEncryptedPerCluster(t *testing.T) {
 			}
 		}
 		return false
-	})
-	waitFor(t, "the Secret healed", time.Minute, func() bool {
+	}))
+	eventually.Within(t, time.Minute, eventually.True("the Secret healed", func() bool {
 		s, err := sa.Secrets("vault").Get(t.Context(), "db", metav1.GetOptions{})
 		return err == nil && string(s.Data["password"]) == plaintext
-	})
+	}))
 
 	// flotilla render prints ciphertext, unless --decrypt with a key.
 	keyFile := filepath.Join(work, "recovery.txt")

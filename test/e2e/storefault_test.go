@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -105,7 +106,7 @@ func TestStoreFaultAfterRestartPrunesNothing(t *testing.T) {
 			f.hubStop()
 			faulty.arm(op)
 			f.startHub()
-			waitFor(t, op+" failed once", 30*time.Second, func() bool { return faulty.fired(op) })
+			eventually.Within(t, 30*time.Second, eventually.True(op+" failed once", func() bool { return faulty.fired(op) }))
 
 			markers.commit(fmt.Sprintf("marker %d", n), map[string]string{fmt.Sprintf("marker-%d/cm.yaml", n): marker(n)})
 			fleetRepo.commit(fmt.Sprintf("marker-%d", n), map[string]string{"fleet/fleet.yaml": storeFaultFleet(srcDir, markerDir, n)})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/desired"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -119,7 +120,7 @@ func TestRemovalNeedsATombstone(t *testing.T) {
 
 	t.Run("without a tombstone the document is refused and nothing pruned", func(t *testing.T) {
 		var refusal hubclient.AuditRecord
-		waitFor(t, "the refusal audited, or baseline pruned", 90*time.Second, func() bool {
+		eventually.Within(t, 90*time.Second, eventually.True("the refusal audited, or baseline pruned", func() bool {
 			if !baselineApplied() {
 				return true
 			}
@@ -129,7 +130,7 @@ func TestRemovalNeedsATombstone(t *testing.T) {
 			}
 			refusal = recs[len(recs)-1]
 			return true
-		})
+		}))
 		if !baselineApplied() {
 			t.Fatal("baseline's ConfigMap was pruned on a desired state without a tombstone")
 		}
@@ -157,7 +158,7 @@ func TestRemovalNeedsATombstone(t *testing.T) {
 		forgetful.set(true, true)
 		f.stopAgent("eu-1")
 		f.startAgent("eu-1", "")
-		waitFor(t, "baseline pruned", 90*time.Second, func() bool { return !baselineApplied() })
+		eventually.Within(t, 90*time.Second, eventually.True("baseline pruned", func() bool { return !baselineApplied() }))
 		if _, ok := configMapData(t, f.clusters["eu-1"], "web", "web", "replicas"); !ok {
 			t.Error("web's ConfigMap was pruned with baseline")
 		}

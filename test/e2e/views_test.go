@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -67,10 +68,10 @@ spec:
 	}
 	t.Run("drift lists the field path, reported without selfHeal", func(t *testing.T) {
 		var out string
-		waitFor(t, "drift of watched reported", time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True("drift of watched reported", func() bool {
 			out = flotilla("drift", "--release", "watched")
 			return strings.Contains(words(out), "views-a watched watched configmap/settings .data.level (kubectl-patch) reported")
-		})
+		}))
 		if strings.Contains(out, "views-b") {
 			t.Errorf("drift lists the untouched cluster:\n%s", out)
 		}
@@ -93,13 +94,13 @@ spec:
 		}
 	})
 	t.Run("drift healed with selfHeal", func(t *testing.T) {
-		waitFor(t, "drift of healed healed", time.Minute, func() bool {
+		eventually.Within(t, time.Minute, eventually.True("drift of healed healed", func() bool {
 			return strings.Contains(words(flotilla("drift", "--cluster", "views-a")), "views-a healed healed configmap/settings .data.level (kubectl-patch) healed")
-		})
-		waitFor(t, "level taken back", 10*time.Second, func() bool {
+		}))
+		eventually.Within(t, 10*time.Second, eventually.True("level taken back", func() bool {
 			got, _ := configMapData(t, f.clusters["views-a"], "healed", "settings", "level")
 			return got == "info"
-		})
+		}))
 	})
 	t.Run("a silent cluster is Unreachable, never Ready", func(t *testing.T) {
 		f.stopAgent("views-b")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/cli"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/opsapi"
 	"github.com/flotilla/flotilla/internal/hub/webhook"
@@ -138,10 +139,10 @@ func TestSyncNowReconcilesAtOnce(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &sv); err != nil || sv.Release != "web" || sv.Override {
 		t.Fatalf("sync web -o json: %s (%v)", out.String(), err)
 	}
-	waitFor(t, "the change by hand healed by the sync, with an hour-long interval", 60*time.Second, func() bool {
+	eventually.Within(t, 60*time.Second, eventually.True("the change by hand healed by the sync, with an hour-long interval", func() bool {
 		v, _ := configMapData(t, c, "web", "web", "version")
 		return v == "v1"
-	})
+	}))
 	recs, err := f.client.Audit(t.Context(), hubclient.AuditFilter{Action: "sync.requested"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla/flotilla/internal/agent"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
 
@@ -117,7 +118,7 @@ func TestDenyWindowHoldsWhileTheHubIsDown(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("web").Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "v1 healed with the hub down, inside the window", 60*time.Second, func() bool { return version() != "tampered" })
+	eventually.Within(t, 60*time.Second, eventually.True("v1 healed with the hub down, inside the window", func() bool { return version() != "tampered" }))
 	if v := version(); v != "v1" {
 		t.Fatalf("web's version %q with the hub down inside the window, want v1", v)
 	}
@@ -125,7 +126,7 @@ func TestDenyWindowHoldsWhileTheHubIsDown(t *testing.T) {
 	// The window closes: v2 lands, with the hub still down (the agent fetched its artifact
 	// while it was held).
 	clk.advance(2 * time.Hour)
-	waitFor(t, "v2 applied when the window closes, hub down", 60*time.Second, func() bool { return version() == "v2" })
+	eventually.Within(t, 60*time.Second, equal("web's version when the window closes, hub down", version, "v2"))
 
 	// Back up, the hub hears that v2 is Ready.
 	f.startHub()
