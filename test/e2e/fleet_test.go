@@ -418,6 +418,10 @@ func TestCertificateRenewal(t *testing.T) {
 		func(o *hub.Options) { o.CertTTL = ttl })
 	want := map[string][]string{"eu-prod": {"baseline", "greeter"}}
 	f.waitStatus("first convergence", time.Minute, converged(rp.commit("start", map[string]string{"README.md": "x\n"}), want))
+	// Real time: the expiry under test is TLS's. The hub's TLS stack checks the agent's
+	// certificate against the wall clock (its tls.Config has no Time), and the agent's renewal
+	// timer runs on the wall clock too; moving the hub's clock instead would expire the
+	// certificate at the hub before the agent's timer fires, a lockout rather than a renewal.
 	time.Sleep(ttl + 2*time.Second) // the first certificate has expired by now
 	commit := rp.commit("after expiry", map[string]string{"apps/greeter/greeter.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeter}\ndata: {message: renewed}\n"})
 	f.waitStatus("convergence after the first certificate expired", time.Minute, converged(commit, want))

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,6 +95,77 @@ type fleet struct {
 	wrapStore func(store.Store) store.Store
 	// clock is the hub's: the wall clock, which a test may move forward (token expiry).
 	clock *offsetClock
+	// agentLogs keeps, by cluster, the warnings and errors its agents logged.
+	agentLogs map[string]*logLines
+}
+
+// logLines are the warnings and errors a component logged, a line each (message, then its
+// attributes), for a test that waits on what the component said.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// count is how many lines hold every one of words.
+func (l *logLines) count(words ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		held := true
+		for _, w := range words {
+			held = held && strings.Contains(line, w)
+		}
+		if held {
+			n++
+		}
+	}
+	return n
+}
+
+// recordHandler keeps warnings and errors in l and passes every record on to next, if any.
+type recordHandler struct {
+	l     *logLines
+	attrs []slog.Attr
+	next  slog.Handler
+}
+
+func (h recordHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn || h.next != nil && h.next.Enabled(ctx, level)
+}
+
+func (h recordHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var b strings.Builder
+		b.WriteString(r.Message)
+		add := func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true }
+		for _, a := range h.attrs {
+			add(a)
+		}
+		r.Attrs(add)
+		h.l.mu.Lock()
+		h.l.lines = append(h.l.lines, b.String())
+		h.l.mu.Unlock()
+	}
+	if h.next != nil && h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h recordHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h.attrs = append(slices.Clip(h.attrs), attrs...)
+	if h.next != nil {
+		h.next = h.next.WithAttrs(attrs)
+	}
+	return h
+}
+
+func (h recordHandler) WithGroup(name string) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithGroup(name)
+	}
+	return h
 }
 
 // offsetClock is the wall clock plus an offset that a test moves forward, so that a TTL can
@@ -108,10 +181,18 @@ func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.of
 func (c *offsetClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 func (f *fleet) logger(component string) *slog.Logger {
-	if os.Getenv("E2E_LOG") == "" {
-		return slog.New(slog.DiscardHandler)
+	if h := logHandler(component); h != nil {
+		return slog.New(h)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+	return slog.New(slog.DiscardHandler)
+}
+
+// logHandler writes a component's log to stderr with E2E_LOG set; nil without.
+func logHandler(component string) slog.Handler {
+	if os.Getenv("E2E_LOG") == "" {
+		return nil
+	}
+	return slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}).WithAttrs([]slog.Attr{slog.String("component", component)})
 }
 
 // startHub starts (or restarts, on the same addresses and data dir) the hub.
@@ -163,9 +244,15 @@ func trimScheme(u string) string { return u[len("https://"):] }
 func (f *fleet) startAgent(name, token string) {
 	f.t.Helper()
 	c := f.clusters[name]
+	f.mu.Lock()
+	if f.agentLogs[name] == nil {
+		f.agentLogs[name] = &logLines{}
+	}
+	lines := f.agentLogs[name]
+	f.mu.Unlock()
 	a, err := agent.New(f.t.Context(), agent.Options{
 		HubURL: f.hub.AgentURL(), JoinToken: token, RESTConfig: c.RESTConfig(),
-		StateDir: filepath.Join(f.dir, "agents", name), Logger: f.logger("agent-" + name),
+		StateDir: filepath.Join(f.dir, "agents", name), Logger: slog.New(recordHandler{l: lines, next: logHandler("agent-" + name)}),
 		HeartbeatInterval: time.Second, ReportInterval: 200 * time.Millisecond, MaxBackoff: time.Second,
 	})
 	if err != nil {
@@ -198,7 +285,7 @@ func (f *fleet) stopAgent(name string) {
 func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string, tweak ...func(*hub.Options)) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}, clock: &offsetClock{}}
+	f := &fleet{t: t, dir: dir, clusters: map[string]*localcluster.Cluster{}, agents: map[string]func(){}, clock: &offsetClock{}, agentLogs: map[string]*logLines{}}
 	var names []string
 	for name := range labels {
 		names = append(names, name)
