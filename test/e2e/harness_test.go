@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -334,6 +336,28 @@ func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubclie
 		return nil
 	})
 	return last
+}
+
+// hubMetrics returns the hub's Prometheus metrics.
+func (f *fleet) hubMetrics() string {
+	rec := httptest.NewRecorder()
+	f.hub.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
+}
+
+// silence stops a cluster's agent and waits until the hub has seen its watch close: from then
+// on the hub hears nothing from it, and its silence is counted on the hub's clock.
+func (f *fleet) silence(name string) {
+	f.t.Helper()
+	const connected = "flotilla_hub_agents_connected"
+	before := metric(f.hubMetrics(), connected)
+	f.stopAgent(name)
+	eventually.Within(f.t, 30*time.Second, func() error {
+		if n := metric(f.hubMetrics(), connected); n != before-1 {
+			return fmt.Errorf("%v agents connected to the hub, want %v once %s's has stopped", n, before-1, name)
+		}
+		return nil
+	})
 }
 
 // equal is a condition for eventually: got returns want; else its error says what got returned.

@@ -94,6 +94,11 @@ spec:
 		}
 	})
 	t.Run("drift healed with selfHeal", func(t *testing.T) {
+		// healed reconciles every 20s: a sync makes views-a's agent reconcile it now, with its
+		// selfHeal, rather than the test waiting out the interval.
+		if _, err := f.client.Sync(t.Context(), "healed", hubclient.SyncRequest{Cluster: "views-a"}); err != nil {
+			t.Fatal(err)
+		}
 		eventually.Within(t, time.Minute, eventually.True("drift of healed healed", func() bool {
 			return strings.Contains(words(flotilla("drift", "--cluster", "views-a")), "views-a healed healed configmap/settings .data.level (kubectl-patch) healed")
 		}))
@@ -103,7 +108,9 @@ spec:
 		}))
 	})
 	t.Run("a silent cluster is Unreachable, never Ready", func(t *testing.T) {
-		f.stopAgent("views-b")
+		// The silence passes --unreachable-after on the hub's clock, not by waiting it out.
+		f.silence("views-b")
+		f.clock.advance(f.hubOpts.UnreachableAfter)
 		st := f.waitStatus("views-b unreachable", 30*time.Second, func(st hubclient.StatusView) bool {
 			n := 0
 			for _, a := range st.Assignments {
