@@ -27,7 +27,7 @@ PG_START := tools/postgres/start.sh $(PG_DIR) $(PG_PORT)
 endif
 export FLOTILLA_TEST_POSTGRES
 
-.PHONY: all build image kube-binaries chromium demo test test-unit test-integration test-e2e test-image test-bins verify lint vet protoc proto-check fuzz bench clean help postgres postgres-stop test-postgres
+.PHONY: all build image kube-binaries chromium demo test test-all test-unit test-integration test-e2e test-image test-bins verify lint vet protoc proto-check fuzz bench clean help postgres postgres-stop test-postgres
 
 all: build
 
@@ -104,7 +104,14 @@ demo: build kube-binaries ## run a local fleet (hub, 3 clusters with agents, a G
 
 # The tiers of the suite (README, "Tests"); tools/testpkgs.sh says which package is in which,
 # from what its tests import. `make test` runs them all, as CI does.
-test: verify vet test-unit test-integration test-e2e test-image fuzz ## everything CI runs: format, tidiness, lint, vet, every tier with the race detector, then fuzz
+test: verify vet test-all test-image fuzz ## everything CI runs: format, tidiness, lint, vet, every tier with the race detector, then fuzz
+
+# The three tiers in one go test run, the end-to-end package first: its fleets mostly wait on
+# their own clusters, so the other packages' work fills the cores meanwhile instead of each
+# tier waiting for the one before.
+test-all: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## unit, integration and e2e tiers in one go test run (what make test runs)
+	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) \
+		$$(tools/testpkgs.sh e2e) $$(tools/testpkgs.sh integration) $$(tools/testpkgs.sh unit)
 
 # The binaries tests run as processes (internal/testbin): built once per run with the race
 # detector, and handed to every test through FLOTILLA_BIN. No test builds the main module.
