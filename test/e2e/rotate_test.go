@@ -65,7 +65,9 @@ func TestRenewalRevocationAndRotate(t *testing.T) {
 	}
 	locked := rp.commit("while locked out", map[string]string{"apps/greeter/greeter.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeter}\ndata: {message: locked-out}\n"})
 	// The hub has the commit in eu-prod's desired state, and the agent has asked for its
-	// desired state twice since and been refused: it got nothing, and not for want of asking.
+	// desired state since and been refused: it got nothing, and not for want of asking. Once,
+	// not more: by now its reconnects back off towards 30 s, and two took over a minute on a
+	// loaded machine.
 	f.waitStatus("the commit in eu-prod's desired state", time.Minute, func(st hubclient.StatusView) bool {
 		for _, a := range st.Assignments {
 			if a.Cluster == "eu-prod" && a.Release == "greeter" && containsCommit(a.DesiredRevision, locked) {
@@ -77,8 +79,8 @@ func TestRenewalRevocationAndRotate(t *testing.T) {
 	refusal := []string{"watch interrupted", "revoked"}
 	refused := f.agentLogs["eu-prod"].count(refusal...)
 	eventually.Within(t, time.Minute, func() error {
-		if n := f.agentLogs["eu-prod"].count(refusal...) - refused; n < 2 {
-			return fmt.Errorf("the agent's watch refused %d times since the commit reached its desired state, want 2", n)
+		if n := f.agentLogs["eu-prod"].count(refusal...) - refused; n < 1 {
+			return fmt.Errorf("the agent's watch refused %d times since the commit reached its desired state, want at least once", n)
 		}
 		return nil
 	})
