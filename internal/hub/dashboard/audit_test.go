@@ -12,7 +12,6 @@ import (
 
 	"github.com/flotilla/flotilla/internal/audit"
 	"github.com/flotilla/flotilla/internal/browsertest"
-	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 )
 
@@ -57,20 +56,7 @@ func TestAuditView(t *testing.T) {
 	}
 	tab := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
 	browsertest.WatchScriptErrors(t, tab)
-	// waitFor waits (up to a minute) until the expression is true in the browser.
-	waitFor := func(what, expr string) {
-		t.Helper()
-		eventually.Within(t, time.Minute, func() error {
-			ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](expr))
-			if err != nil {
-				return fmt.Errorf("%s: evaluating %s: %w", what, expr, err)
-			}
-			if !ok {
-				return fmt.Errorf("%s: %s is still false", what, expr)
-			}
-			return nil
-		})
-	}
+	waitFor := func(what, expr string) { t.Helper(); browsertest.WaitTrue(t, tab, time.Minute, what, expr) }
 	eval := func(js string) []string {
 		t.Helper()
 		v, err := chromedp.Run(tab, chromedp.Evaluate[[]string](js))

@@ -71,16 +71,7 @@ func TestRolloutLanes(t *testing.T) {
 	}
 	waitText := func(sel, want string) {
 		t.Helper()
-		eventually.Within(t, time.Minute, func() error {
-			got, err := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel)))
-			if err != nil {
-				return fmt.Errorf("%s: %w", sel, err)
-			}
-			if !strings.Contains(got, want) {
-				return fmt.Errorf("%s: %q, want it to contain %q", sel, got, want)
-			}
-			return nil
-		})
+		browsertest.WaitText(t, tab, time.Minute, sel, want)
 	}
 	attr := func(sel, name string) string {
 		return eval(fmt.Sprintf(`(document.querySelector(%q) || {getAttribute: () => 'none'}).getAttribute(%q) || ''`, sel, name))

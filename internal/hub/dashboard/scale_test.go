@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
-	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
 	"github.com/flotilla/flotilla/internal/hubclient"
 )
@@ -73,19 +72,9 @@ func TestMatrixAtScale(t *testing.T) {
 		}
 		return v
 	}
-	// waitText waits until the element's text contains want.
-	waitText := func(sel, want string) {
+	waitText := func(sel, want string) { // the hub computes 20,000 assignments, slowly under -race
 		t.Helper()
-		eventually.Within(t, time.Minute, func() error { // the hub computes 20,000 assignments, slowly under -race
-			got, err := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel)))
-			if err != nil {
-				return fmt.Errorf("%s: %w", sel, err)
-			}
-			if !strings.Contains(got, want) {
-				return fmt.Errorf("%s: %q, want it to contain %q", sel, got, want)
-			}
-			return nil
-		})
+		browsertest.WaitText(t, tab, time.Minute, sel, want)
 	}
 
 	run(chromedp.Navigate(f.APIURL + "/#token=" + f.AdminToken + "&view=matrix"))

@@ -1,14 +1,12 @@
 package dashboard_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/flotilla/flotilla/internal/browsertest"
-	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
@@ -40,19 +38,7 @@ func TestSignIn(t *testing.T) {
 	}
 	tab := browsertest.Start(t, browsertest.Options{TrustSPKI: []string{spki}})
 	browsertest.WatchScriptErrors(t, tab)
-	waitFor := func(what, expr string) {
-		t.Helper()
-		eventually.Within(t, time.Minute, func() error {
-			ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](expr))
-			if err != nil {
-				return fmt.Errorf("%s: evaluating %s: %w", what, expr, err)
-			}
-			if !ok {
-				return fmt.Errorf("%s: %s is still false", what, expr)
-			}
-			return nil
-		})
-	}
+	waitFor := func(what, expr string) { t.Helper(); browsertest.WaitTrue(t, tab, time.Minute, what, expr) }
 	text := func(js string) string {
 		t.Helper()
 		v, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
