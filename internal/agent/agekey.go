@@ -62,11 +62,11 @@ func writePrivate(path string, data []byte) error {
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once renamed
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return err
 	}
 	if err := f.Close(); err != nil {

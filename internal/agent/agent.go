@@ -193,7 +193,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		live: newLiveness(opts.HeartbeatInterval, opts.HeartbeatRefresh),
 	}
 	if err := a.init(ctx); err != nil {
-		st.close()
+		_ = st.close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	return a, nil
@@ -322,7 +322,7 @@ func (a *Agent) watchLoop(ctx context.Context) {
 			}
 			a.live.closed(a.clock.Now())
 			err = stream.Err()
-			stream.Close()
+			_ = stream.Close() // the stream's error is err above
 			a.opts.Metrics.setConnected(false)
 		}
 		if ctx.Err() != nil {

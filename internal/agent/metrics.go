@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -64,7 +65,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.registry.MustRegister(m.duration, m.reconciles, m.objects, m.drifted, m.outbox, m.connected, m.generation, m.refusedGen, m.refusals, m.reportsRefused,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

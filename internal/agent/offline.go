@@ -101,7 +101,7 @@ func importBundle(ctx context.Context, st *state, id *identity, current *desired
 	if err != nil {
 		return res, nil, 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	staging, err := os.MkdirTemp(offlineDir(st.dir), "staging-")
 	if err != nil {
 		return res, nil, 0, err
@@ -150,7 +150,7 @@ func installArtifact(ctx context.Context, cache, digest, packed string) error {
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	if err := unpackArtifact(ctx, cache, hex, f); err != nil {
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
@@ -362,7 +362,7 @@ func ImportBundle(ctx context.Context, stateDir, file string, wait time.Duration
 		return ImportResult{}, err
 	}
 	if !running {
-		defer st.close()
+		defer func() { _ = st.close() }() // each transaction was committed as it went
 		id, err := st.loadIdentity()
 		if err != nil || id == nil {
 			return ImportResult{}, notJoined(stateDir, err)
@@ -417,7 +417,7 @@ func ExportReports(ctx context.Context, stateDir string, w io.Writer, wait time.
 		return ExportResult{}, err
 	}
 	if !running {
-		defer st.close()
+		defer func() { _ = st.close() }() // each transaction was committed as it went
 		id, err := st.loadIdentity()
 		if err != nil || id == nil {
 			return ExportResult{}, notJoined(stateDir, err)
@@ -442,7 +442,7 @@ func ExportReports(ctx context.Context, stateDir string, w io.Writer, wait time.
 	if err != nil {
 		return res, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	_, err = io.Copy(w, f)
 	return res, err
 }
@@ -461,7 +461,9 @@ func openOffline(stateDir string) (*state, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("state dir %s: %w", stateDir, err)
 	}
-	db.Close()
+	if err := db.Close(); err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", stateDir, err)
+	}
 	st, err := openState(stateDir)
 	return st, false, err
 }
@@ -492,7 +494,7 @@ func precheck(ctx context.Context, stateDir, file string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	_, err = bundle.Read(ctx, f, bundle.ReadOptions{CA: ca, Cluster: strings.TrimSpace(string(cluster))})
 	return err
 }
@@ -526,13 +528,13 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only: Close has nothing to flush
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close() // already failing: the first error is the one returned
 		os.Remove(dst)
 		return err
 	}

@@ -90,12 +90,12 @@ func openState(dir string) (*state, error) {
 		return nil
 	})
 	if err != nil {
-		db.Close()
+		_ = db.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
 	st := &state{dir: dir, db: db}
 	if err := st.loadCaches(); err != nil {
-		db.Close()
+		_ = db.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return st, nil
@@ -327,7 +327,7 @@ func ReadStats(dir string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // read only: Close has nothing to flush
 	var st Stats
 	err = db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketIdentity); b != nil {

@@ -235,7 +235,7 @@ func adoptedEntries(live *unstructured.Unstructured, a *Adopt) ([]metav1.Managed
 		}
 		if mf.FieldsV1 != nil {
 			var s fieldpath.Set
-			if err := s.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))); err != nil {
+			if err := s.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 				return nil, fmt.Errorf("managedFields entry of %q: %w", mf.Manager, err)
 			}
 			merged = merged.Union(&s)
@@ -254,7 +254,7 @@ func adoptedEntries(live *unstructured.Unstructured, a *Adopt) ([]metav1.Managed
 			continue
 		}
 		var s fieldpath.Set
-		if err := s.FromJSON(strings.NewReader(string(keep[i].FieldsV1.Raw))); err != nil {
+		if err := s.FromJSON(keep[i].FieldsV1.GetRawReader()); err != nil {
 			continue // not ours to judge: the entry is kept as it is
 		}
 		if rest := s.Difference(tracking); !rest.Equals(&s) {
@@ -262,7 +262,7 @@ func adoptedEntries(live *unstructured.Unstructured, a *Adopt) ([]metav1.Managed
 			if err != nil {
 				return nil, fmt.Errorf("encode the field set of %q: %w", keep[i].Manager, err)
 			}
-			keep[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+			keep[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
 		}
 	}
 	// Owning a map itself (an Update manager's "." entry) would remove it whole, with what
@@ -289,7 +289,7 @@ func adoptedEntries(live *unstructured.Unstructured, a *Adopt) ([]metav1.Managed
 		})
 		target = len(keep) - 1
 	}
-	keep[target].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	keep[target].FieldsV1 = metav1.NewFieldsV1(string(raw))
 	return keep, nil
 }
 

@@ -104,7 +104,7 @@ const redacted = "(redacted)"
 // of an object of any kind that came from a decrypted document (render.DecryptedAnnotation)
 // outside apiVersion, kind and metadata, which SOPS leaves readable.
 func changedFields(live, dryRun *unstructured.Unstructured) []FieldDrift {
-	a, b := comparable(live), comparable(dryRun)
+	a, b := comparableFields(live), comparableFields(dryRun)
 	var fields []FieldDrift
 	diffInto(&fields, "", a, b)
 	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""
@@ -141,7 +141,7 @@ func redactedIfSet(v string) string {
 	return redacted
 }
 
-func comparable(u *unstructured.Unstructured) map[string]any {
+func comparableFields(u *unstructured.Unstructured) map[string]any {
 	c := u.DeepCopy().Object
 	delete(c, "status")
 	if md, ok := c["metadata"].(map[string]any); ok {

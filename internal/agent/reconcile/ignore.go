@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -271,7 +270,7 @@ func ownersOf(live *unstructured.Unstructured, want func(metav1.ManagedFieldsEnt
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			continue
 		}
 		leaves := set.Leaves()

@@ -38,7 +38,7 @@ func (r *Reconciler) Remove(ctx context.Context, name string) (*Result, error) {
 			return &ApplyError{Failures: failures}
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.cfg.InventoryNamespace, Name: inventoryConfigMapName(name)}}
-		if err := r.agent.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.agent.Delete(ctx, cm)); err != nil {
 			return fmt.Errorf("delete inventory %s/%s: %w", cm.Namespace, cm.Name, err)
 		}
 		return nil
