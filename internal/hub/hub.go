@@ -297,7 +297,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	}
 	policy, err := source.LoadPolicy(opts.CredentialsConfig, opts.AllowFileSources)
 	if err != nil {
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	po := source.DefaultOptions()
@@ -307,7 +307,7 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	// the source says insecure.
 	h.helm = helmchart.New(helmchart.Options{Policy: policy})
 	if h.oci, err = newOCIFetcher(opts, policy); err != nil {
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	h.seen = agentapi.NewLastSeen(st, h.clock, h.log)
@@ -317,27 +317,27 @@ func New(ctx context.Context, opts Options, st store.Store) (*Hub, error) {
 	h.metrics = newMetrics(h)
 	h.agent = h.newAgentAPI()
 	if err := h.newController(); err != nil {
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	h.notifier = h.newNotifier()
 	if err := h.newAuditSink(ctx); err != nil {
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
-	if h.agentLn, err = net.Listen("tcp", opts.AgentAddr); err != nil {
-		h.audit.Close()
+	if h.agentLn, err = (&net.ListenConfig{}).Listen(ctx, "tcp", opts.AgentAddr); err != nil {
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("agent endpoint %s: %w", opts.AgentAddr, err)
 	}
-	if h.apiLn, err = net.Listen("tcp", opts.APIAddr); err != nil {
+	if h.apiLn, err = (&net.ListenConfig{}).Listen(ctx, "tcp", opts.APIAddr); err != nil {
 		h.agentLn.Close()
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("API endpoint %s: %w", opts.APIAddr, err)
 	}
 	if h.user, h.userHandler, err = h.newUserAPIs(ctx); err != nil {
 		h.agentLn.Close()
 		h.apiLn.Close()
-		h.audit.Close()
+		_ = h.audit.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	return h, nil
@@ -361,8 +361,8 @@ func (h *Hub) AdminToken() string {
 func (h *Hub) CAPath() string { return filepath.Join(h.opts.DataDir, CAFile) }
 
 // Run serves until ctx ends, then closes the audit log.
-func (h *Hub) Run(ctx context.Context) error {
-	defer h.audit.Close()
+func (h *Hub) Run(ctx context.Context) (err error) {
+	defer func() { err = errors.Join(err, h.audit.Close()) }()
 	cert, err := h.ca.ServingCertificate(h.servingHosts(), 365*24*time.Hour, h.clock.Now())
 	if err != nil {
 		return err
@@ -438,7 +438,7 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
-		srv.Close() // watch streams do not end by themselves
+		_ = srv.Close() // watch streams do not end by themselves
 		return nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
@@ -30,7 +31,7 @@ func newMetrics(h *Hub) *metrics {
 	m.registry.MustRegister(m.controller.Collectors()...)
 	m.registry.MustRegister(m.agent.Collectors()...)
 	m.registry.MustRegister(connected,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(h.repl.Collectors()...)
 	return m
 }

@@ -47,7 +47,7 @@ type boundedKeySet struct {
 
 // VerifySignature implements oidc.KeySet.
 func (k *boundedKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, signingAlgs)
+	jws, err := jose.ParseSignedCompact(raw, signingAlgs) // an ID token is a JWT: compact serialization
 	if err != nil {
 		return nil, fmt.Errorf("malformed token: %w", err)
 	}

@@ -175,7 +175,7 @@ func (a *API) open(_ context.Context, digest string) (io.ReadCloser, int64, erro
 	}
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return nil, 0, err
 	}
 	return f, st.Size(), nil

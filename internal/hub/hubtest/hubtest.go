@@ -108,7 +108,7 @@ func Start(tb testing.TB, opts Options) *Fleet {
 	for i, name := range f.Clusters {
 		c := store.Cluster{Name: name, Labels: map[string]string{"env": []string{"prod", "staging"}[i%2], "region": []string{"eu", "us", "ap"}[i%3]}, CreatedAt: now}
 		if err := st.AddCluster(ctx, c); err != nil {
-			st.Close()
+			_ = st.Close() // already failing: the first error is the one returned
 			tb.Fatalf("hubtest: add cluster %s: %v", name, err)
 		}
 	}
@@ -119,7 +119,7 @@ func Start(tb testing.TB, opts Options) *Fleet {
 	ho.AgentAddr, ho.APIAddr = "127.0.0.1:0", "127.0.0.1:0"
 	h, err := hub.New(ctx, ho, st)
 	if err != nil {
-		st.Close()
+		_ = st.Close() // already failing: the first error is the one returned
 		tb.Fatalf("hubtest: new hub: %v", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -130,7 +130,9 @@ func Start(tb testing.TB, opts Options) *Fleet {
 		if err := <-done; err != nil {
 			tb.Errorf("hubtest: hub: %v", err)
 		}
-		st.Close()
+		if err := st.Close(); err != nil {
+			tb.Errorf("hubtest: close store: %v", err)
+		}
 	})
 	f.Hub, f.APIURL, f.AdminToken, f.CAPath = h, h.APIURL(), h.AdminToken(), h.CAPath()
 

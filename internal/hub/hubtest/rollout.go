@@ -80,7 +80,7 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 	now := time.Now()
 	for name, labels := range clusters {
 		if err := st.AddCluster(ctx, store.Cluster{Name: name, Labels: labels, CreatedAt: now}); err != nil {
-			st.Close()
+			_ = st.Close() // already failing: the first error is the one returned
 			tb.Fatalf("hubtest: add cluster %s: %v", name, err)
 		}
 	}
@@ -94,7 +94,7 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 	}
 	h, err := hub.New(ctx, ho, st)
 	if err != nil {
-		st.Close()
+		_ = st.Close() // already failing: the first error is the one returned
 		tb.Fatalf("hubtest: new hub: %v", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -105,7 +105,9 @@ func StartRollout(tb testing.TB, rolloutYAML string, clusters map[string]map[str
 		if err := <-done; err != nil {
 			tb.Errorf("hubtest: hub: %v", err)
 		}
-		st.Close()
+		if err := st.Close(); err != nil {
+			tb.Errorf("hubtest: close store: %v", err)
+		}
 	})
 	for name := range clusters {
 		if err := st.TouchCluster(ctx, name, now, "v0.0.0-hubtest"); err != nil {
@@ -226,7 +228,7 @@ func (f *RolloutFleet) Commit(tb testing.TB, level string) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	req, err := http.NewRequest(http.MethodPost, f.APIURL+"/hooks/generic", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodPost, f.APIURL+"/hooks/generic", bytes.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -468,7 +468,7 @@ func (p *planner) dir(ctx context.Context, digest string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("not in the hub's artifact store: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	p.n++
 	d := filepath.Join(p.tmp, fmt.Sprintf("artifact-%d", p.n))
 	if err := artifact.Unpack(ctx, f, d, artifact.DefaultLimits()); err != nil {

@@ -118,7 +118,7 @@ func (p *Packer) tree(ctx context.Context, digest string) (string, error) {
 	if err != nil {
 		return "", err // it names the artifact
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	if err := os.MkdirAll(p.o.WorkDir, 0o700); err != nil {
 		return "", err
 	}

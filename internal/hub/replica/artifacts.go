@@ -26,7 +26,7 @@ func (r *Replication) ShareArtifact(ctx context.Context, digest string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", digest, err)
@@ -64,11 +64,11 @@ func (r *Replication) EnsureArtifact(ctx context.Context, digest string) error {
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
 	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // already failing: the first error is the one returned
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // already failing: the first error is the one returned
 		return fmt.Errorf("artifact %s: %w", digest, err)
 	}
 	if err := tmp.Close(); err != nil {

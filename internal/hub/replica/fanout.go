@@ -64,7 +64,7 @@ func (f *fanout) send(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			f.sendQueued(context.WithoutCancel(ctx))
+			_ = f.sendQueued(context.WithoutCancel(ctx)) // the last try: a failure is logged
 			return
 		case <-f.out.ready:
 		}
@@ -74,7 +74,7 @@ func (f *fanout) send(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			f.sendQueued(context.WithoutCancel(ctx))
+			_ = f.sendQueued(context.WithoutCancel(ctx)) // the last try: a failure is logged
 			return
 		case <-f.clock.After(wait):
 		}

@@ -209,7 +209,7 @@ func redact(raw string) string {
 	} else if s := strings.ToLower(u.Scheme); s == "http" || s == "https" {
 		u.User = url.User(redacted)
 	} else {
-		return raw // ssh://git@host: a user name, not a secret
+		return raw // an ssh URL's git@ is a user name, not a secret
 	}
 	return u.String()
 }

@@ -125,7 +125,7 @@ func (s *sqlStore) TouchClusters(ctx context.Context, touches []Touch) error {
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
+		defer func() { _ = stmt.Close() }() // the statements' own errors are checked
 		for _, t := range sorted {
 			if _, err := stmt.ExecContext(ctx, s.d.time(t.Seen), t.AgentVersion, t.Cluster); err != nil {
 				return fmt.Errorf("cluster %q: %w", t.Cluster, err)

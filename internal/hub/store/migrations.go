@@ -154,7 +154,7 @@ func migrate(ctx context.Context, db *sql.DB, migs []migration, d *dialect) erro
 	if err != nil {
 		return fmt.Errorf("schema migration: %w", err)
 	}
-	defer tx.Rollback() // a no-op once committed
+	defer func() { _ = tx.Rollback() }() // a no-op once committed
 
 	if d.lock != "" {
 		if _, err := tx.ExecContext(ctx, d.lock); err != nil {

@@ -88,7 +88,7 @@ func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors can quote the whole string, password included.
-		return nil, errors.New("postgres store: the connection string does not parse: want postgres://user:password@host:port/database?sslmode=...")
+		return nil, errors.New("postgres store: the connection string does not parse: want postgres://user:password@host:port/database?sslmode=MODE")
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = opts.ConnectTimeout
@@ -101,11 +101,11 @@ func openPostgres(ctx context.Context, dsn string, opts PostgresOptions, migs []
 	pingCtx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
-		db.Close()
+		_ = db.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("postgres store %s: cannot connect (is the server running, and the address, user and password right?): %w", where, err)
 	}
 	if err := migrate(ctx, db, migs, &postgresDialect); err != nil {
-		db.Close()
+		_ = db.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("postgres store %s: %w", where, err)
 	}
 	return &Postgres{

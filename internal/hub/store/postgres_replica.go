@@ -64,7 +64,7 @@ func (s *Postgres) Listen(ctx context.Context, fn func(payload string)) error {
 	if err != nil {
 		return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }() // on the way out: the queries' own errors are checked
 	if _, err := conn.Exec(ctx, `LISTEN `+ChangeChannel); err != nil {
 		return fmt.Errorf("postgres store %s: listen: %w", s.where, err)
 	}

@@ -67,7 +67,7 @@ func sqlitePutStatuses(ctx context.Context, tx *sql.Tx, cluster string, statuses
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
+	defer func() { _ = stmt.Close() }() // the statements' own errors are checked
 	for _, st := range statuses {
 		if _, err := stmt.ExecContext(ctx, cluster, st.Release, st.ObservedGeneration,
 			st.Revision, st.Digest, st.Phase, st.Health, st.Objects, st.Drifted, st.Conflicts,

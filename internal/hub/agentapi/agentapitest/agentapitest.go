@@ -23,7 +23,7 @@ func WaitAssignment(tb testing.TB, c agentv1connect.AgentServiceClient) *agentv1
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }() // the stream's own error is checked
 	for stream.Receive() {
 		for _, as := range stream.Msg().GetDesired().GetAssignments() {
 			if as.GetDigest() != "" {

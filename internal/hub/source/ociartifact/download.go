@@ -51,7 +51,7 @@ func (f *Fetcher) download(ctx context.Context, t *target, c candidate, dst stri
 		return t.errorf("%s: %v", c.revision, err)
 	}
 	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer func() { _ = tmp.Close() }() // only read back after the checked write
 	if err := f.readLayer(ctx, t, layer, tmp); err != nil {
 		return t.errorf("%s: layer %s: %v", c.revision, layer.Digest, err)
 	}
@@ -138,6 +138,6 @@ func unpack(ctx context.Context, r io.Reader, dst string, lim artifact.Limits) e
 		pw.CloseWithError(err)
 	}()
 	err := artifact.Unpack(ctx, pr, dst, lim)
-	pr.Close() // stops the compressor when Unpack gave up early
+	_ = pr.Close() // stops the compressor when Unpack gave up early
 	return err
 }

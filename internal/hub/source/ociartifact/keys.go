@@ -80,7 +80,7 @@ func LoadKey(name, path string) (Key, error) {
 	if err != nil {
 		return Key{}, fmt.Errorf("key '%s': %w", name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
 	if err != nil {
 		return Key{}, fmt.Errorf("key '%s': read %s: %w", name, path, err)

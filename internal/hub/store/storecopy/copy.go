@@ -30,7 +30,7 @@ func ToPostgres(ctx context.Context, src *store.SQLite, dst *store.Postgres) (St
 	if err != nil {
 		return nil, fmt.Errorf("copy to postgres store %s: %w", dst, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // returns the connection to the pool
 	stats := Stats{}
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()

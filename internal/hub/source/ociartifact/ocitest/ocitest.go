@@ -128,7 +128,7 @@ func PushOras(t testing.TB, reg *registrytest.Registry, repo, tag, dir string, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fs.Close()
+	defer func() { _ = fs.Close() }() // removes the store's temporary files: best effort
 	layer, err := fs.Add(ctx, filepath.Base(dir), "", dir)
 	if err != nil {
 		t.Fatalf("oras file store add %s: %v", dir, err)
