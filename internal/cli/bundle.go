@@ -55,7 +55,7 @@ goes to standard error.`,
 				return err
 			}
 			var (
-				w    io.Writer = s.out
+				w    = s.out
 				file *os.File
 				path = output
 			)
@@ -70,7 +70,7 @@ goes to standard error.`,
 					return err
 				}
 				defer func() {
-					file.Close()
+					_ = file.Close() // closed and checked on success; this covers the early returns
 					os.Remove(file.Name())
 				}()
 				w = file

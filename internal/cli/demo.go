@@ -59,7 +59,7 @@ kube-apiserver and etcd come from "make kube-binaries" (bin/ at the repository r
 			if err != nil {
 				return err
 			}
-			defer logFile.Close()
+			defer func() { _ = logFile.Close() }() // best effort: the log is for a person reading it
 			fmt.Fprintf(s.errOut, "Hub and agent logs: %s\n", logPath)
 			start := time.Now()
 			fleet, err := demo.Start(ctx, demo.Options{

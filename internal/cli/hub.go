@@ -115,7 +115,7 @@ and several hubs may share it (docs/ha.md).`,
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }() // on the way out: every write was committed
 			h, err := hub.New(ctx, opts, st)
 			if err != nil {
 				return err
@@ -125,7 +125,7 @@ and several hubs may share it (docs/ha.md).`,
 				if err != nil {
 					return err
 				}
-				defer srv.Close()
+				defer func() { _ = srv.Close() }() // on the way out: nothing is left to serve
 				fmt.Fprintf(s.errOut, "Profiling:          http://%s/debug/pprof/\n", srv.Addr)
 			}
 			if metricsAddr != "" {
@@ -133,7 +133,7 @@ and several hubs may share it (docs/ha.md).`,
 				if err != nil {
 					return err
 				}
-				defer srv.Close()
+				defer func() { _ = srv.Close() }() // on the way out: nothing is left to serve
 				fmt.Fprintf(s.errOut, "Metrics:            http://%s/metrics\n", srv.Addr)
 			}
 			fmt.Fprintf(s.errOut, "Hub agent endpoint: %s\nHub API:            %s\nAdmin token:        %s\nCA:                 %s\n",

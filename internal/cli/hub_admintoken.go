@@ -40,7 +40,7 @@ to have a new one written.`,
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }() // on the way out: every write was committed
 			tok, err := hub.RotateAdminToken(cmd.Context(), st, dataDir)
 			if tok != "" {
 				fmt.Fprintln(s.out, tok)

@@ -46,12 +46,12 @@ database that already holds hub state.`,
 			if err != nil {
 				return err
 			}
-			defer src.Close()
+			defer func() { _ = src.Close() }() // only read from
 			dst, err := store.OpenPostgres(ctx, to, store.PostgresOptions{})
 			if err != nil {
 				return err
 			}
-			defer dst.Close()
+			defer func() { _ = dst.Close() }() // the copy was committed
 			stats, err := storecopy.ToPostgres(ctx, src, dst)
 			if err != nil {
 				return err

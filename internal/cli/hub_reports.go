@@ -31,7 +31,7 @@ Needs a deployer of every project (or an admin); audited as reports.imported.`,
 			if err != nil {
 				return usageError{fmt.Errorf("reports file: %w", err)}
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 			c, err := hf.client()
 			if err != nil {
 				return err

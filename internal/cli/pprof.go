@@ -12,7 +12,7 @@ import (
 // servePprof serves Go's profiling endpoints (/debug/pprof/...) on addr until ctx ends, for
 // finding what bounds a hub under load. They reveal internals, so bind it to loopback.
 func servePprof(ctx context.Context, addr string) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("pprof address %s: %w", addr, err)
 	}
@@ -26,7 +26,7 @@ func servePprof(ctx context.Context, addr string) (*http.Server, error) {
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
-		srv.Close()
+		_ = srv.Close() // on the way out: nothing is left to serve
 	}()
 	return srv, nil
 }

@@ -89,9 +89,5 @@ the hub or the network is gone, and reports back.`,
 	return root
 }
 
-func withLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return clikit.WithLogger(ctx, l)
-}
-
 // loggerFrom returns the logger set up by the root command's flags.
 func loggerFrom(ctx context.Context) *slog.Logger { return clikit.LoggerFrom(ctx) }

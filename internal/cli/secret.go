@@ -90,7 +90,7 @@ func newSecretEncryptCommand(s streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in := args[0]
 			if len(selectors) == 0 && len(recipients) == 0 {
-				return usageError{errors.New("say whom to encrypt for: --selector LABELS (clusters) and/or --recipient age1...")}
+				return usageError{errors.New("say whom to encrypt for: --selector LABELS (clusters) and/or --recipient age1... (an age public key)")}
 			}
 			if inPlace && outFile != "" {
 				return usageError{errors.New("--in-place and -o both say where to write: give one")}
@@ -214,7 +214,7 @@ func readInput(name string, limit int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -241,11 +241,11 @@ func writeFileKeepMode(path string, data []byte) error {
 	tmp := f.Name()
 	defer os.Remove(tmp)
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return err
 	}
 	if err := f.Chmod(mode); err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return err
 	}
 	if err := f.Close(); err != nil {

@@ -33,9 +33,9 @@ func watchStatus(ctx context.Context, s streams, c *hubclient.Client, f hubclien
 			printStatus(&b, v, f, true)
 			next := b.String()
 			if prev == "" {
-				io.WriteString(s.out, next)
+				_, _ = io.WriteString(s.out, next) // a terminal: a failed write has nobody to tell
 			} else {
-				io.WriteString(s.out, changedLines(prev, next))
+				_, _ = io.WriteString(s.out, changedLines(prev, next)) // the same
 			}
 			prev = next
 		}

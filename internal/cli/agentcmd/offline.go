@@ -108,7 +108,7 @@ Works with the agent running or stopped. The default file is CLUSTER-reports-TIM
 				return clikit.UsageError{Err: fmt.Errorf("--state-dir is required")}
 			}
 			var (
-				w    io.Writer = s.Out
+				w    = s.Out
 				file *os.File
 				err  error
 			)
@@ -121,7 +121,7 @@ Works with the agent running or stopped. The default file is CLUSTER-reports-TIM
 					return err
 				}
 				defer func() {
-					file.Close()
+					_ = file.Close() // closed and checked on success; this covers the early returns
 					os.Remove(file.Name())
 				}()
 				w = file

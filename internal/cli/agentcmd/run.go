@@ -82,14 +82,14 @@ in-cluster configuration (the agent's service account).`,
 				if err != nil {
 					return err
 				}
-				defer srv.Close()
+				defer func() { _ = srv.Close() }() // on the way out: nothing is left to serve
 				fmt.Fprintf(s.ErrOut, "Metrics on http://%s/metrics\n", srv.Addr)
 			}
 			a, err := agent.New(ctx, opts)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
+			defer func() { _ = a.Close() }() // shutting down: the state was committed as it went
 			fmt.Fprintf(s.ErrOut, "Agent for cluster %q running; state in %s\n", a.Cluster(), opts.StateDir)
 			return a.Run(ctx)
 		},

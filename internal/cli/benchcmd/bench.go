@@ -109,7 +109,7 @@ artifacts each cluster downloads only its own directories and the base.`,
   # Incompressible payloads, agents reporting every second, no push baseline
   flotilla-bench fleet --payload random --report-interval 1s --push=false`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (runErr error) {
 			ctx := cmd.Context()
 			bin, err := os.Executable()
 			if err != nil {
@@ -148,7 +148,11 @@ artifacts each cluster downloads only its own directories and the base.`,
 				if err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() { // after StopCPUProfile: a profile that did not reach the disk fails the run
+					if err := f.Close(); err != nil && runErr == nil {
+						runErr = fmt.Errorf("--cpu-profile: %w", err)
+					}
+				}()
 				if err := pprof.StartCPUProfile(f); err != nil {
 					return err
 				}

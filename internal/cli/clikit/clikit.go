@@ -153,7 +153,7 @@ func AddLogFlags(root *cobra.Command, errOut io.Writer) {
 // ServeMetrics serves handler at /metrics on addr until ctx ends. The returned server's Addr
 // is the address actually bound (addr may use port 0).
 func ServeMetrics(ctx context.Context, addr string, handler http.Handler) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics address %s: %w", addr, err)
 	}
@@ -167,7 +167,7 @@ func ServeMetrics(ctx context.Context, addr string, handler http.Handler) (*http
 	}()
 	go func() {
 		<-ctx.Done()
-		srv.Close()
+		_ = srv.Close() // on the way out: nothing is left to serve
 	}()
 	return srv, nil
 }
@@ -188,7 +188,7 @@ func ReadJoinTokenFile(path string, stdin io.Reader) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("--join-token-file: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxJoinTokenFile+1))
