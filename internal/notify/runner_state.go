@@ -32,7 +32,8 @@ func (r *Runner) save() {
 		return
 	}
 	tmp := r.d.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err == nil {
+	// err is the outer one: a failed write or rename is logged and the state is saved again next time.
+	if err = os.WriteFile(tmp, data, 0o600); err == nil {
 		err = os.Rename(tmp, r.d.StateFile)
 	}
 	if err != nil {
