@@ -111,7 +111,7 @@ func parseFleet(files map[string][]byte, t *Tenant) (*Fleet, error) {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		l.parseFile(name, files[name])
 	}
-	problems := append(l.problems, validate(&l.fleet, &l.origins, t)...)
+	problems := slices.Concat(l.problems, validate(&l.fleet, &l.origins, t))
 	if len(problems) > 0 {
 		// Decoding and validation are two passes; group what they found by file.
 		slices.SortStableFunc(problems, func(a, b Problem) int { return strings.Compare(a.File, b.File) })

@@ -169,7 +169,7 @@ func writeEntry(tw *tar.Writer, root string, e packEntry) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	fi, err := f.Stat()
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func (s *Store) put(pack func(io.Writer) (string, int64, error)) (digest string,
 	tmpName := tmp.Name()
 	defer func() {
 		if err != nil {
-			tmp.Close()
+			_ = tmp.Close() // already failing: the first error is the one returned
 			os.Remove(tmpName)
 		}
 	}()

@@ -126,7 +126,7 @@ func PrepareEmptyDir(dst string) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // read only: Close has nothing to flush
 	if _, err := d.Readdirnames(1); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return false, errors.New("destination is not empty")
@@ -156,7 +156,7 @@ func readDirNames(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // read only: Close has nothing to flush
 	return d.Readdirnames(-1)
 }
 

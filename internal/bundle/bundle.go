@@ -376,7 +376,7 @@ func (rd *reader) copyArtifact(dir string, a ArtifactRef) (string, error) {
 			return "", fmt.Errorf("%s: artifact %s: %w", rd.what, a.Digest, err)
 		}
 		defer func() {
-			tmp.Close()
+			_ = tmp.Close()       // closed and checked on success; this covers the early returns
 			os.Remove(tmp.Name()) // gone after the rename
 		}()
 		dst = io.MultiWriter(tmp, v)

@@ -203,7 +203,7 @@ func readCABundle(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA bundle: %w (name another with --ca-bundle FILE, or none with --ca-bundle \"\")", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	data, err := io.ReadAll(io.LimitReader(f, MaxCABundleSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("CA bundle %s: %w", path, err)

@@ -90,7 +90,7 @@ func stripUserinfo(raw string) (string, bool) {
 		return raw, false
 	}
 	if _, hasPassword := u.User.Password(); !hasPassword && u.Scheme == "ssh" {
-		return raw, false // ssh://git@host/...: the SSH user name, not a secret
+		return raw, false // an ssh URL's git@ is the SSH user name, not a secret
 	}
 	u.User = nil
 	return u.String(), true

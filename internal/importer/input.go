@@ -73,7 +73,7 @@ func (o *Object) get(path string) any {
 }
 
 func lookup(m any, path string) any {
-	var cur any = m
+	cur := m
 	for _, k := range strings.Split(path, ".") {
 		mm, ok := cur.(map[string]any)
 		if !ok {
@@ -218,7 +218,7 @@ func readBounded(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	buf := &bytes.Buffer{}
 	n, err := buf.ReadFrom(io.LimitReader(f, max+1))
 	if err != nil {

@@ -196,7 +196,7 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
+			_ = f.Close() // already failing: the first error is the one returned
 			os.Remove(f.Name())
 		}
 	}()

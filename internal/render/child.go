@@ -118,7 +118,7 @@ func RunChild(in io.Reader, out io.Writer) int {
 	b := req.Budget.WithDefaults(DefaultBudget)
 	limitSelf(b)
 	w := bufio.NewWriterSize(out, 64<<10)
-	defer w.Flush()
+	defer func() { _ = w.Flush() }() // a failed flush means the parent has gone: it sees no Done frame
 	enc := json.NewEncoder(w)
 	fail := func(err error) int {
 		_ = enc.Encode(childFrame{Err: toChildError(err)})

@@ -335,6 +335,6 @@ func (c *closure) read(t target) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	return io.ReadAll(io.LimitReader(f, c.lim.MaxBytes))
 }

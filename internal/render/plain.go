@@ -69,7 +69,7 @@ func readFile(p string, bounded bool, left *int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	data, err := io.ReadAll(io.LimitReader(f, *left+1))
 	if err != nil {
 		return nil, err

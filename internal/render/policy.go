@@ -175,7 +175,7 @@ func (l refList) isPluginConfig() bool {
 func dirRefs(k *types.Kustomization) []refList {
 	return []refList{
 		{"resources", k.Resources},
-		{"bases", k.Bases},
+		{"bases", k.Bases}, //nolint:staticcheck // deprecated, but what users write is checked and followed
 		{"components", k.Components},
 		{"generators", k.Generators},
 		{"transformers", k.Transformers},
@@ -206,10 +206,10 @@ func fileRefs(k *types.Kustomization) []fieldRef {
 	for i, p := range k.Patches {
 		add(fmt.Sprintf("patches[%d].path", i), p.Path)
 	}
-	for i, p := range k.PatchesJson6902 {
+	for i, p := range k.PatchesJson6902 { //nolint:staticcheck // deprecated, but what users write is checked
 		add(fmt.Sprintf("patchesJson6902[%d].path", i), p.Path)
 	}
-	for i, p := range k.PatchesStrategicMerge {
+	for i, p := range k.PatchesStrategicMerge { //nolint:staticcheck // deprecated, but what users write is checked
 		if !IsInlineEntry(string(p)) {
 			add(fmt.Sprintf("patchesStrategicMerge[%d]", i), string(p))
 		}

@@ -102,7 +102,7 @@ func ReadArtifactFile(root, rel string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only: Close has nothing to flush
 	f, err := r.Open(filepath.FromSlash(clean))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -110,7 +110,7 @@ func ReadArtifactFile(root, rel string, max int64) ([]byte, error) {
 		}
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: Close has nothing to flush
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func IsChart(root, dir string) bool {
 	if err != nil {
 		return false
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only: Close has nothing to flush
 	clean := path.Clean(filepath.ToSlash(dir))
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return false // the renderer refuses such a path

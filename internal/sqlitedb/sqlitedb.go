@@ -59,26 +59,26 @@ func Open(ctx context.Context, path string, pragmas []string, init func(context.
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	if err := w.PingContext(ctx); err != nil {
-		w.Close()
+		_ = w.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	if init != nil {
 		if err := init(ctx, w); err != nil {
-			w.Close()
+			_ = w.Close() // already failing: the first error is the one returned
 			return nil, err
 		}
 	}
 	r, err := sql.Open("sqlite", DSN(path, params("_pragma=query_only(1)")...))
 	if err != nil {
-		w.Close()
+		_ = w.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	n := max(2, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		w.Close()
+		_ = r.Close() // already failing: the first error is the one returned
+		_ = w.Close() // already failing: the first error is the one returned
 		return nil, err
 	}
 	return &DB{W: w, R: r}, nil
