@@ -95,9 +95,9 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		cancel()
 		f.wg.Wait()
 		if st != nil {
-			st.Close()
+			_ = st.Close() // stopping the demo: every write was committed
 		}
-		localcluster.StopAll(f.Clusters)
+		_ = localcluster.StopAll(f.Clusters) // what is left of a cluster dies with this process (Pdeathsig)
 	}
 	defer func() {
 		if err != nil {
@@ -169,7 +169,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		if err != nil {
 			return nil, err
 		}
-		f.goRun("agent "+c.Name(), func() error { defer a.Close(); return a.Run(runCtx) })
+		f.goRun("agent "+c.Name(), func() error { defer func() { _ = a.Close() }(); return a.Run(runCtx) }) // Run's error is the one to report
 	}
 
 	progress("Waiting for the fleet to converge ...")

@@ -27,7 +27,7 @@ func Check(t *testing.T, pkg string, rules []Rule) {
 // -tags takes them): for what a binary links as the Makefile builds it.
 func CheckTags(t *testing.T, pkg, tags string, rules []Rule) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-tags", tags, pkg).Output()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", tags, pkg).Output()
 	if err != nil {
 		t.Fatalf("go list -deps -tags %q %s: %v", tags, pkg, err)
 	}

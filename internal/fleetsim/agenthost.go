@@ -200,7 +200,7 @@ func RunAgentHost(ctx context.Context, spec AgentHostSpec, in io.Reader, out io.
 func closeAgents(agents []*agent.Agent) {
 	for _, a := range agents {
 		if a != nil {
-			a.Close()
+			_ = a.Close() // shutting down: the state was committed as it went
 		}
 	}
 }

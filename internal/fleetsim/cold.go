@@ -217,6 +217,12 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 	}
 	pprofAddr := ""
 	replicas := make([]*coldReplica, opts.Replicas)
+	var started []*hubProc
+	defer func() { // every replica that started is killed on the way out, the last first
+		for _, h := range slices.Backward(started) {
+			h.kill()
+		}
+	}()
 	for i := range replicas {
 		r := &coldReplica{name: fmt.Sprintf("replica-%d", i+1)}
 		if r.metricsAddr, err = freeLoopbackAddr(); err != nil {
@@ -241,7 +247,7 @@ func RunCold(ctx context.Context, opts ColdOptions) (*ColdReport, error) {
 		if err := r.hub.start(ctx); err != nil {
 			return nil, fmt.Errorf("cold start: %s: %w", r.name, err)
 		}
-		defer r.hub.kill()
+		started = append(started, r.hub)
 		replicas[i] = r
 	}
 	api, err := replicas[0].hub.client()
@@ -476,7 +482,7 @@ func freshDatabase(ctx context.Context, server string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("cold start: PostgreSQL %s: %w (`make postgres` serves one on 127.0.0.1:55432)", redactURL(server), err)
 	}
-	defer conn.Close(context.Background())
+	defer func() { _ = conn.Close(context.Background()) }() // on the way out: the queries' own errors are checked
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "flotilla_cold_" + hex.EncodeToString(b)
@@ -492,7 +498,7 @@ func freshDatabase(ctx context.Context, server string) (string, func(), error) {
 		if err != nil {
 			return
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }() // on the way out: the queries' own errors are checked
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	}
 	return u.String(), drop, nil

@@ -91,7 +91,7 @@ func startChartRepo(opts Options) (*chartRepo, error) {
 	if err := os.WriteFile(r.caFile, caPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("fleet simulator: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fleet simulator: chart repository: %w", err)
 	}

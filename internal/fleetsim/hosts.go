@@ -62,7 +62,7 @@ func startHosts(ctx context.Context, bin, dir string, hubURLs []string, api *hub
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "agent-host", "--spec", file)
+		cmd := exec.CommandContext(ctx, bin, "agent-host", "--spec", file)
 		stdin, err := cmd.StdinPipe() // closed to stop the host
 		if err != nil {
 			return nil, err
@@ -184,7 +184,7 @@ func (f *hostedFleet) start() error {
 // stop ends every host (closing its stdin) and waits for it.
 func (f *hostedFleet) stop() {
 	for _, in := range f.stdins {
-		in.Close()
+		_ = in.Close() // the host sees EOF; Wait below says how it ended
 	}
 	for _, c := range f.cmds {
 		_ = c.Wait()

@@ -37,7 +37,7 @@ func (h *hubProc) start(ctx context.Context) error {
 	args := append([]string{"hub", "--data-dir", h.dataDir, "--fleet", h.fleetDir,
 		"--agent-addr", h.agentAddr, "--api-addr", h.apiAddr, "--log-level", "warn",
 		"--allow-file-sources", filepath.Dir(h.fleetDir)}, h.extra...) // the source repository is beside the fleet
-	h.cmd = exec.Command(h.bin, args...)
+	h.cmd = exec.CommandContext(ctx, h.bin, args...) // no hub outlives the run
 	if h.env != nil {
 		h.cmd.Env = append(os.Environ(), h.env...)
 	}
@@ -49,7 +49,7 @@ func (h *hubProc) start(ctx context.Context) error {
 		return fmt.Errorf("start hub %s: %w", h.bin, err)
 	}
 	h.exited = make(chan struct{})
-	go func() { h.cmd.Wait(); close(h.exited) }()
+	go func() { _ = h.cmd.Wait(); close(h.exited) }() // how it ended shows in its log
 	logFile, err := os.OpenFile(filepath.Join(filepath.Dir(h.dataDir), "hub.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		h.kill()
@@ -79,11 +79,11 @@ func readAddresses(r io.Reader, log *os.File) (agentURL, apiURL string, err erro
 			last = append(last, line)
 		}
 		if agentURL != "" && apiURL != "" {
-			go func() { _, _ = io.Copy(log, r); log.Close() }()
+			go func() { _, _ = io.Copy(log, r); _ = log.Close() }() // best effort: the log is for a person reading it
 			return agentURL, apiURL, nil
 		}
 	}
-	log.Close()
+	_ = log.Close() // best effort: the log is for a person reading it
 	return "", "", fmt.Errorf("exited before printing its addresses: %s", strings.Join(last, "\n"))
 }
 

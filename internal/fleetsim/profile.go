@@ -12,7 +12,7 @@ import (
 
 // freeLoopbackAddr returns a loopback address with a port that was free a moment ago.
 func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
@@ -40,7 +40,7 @@ func profileHub(ctx context.Context, pprofAddr string, d time.Duration, file str
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
+		_ = f.Close() // already failing: the first error is the one returned
 		return fmt.Errorf("hub profile %s: %w", file, err)
 	}
 	return f.Close()

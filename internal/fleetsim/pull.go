@@ -97,7 +97,7 @@ func (f *pullFleet) wait() {
 func (f *pullFleet) close() {
 	for _, a := range f.agents {
 		if a != nil {
-			a.Close()
+			_ = a.Close() // shutting down: the state was committed as it went
 		}
 	}
 }

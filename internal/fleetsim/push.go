@@ -45,7 +45,7 @@ func runPush(ctx context.Context, opts Options, src *fleetSource, commits []stri
 	if err := os.WriteFile(specFile, data, 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(opts.Binary, "push-controller", "--spec", specFile)
+	cmd := exec.CommandContext(ctx, opts.Binary, "push-controller", "--spec", specFile)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func runPush(ctx context.Context, opts Options, src *fleetSource, commits []stri
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start push controller: %w", err)
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }() // stopping it: the report is already read
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 64<<10), 16<<20)
 	probe := waveProbe{pid: cmd.Process.Pid, meter: &ep.meter, clusters: run.clusters}

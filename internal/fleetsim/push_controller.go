@@ -225,7 +225,7 @@ func checkout(ctx context.Context, repo, commit, work string) (string, error) {
 			break
 		}
 		if err != nil {
-			cmd.Wait()
+			_ = cmd.Wait() // already failing: the first error is the one returned
 			return "", fmt.Errorf("checkout %s: %w", commit, err)
 		}
 		p := filepath.Join(dir, filepath.FromSlash(h.Name))
@@ -244,7 +244,7 @@ func checkout(ctx context.Context, repo, commit, work string) (string, error) {
 			}
 		}
 		if err != nil {
-			cmd.Wait()
+			_ = cmd.Wait() // already failing: the first error is the one returned
 			return "", fmt.Errorf("checkout %s: %w", commit, err)
 		}
 	}

@@ -44,7 +44,7 @@ func startPushEndpoints(dir string, clusters []*MemCluster) (*pushEndpoints, err
 	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +94,6 @@ func (e *pushEndpoints) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		e.srv.Close()
+		_ = e.srv.Close() // the forced close after a failed shutdown: nothing else to try
 	}
 }

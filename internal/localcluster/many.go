@@ -19,7 +19,7 @@ func StartAll(ctx context.Context, opts []Options) ([]*Cluster, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		StopAll(clusters)
+		_ = StopAll(clusters) // already failing: the first error is the one returned
 		return nil, err
 	}
 	return clusters, nil

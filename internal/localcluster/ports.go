@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 )
@@ -17,7 +18,7 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free loopback port: %w", err)
 		}

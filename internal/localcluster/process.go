@@ -26,7 +26,7 @@ func startProcess(name, binary string, args []string, logPath string) (*Process,
 	if err != nil {
 		return nil, fmt.Errorf("%s: open log: %w", name, err)
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary, args...) //nolint:noctx // it lives until Stop (or this process dies: Pdeathsig), not for a caller's context
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -38,13 +38,13 @@ func startProcess(name, binary string, args []string, logPath string) (*Process,
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // already failing: the first error is the one returned
 		return nil, fmt.Errorf("%s: start %s: %w", name, binary, err)
 	}
 	p := &Process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close() // best effort: the log is for a person reading it
 		close(p.done)
 	}()
 	return p, nil

@@ -33,7 +33,7 @@ type Issuer struct {
 // lists, per user, the groups its ID tokens' "groups" claim holds.
 func Start(t testing.TB, clientID string, groups map[string][]string) *Issuer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

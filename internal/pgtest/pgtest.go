@@ -52,7 +52,7 @@ func NewDatabase(t testing.TB) string {
 			"or set %s to a server where this role may CREATE DATABASE; `make test-postgres` does both",
 			redact(server), err, EnvDSN)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }() // on the way out: the queries' own errors are checked
 	name := "flotilla_test_" + randomHex(8)
 	// A natural-language collation, as production databases usually have, rather than the
 	// test server's C: a query that relies on byte order without saying so shows here.
@@ -67,7 +67,7 @@ func NewDatabase(t testing.TB) string {
 			t.Errorf("drop test database %s: %v", name, err)
 			return
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }() // on the way out: the queries' own errors are checked
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
@@ -115,7 +115,7 @@ func BehindProxy(t testing.TB) (dsn, proxied string, proxy *faultproxy.Proxy) {
 	if proxy, err = faultproxy.Start(u.Host); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { proxy.Close() })
+	t.Cleanup(func() { _ = proxy.Close() }) // test cleanup: the proxy is discarded
 	u.Host = proxy.Addr()
 	return dsn, u.String(), proxy
 }

@@ -103,7 +103,7 @@ func Start(t testing.TB, opts Options) *Registry {
 	}
 	t.Cleanup(func() {
 		srv.Close()
-		app.Shutdown()
+		_ = app.Shutdown() // test cleanup: the registry is discarded
 		cancel()
 	})
 	r.URL = srv.URL

@@ -22,7 +22,7 @@ func Binary(t testing.TB) string {
 // test with sops's standard error when sops fails.
 func Run(t testing.TB, env []string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
+	cmd := exec.CommandContext(t.Context(), Binary(t), args...)
 	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
