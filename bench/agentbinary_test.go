@@ -52,7 +52,11 @@ func BenchmarkAgentBinary(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Stop()
+			defer func() {
+				if err := c.Stop(); err != nil {
+					b.Error(err)
+				}
+			}()
 			j, err := client.AddCluster(b.Context(), name, map[string]string{"env": "bench"})
 			if err != nil {
 				b.Fatal(err)
@@ -65,7 +69,7 @@ func BenchmarkAgentBinary(b *testing.B) {
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
-			defer func() { stop(); cmd.Wait() }()
+			defer func() { stop(); _ = cmd.Wait() }() // stopped: its exit status is not what is measured
 			eventually.Within(b, 3*time.Minute, func() error {
 				st, err := client.Status(b.Context())
 				n := 0

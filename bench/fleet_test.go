@@ -60,7 +60,7 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	if err := hubCmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { hubCmd.Process.Kill(); hubCmd.Wait() }()
+	defer func() { _ = hubCmd.Process.Kill(); _ = hubCmd.Wait() }() // killed: its exit error says so and nothing more
 	agentURL, apiURL := readHubAddresses(b, stderr)
 	proxy, err := faultproxy.Start(strings.TrimPrefix(agentURL, "https://"))
 	if err != nil {
@@ -80,7 +80,11 @@ func runFleetRevision(b *testing.B, flotilla string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer localcluster.StopAll(clusters)
+	defer func() {
+		if err := localcluster.StopAll(clusters); err != nil {
+			b.Error(err)
+		}
+	}()
 	agentCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	for _, c := range clusters {
@@ -92,7 +96,12 @@ func runFleetRevision(b *testing.B, flotilla string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		go func() { a.Run(agentCtx); a.Close() }()
+		go func() {
+			if err := a.Run(agentCtx); err != nil {
+				b.Errorf("agent: %v", err)
+			}
+			a.Close()
+		}()
 	}
 	waitAllReady(b, client, "")
 

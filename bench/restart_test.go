@@ -54,8 +54,8 @@ func (h *hubProc) start() {
 }
 
 func (h *hubProc) kill() {
-	h.cmd.Process.Kill()
-	h.cmd.Wait()
+	_ = h.cmd.Process.Kill()
+	_ = h.cmd.Wait() // killed: its exit error says so and nothing more
 }
 
 func (h *hubProc) client() *hubclient.Client {
@@ -111,7 +111,12 @@ func BenchmarkHubRestartStorm(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			go func() { a.Run(ctx); a.Close() }()
+			go func() {
+				if err := a.Run(ctx); err != nil {
+					b.Errorf("agent: %v", err)
+				}
+				a.Close()
+			}()
 		}
 		eventually.Within(b, 2*time.Minute, func() error {
 			if active := proxy.Active(); active < n {
@@ -174,7 +179,11 @@ func BenchmarkHubOutage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer localcluster.StopAll(clusters)
+		defer func() {
+			if err := localcluster.StopAll(clusters); err != nil {
+				b.Error(err)
+			}
+		}()
 		ctx, stop := context.WithCancel(b.Context())
 		defer stop()
 		for _, c := range clusters {
@@ -186,7 +195,12 @@ func BenchmarkHubOutage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			go func() { a.Run(ctx); a.Close() }()
+			go func() {
+				if err := a.Run(ctx); err != nil {
+					b.Errorf("agent: %v", err)
+				}
+				a.Close()
+			}()
 		}
 		waitAllReady(b, client, "")
 

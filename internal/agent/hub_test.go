@@ -66,7 +66,7 @@ func newFakeHub(t *testing.T) *fakeHub {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write(data)
+		_, _ = w.Write(data) // an HTTP response: a failed write has nobody to tell
 	})
 	cert, err := ca.ServingCertificate([]string{"127.0.0.1"}, time.Hour, time.Now())
 	if err != nil {

@@ -139,7 +139,12 @@ func TestImportAndExportWhileRunning(t *testing.T) {
 	digest := hub.addArtifact(map[string]string{"web/cm.yaml": configMap("web")})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
+	go func() {
+		defer close(done)
+		if err := a.Run(ctx); err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}()
 	defer func() { cancel(); <-done }()
 
 	// tick moves the agent's clock until call returns: the agent polls its state dir on it.
@@ -172,7 +177,9 @@ func TestImportAndExportWhileRunning(t *testing.T) {
 	tampered := hub.writeBundle(webState("edge-clock", 4, digest), 0)
 	data, _ := os.ReadFile(tampered)
 	data[bytes.LastIndex(data, []byte{0x1f, 0x8b})+20] ^= 1 // inside the artifact, past its gzip header
-	os.WriteFile(tampered, data, 0o600)
+	if err := os.WriteFile(tampered, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tick(func() { res, err = ImportBundle(t.Context(), a.st.dir, tampered, time.Minute) })
 	if err != nil || res.Status != ImportRefused || !strings.Contains(res.Message, "digest mismatch") {
 		t.Errorf("a tampered bundle while running: %+v (%v); want it refused", res, err)

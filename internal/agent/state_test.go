@@ -47,7 +47,7 @@ func TestOutbox(t *testing.T) {
 	if st, err = openState(dir); err != nil {
 		t.Fatal(err)
 	}
-	defer st.close()
+	defer func() { st.close() }() // the st of the last open below, not this one
 
 	pending, err := st.pending(100)
 	if err != nil {

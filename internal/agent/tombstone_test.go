@@ -45,7 +45,9 @@ func startAgent(t *testing.T, hub *fakeHub, stateDir string) *runningAgent {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Run(ctx)
+		if err := a.Run(ctx); err != nil {
+			t.Errorf("agent: %v", err)
+		}
 		a.Close()
 	}()
 	ra := &runningAgent{metrics: m, stop: func() { cancel(); <-done }}

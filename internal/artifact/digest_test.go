@@ -33,7 +33,9 @@ func TestVerifier(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Written in pieces, as a download would be.
-			io.CopyBuffer(v, bytes.NewReader(content), make([]byte, 3))
+			if _, err := io.CopyBuffer(v, bytes.NewReader(content), make([]byte, 3)); err != nil {
+				t.Fatal(err)
+			}
 			if v.Digest() != right || v.Size() != int64(len(content)) {
 				t.Errorf("Digest, Size = %s, %d; want %s, %d", v.Digest(), v.Size(), right, len(content))
 			}
@@ -68,7 +70,9 @@ func TestVerifyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(p, buf.Bytes(), 0o644)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := VerifyFile(p, digest); err != nil {
 		t.Fatalf("VerifyFile = %v", err)
 	}

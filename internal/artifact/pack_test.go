@@ -62,11 +62,17 @@ func TestPackIsDeterministic(t *testing.T) {
 	slices.Reverse(order)
 	writeTree(t, b, sampleTree, order)
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-	filepath.Walk(b, func(p string, _ os.FileInfo, _ error) error {
-		os.Chtimes(p, old, old)
-		return nil
-	})
-	os.Chmod(filepath.Join(b, "README.md"), 0o664)
+	if err := filepath.Walk(b, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(b, "README.md"), 0o664); err != nil {
+		t.Fatal(err)
+	}
 
 	rawA, digestA, sizeA := packBytes(t, a)
 	rawB, digestB, _ := packBytes(t, b)
@@ -87,12 +93,18 @@ func TestPackIsDeterministic(t *testing.T) {
 	}
 
 	// A change of content or of the executable bit changes the digest.
-	os.WriteFile(filepath.Join(b, "README.md"), []byte("hello!\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(b, "README.md"), []byte("hello!\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, d, _ := packBytes(t, b); d == digestA {
 		t.Error("digest unchanged after a content change")
 	}
-	os.WriteFile(filepath.Join(b, "README.md"), []byte("hello\n"), 0o644)
-	os.Chmod(filepath.Join(b, "README.md"), 0o744)
+	if err := os.WriteFile(filepath.Join(b, "README.md"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(b, "README.md"), 0o744); err != nil {
+		t.Fatal(err)
+	}
 	if _, d, _ := packBytes(t, b); d == digestA {
 		t.Error("digest unchanged after chmod +x")
 	}
@@ -166,22 +178,32 @@ func TestPackRefuses(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name:    "absolute symlink",
-			setup:   func(t *testing.T, dir string) { os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")) },
+			name: "absolute symlink",
+			setup: func(t *testing.T, dir string) {
+				if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
+					t.Fatal(err)
+				}
+			},
 			wantErr: "symlink 'passwd' -> '/etc/passwd': absolute target",
 		},
 		{
 			name: "symlink climbing out",
 			setup: func(t *testing.T, dir string) {
-				os.Mkdir(filepath.Join(dir, "a"), 0o755)
-				os.Symlink("../../secret", filepath.Join(dir, "a", "up"))
+				if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("../../secret", filepath.Join(dir, "a", "up")); err != nil {
+					t.Fatal(err)
+				}
 			},
 			wantErr: "symlink 'a/up' -> '../../secret': points outside the tree",
 		},
 		{
 			name: "symlink with .. after a component",
 			setup: func(t *testing.T, dir string) {
-				os.Symlink("x/../y", filepath.Join(dir, "l"))
+				if err := os.Symlink("x/../y", filepath.Join(dir, "l")); err != nil {
+					t.Fatal(err)
+				}
 			},
 			wantErr: "symlink 'l' -> 'x/../y': '..' after a path component",
 		},
@@ -195,8 +217,12 @@ func TestPackRefuses(t *testing.T) {
 			wantErr: "'pipe': unsupported file type",
 		},
 		{
-			name:    "backslash in a name",
-			setup:   func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, `a\b`), nil, 0o644) },
+			name: "backslash in a name",
+			setup: func(t *testing.T, dir string) {
+				if err := os.WriteFile(filepath.Join(dir, `a\b`), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
 			wantErr: `'a\b': backslash in file name`,
 		},
 		{
@@ -208,8 +234,12 @@ func TestPackRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "tree")
-			os.Mkdir(dir, 0o755)
-			os.WriteFile(filepath.Join(dir, "ok.yaml"), []byte("ok"), 0o644)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "ok.yaml"), []byte("ok"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			tt.setup(t, dir)
 			var buf bytes.Buffer
 			_, _, err := Pack(context.Background(), dir, &buf)

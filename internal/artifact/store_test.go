@@ -153,7 +153,9 @@ func TestStoreGC(t *testing.T) {
 	}
 	// A file that is not an artifact must survive GC.
 	stray := filepath.Join(s.Dir(), "sha256", "README")
-	os.WriteFile(stray, []byte("keep me"), 0o644)
+	if err := os.WriteFile(stray, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	keep := map[string]bool{digests[1]: true}
 	removed, err := s.GC(keep)

@@ -58,7 +58,9 @@ func BenchmarkBundle(b *testing.B) {
 		for b.Loop() {
 			for d, data := range blobs {
 				v, _ := artifact.NewVerifier(d)
-				v.Write(data)
+				if _, err := v.Write(data); err != nil {
+					b.Fatal(err)
+				}
 				if err := v.Verify(); err != nil {
 					b.Fatal(err)
 				}

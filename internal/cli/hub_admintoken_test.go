@@ -52,7 +52,12 @@ func TestHubRotateAdminToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub: %v", err)
+		}
+	}()
 
 	data := t.TempDir()
 	code, out, errOut := runCLI(t, "hub", "rotate-admin-token", "--store", dsn, "--data-dir", data)

@@ -25,7 +25,9 @@ func TestHubVerifyKey(t *testing.T) {
 
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "cosign.key")
-	os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := []string{"hub", "--data-dir", filepath.Join(dir, "hub"), "--fleet", t.TempDir(), "--agent-addr", "127.0.0.1:0", "--api-addr", "127.0.0.1:0"}
 	tests := []struct {
 		name  string

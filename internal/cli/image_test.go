@@ -13,7 +13,9 @@ import (
 func TestImageCommandRefusals(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "flotilla")
-	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		args     []string

@@ -77,7 +77,9 @@ func TestImportCommand(t *testing.T) {
 			}
 			if len(tt.wantOut) > 0 && strings.Contains(out.String(), "kind: Release") {
 				fleetDir := t.TempDir()
-				os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), out.Bytes(), 0o644)
+				if err := os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				if _, err := v1alpha1.LoadDir(fleetDir); err != nil {
 					t.Errorf("the hub refuses the printed fleet: %v", err)
 				}
@@ -115,7 +117,9 @@ func TestImportReportJSON(t *testing.T) {
 func TestImportKeepsHandWrittenFiles(t *testing.T) {
 	dir := t.TempDir()
 	mine := filepath.Join(dir, "sources.yaml")
-	os.WriteFile(mine, []byte("# mine\n"), 0o644)
+	if err := os.WriteFile(mine, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var out, errOut bytes.Buffer
 	code := Run(t.Context(), []string{"import", "argocd", importTestdata + "argocd-clean", "-o", dir}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "was not written by flotilla import") {

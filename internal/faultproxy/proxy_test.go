@@ -29,7 +29,9 @@ func echoServer(t *testing.T) string {
 					if err != nil {
 						return
 					}
-					c.Write([]byte(line))
+					if _, err := c.Write([]byte(line)); err != nil {
+						return // the proxy cut the connection
+					}
 				}
 			}()
 		}
@@ -50,7 +52,9 @@ func TestProxyCountsCutsAndBlackholes(t *testing.T) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	roundTrip := func(msg string, timeout time.Duration) (string, error) {
-		c.SetDeadline(time.Now().Add(timeout))
+		if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := c.Write([]byte(msg + "\n")); err != nil {
 			return "", err
 		}
@@ -69,7 +73,9 @@ func TestProxyCountsCutsAndBlackholes(t *testing.T) {
 	}
 	p.Blackhole(false)
 	// The held bytes are delivered once the hole closes.
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := r.ReadString('\n'); err != nil || got != "lost\n" {
 		t.Errorf("after black-hole: %q, %v", got, err)
 	}
@@ -80,7 +86,9 @@ func TestProxyCountsCutsAndBlackholes(t *testing.T) {
 	}
 	p.Refuse(true)
 	if c2, err := net.Dial("tcp", p.Addr()); err == nil {
-		c2.SetDeadline(time.Now().Add(2 * time.Second))
+		if err := c2.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
 			t.Error("a refused connection was served")
 		}

@@ -58,12 +58,12 @@ func TestHelmChartSource(t *testing.T) {
 			return
 		}
 		if r.URL.Path == "/index.yaml" {
-			w.Write(indexYAML)
+			_, _ = w.Write(indexYAML) // an HTTP response: a failed write has nobody to tell
 			return
 		}
 		for v, data := range archives {
 			if r.URL.Path == "/web-"+v+".tgz" {
-				w.Write(data)
+				_, _ = w.Write(data) // an HTTP response: a failed write has nobody to tell
 				return
 			}
 		}
@@ -128,13 +128,15 @@ spec:
 		t.Fatal(err)
 	}
 	var files []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, _ := filepath.Rel(dir, p)
 			files = append(files, filepath.ToSlash(rel))
 		}
 		return err
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	slices.Sort(files)
 	if want := []string{"Chart.yaml", "templates/cm.yaml", "values.yaml"}; !slices.Equal(files, want) {
 		t.Fatalf("artifact files %v, want %v", files, want)

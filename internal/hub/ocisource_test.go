@@ -24,8 +24,12 @@ func TestOCISourceVerified(t *testing.T) {
 	kp := ocitest.GenerateKeyPair(t)
 	const repo = "platform/web"
 	dir := filepath.Join(t.TempDir(), "manifests")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: '1'}\n"), 0o644)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: '1'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	signed := ocitest.PushOras(t, reg, repo, "stable", dir, ocitest.Push{})
 	ocitest.Sign(t, reg, kp, repo, signed)
 
@@ -79,7 +83,9 @@ spec:
 	}
 
 	// The tag moves to an artifact nobody signed.
-	os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: 'evil'}\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: 'evil'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	unsigned := ocitest.PushOras(t, reg, repo, "stable", dir, ocitest.Push{})
 	st = waitStatus(t, th, "the refusal shown", func(st hubclient.StatusView) bool {
 		return len(st.Sources) == 1 && strings.Contains(st.Sources[0].Error, "no cosign signature found for "+unsigned)
@@ -104,7 +110,9 @@ spec:
 // TestVerifyKeyRefusedAtStart: a key file that does not load fails the hub's start, naming it.
 func TestVerifyKeyRefusedAtStart(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "cosign.key")
-	os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
 	if err != nil {

@@ -205,13 +205,15 @@ func artifactFiles(t *testing.T, th *testHub, a *testAgent, digest string) []str
 		t.Fatal(err)
 	}
 	var out []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, _ := filepath.Rel(dir, p)
 			out = append(out, filepath.ToSlash(rel))
 		}
 		return err
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	slices.Sort(out)
 	return out
 }

@@ -412,7 +412,9 @@ func TestReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !r4.artifacts.Has(digest) {
 			t.Fatalf("download from replica-4: %s; cached: %v", resp.Status, r4.artifacts.Has(digest))

@@ -67,7 +67,9 @@ func TestInspect(t *testing.T) {
 	}
 
 	notELF := filepath.Join(t.TempDir(), "script")
-	os.WriteFile(notELF, []byte("#!/bin/sh\necho hi\n"), 0o755)
+	if err := os.WriteFile(notELF, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dynamic, err := exec.LookPath("ls") // a C program: ELF with a program interpreter
 	if err != nil {
 		t.Fatal(err)

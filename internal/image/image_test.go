@@ -249,7 +249,7 @@ func TestWriteAndLoad(t *testing.T) {
 			t.Fatalf("index: %+v, want one manifest %s", m.Manifests, want)
 		}
 		// Readable by any user, executable by none, whatever the library's temporary files had.
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,9 @@ func TestWriteAndLoad(t *testing.T) {
 				t.Errorf("%s: mode %o, want %o", p, st.Mode().Perm(), want)
 			}
 			return nil
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 		a := m.Manifests[0].Annotations
 		if a["org.opencontainers.image.ref.name"] != "v0.1.0" || a["io.containerd.image.name"] != Repository+":v0.1.0" {
 			t.Errorf("annotations %v, want ref.name v0.1.0 and the full name", a)
@@ -271,7 +273,9 @@ func TestWriteAndLoad(t *testing.T) {
 	}{
 		{"non-empty layout directory", "directory is not empty", func(t *testing.T) error {
 			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, "stale"), nil, 0o644)
+			if err := os.WriteFile(filepath.Join(dir, "stale"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			return Write(dir, FormatLayout, ref, img)
 		}},
 		{"unknown format", `image format "docker": want oci-layout or tarball`, func(t *testing.T) error {
@@ -296,7 +300,9 @@ func TestWriteAndLoad(t *testing.T) {
 		}},
 		{"file that is no tarball", "image tarball", func(t *testing.T) error {
 			f := filepath.Join(t.TempDir(), "x.tar")
-			os.WriteFile(f, []byte("not a tar"), 0o644)
+			if err := os.WriteFile(f, []byte("not a tar"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			_, err := Load(f)
 			return err
 		}},
@@ -368,7 +374,9 @@ func writeCA(t *testing.T, n int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+		if err := pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: der}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {

@@ -65,7 +65,9 @@ func TestHostileInputs(t *testing.T) {
 				}
 			}
 			var b strings.Builder
-			res.Report.WriteText(&b)
+			if err := res.Report.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
 			t.Errorf("no left-out line saying %q:\n%s", tt.wantLeft, b.String())
 		})
 	}
@@ -76,7 +78,9 @@ func TestHostileInputs(t *testing.T) {
 func TestFluxDefaultBranch(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "in.yaml")
-	os.WriteFile(p, []byte("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: r, namespace: f}\nspec: {url: https://g.example.com/r.git}\n"), 0o644)
+	if err := os.WriteFile(p, []byte("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: r, namespace: f}\nspec: {url: https://g.example.com/r.git}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res := run(t, p, func(o []*Object) *Result { return Flux(o, FluxOptions{}) })
 	if len(res.Sources) != 1 || res.Sources[0].Spec.Git.Branch != "master" {
 		t.Fatalf("sources %+v, want one on branch master", res.Sources)
@@ -88,7 +92,7 @@ func TestFluxDefaultBranch(t *testing.T) {
 func TestUnknownFieldsReported(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "in.yaml")
-	os.WriteFile(p, []byte(`apiVersion: argoproj.io/v1alpha1
+	if err := os.WriteFile(p, []byte(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: a, namespace: argocd}
 spec:
@@ -114,7 +118,9 @@ apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: r, namespace: f}
 spec: {url: https://x.example/r.git, ref: {branch: main}, newRepoField: 1}
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string][]string{
 		"argocd": {"spec.generators[0].list.template", "spec.template.spec.later", "spec.newSetField", "spec.source.futureField", "spec.source.directory.newOption", "spec.syncPolicy.automated.somethingNew", "spec.syncPolicy.newPolicy", "spec.weird"},
 		"flux":   {"spec.newField", "spec.postBuild.newThing", "spec.newRepoField"},
@@ -132,7 +138,9 @@ spec: {url: https://x.example/r.git, ref: {branch: main}, newRepoField: 1}
 			}
 			if !found {
 				var b strings.Builder
-				res.Report.WriteText(&b)
+				if err := res.Report.WriteText(&b); err != nil {
+					t.Fatal(err)
+				}
 				t.Errorf("%s: no left-out line for %s:\n%s", tool, field, b.String())
 			}
 		}

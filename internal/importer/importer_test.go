@@ -295,8 +295,12 @@ func TestNoSecretValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			var text, js bytes.Buffer
-			res.Report.WriteText(&text)
-			res.Report.WriteJSON(&js)
+			if err := res.Report.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if err := res.Report.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
 			files["report.txt"], files["report.json"] = text.Bytes(), js.Bytes()
 			for n, data := range files {
 				for _, marker := range []string{"SECRET-VALUE", base64.StdEncoding.EncodeToString([]byte("SECRET-VALUE"))[:12], "U0VDUkVU"} {
@@ -328,7 +332,9 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("JSON report has %d findings, want %d: %s", len(got), len(res.Report.Findings), b.String())
 	}
 	b.Reset()
-	(&Report{}).WriteJSON(&b)
+	if err := (&Report{}).WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
 	if strings.TrimSpace(b.String()) != "[]" {
 		t.Errorf("an empty report is %q, want []", b.String())
 	}
@@ -339,7 +345,9 @@ func TestLimits(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -399,14 +407,18 @@ func blockNest(n int) string {
 
 func TestBadDocuments(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("foo: [unclosed\n---\njust: a map\n---\n- a list\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("foo: [unclosed\n---\njust: a map\n---\n- a list\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rep := &Report{}
 	objs, err := ReadInputs(dir, DefaultLimits(), rep)
 	if err != nil || len(objs) != 0 {
 		t.Fatalf("objects %d, err %v", len(objs), err)
 	}
 	var text bytes.Buffer
-	rep.WriteText(&text)
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"document 1: not valid YAML", "document 2: not a Kubernetes object", "document 3: not a Kubernetes object"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, text.String())
@@ -481,7 +493,9 @@ func TestWriteRefusesHandWrittenFiles(t *testing.T) {
 		t.Fatalf("rewriting imported files: %v", err)
 	}
 	mine := filepath.Join(dir, ReleasesFile)
-	os.WriteFile(mine, []byte("# my releases\n"), 0o644)
+	if err := os.WriteFile(mine, []byte("# my releases\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := res.Write(dir)
 	if err == nil || !strings.Contains(err.Error(), "was not written by flotilla import") {
 		t.Fatalf("error = %v, want a refusal", err)

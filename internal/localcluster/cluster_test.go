@@ -31,7 +31,9 @@ func TestTwoClustersInParallel(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			localcluster.StopAll(clusters)
+			if err := localcluster.StopAll(clusters); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 
@@ -113,7 +115,9 @@ func TestMissingBinaryIsAClearError(t *testing.T) {
 			defer cancel()
 			c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir})
 			if err == nil {
-				c.Stop()
+				if err := c.Stop(); err != nil {
+					t.Fatal(err)
+				}
 				t.Fatal("Start succeeded without binaries")
 			}
 			if !errors.Is(err, localcluster.ErrBinaryNotFound) {
@@ -147,7 +151,7 @@ func TestNotReadyWhenEtcdFails(t *testing.T) {
 				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // fails only if it has already exited
 			},
 			wants: "etcd",
 		},

@@ -101,7 +101,9 @@ func TestSlackBody(t *testing.T) {
 	}
 	body, _ = SlackBody(m)
 	got.Blocks = nil
-	json.Unmarshal(body, &got)
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
 	if len(got.Blocks) != maxSlackEvents+1 || !strings.HasSuffix(got.Text, "… and 60 more events") {
 		t.Errorf("100 events: %d blocks, text ends %q", len(got.Blocks), got.Text[len(got.Text)-40:])
 	}

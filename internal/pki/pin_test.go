@@ -135,7 +135,10 @@ func serveTLS(t *testing.T, cert tls.Certificate) string {
 			return
 		}
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Error(err)
+			return
+		}
 		// The handshake fails whenever the client rejects the chain; that is the point.
 		_ = conn.(*tls.Conn).Handshake()
 	}()

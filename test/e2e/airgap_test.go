@@ -86,7 +86,13 @@ func TestAirGappedRoundTrip(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); a.Run(ctx); a.Close() }()
+		go func() {
+			defer close(done)
+			if err := a.Run(ctx); err != nil {
+				t.Errorf("agent: %v", err)
+			}
+			a.Close()
+		}()
 		return func() { cancel(); <-done }
 	}
 

@@ -47,7 +47,7 @@ func (g *gitServer) up() {
 		return err
 	})
 	g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second}
-	go g.srv.Serve(ln)
+	go func() { _ = g.srv.Serve(ln) }() // ends with ErrServerClosed when the test closes it
 }
 
 func (g *gitServer) down() {

@@ -264,7 +264,9 @@ func (f *fleet) startAgent(name, token string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Run(ctx)
+		if err := a.Run(ctx); err != nil {
+			f.t.Errorf("agent: %v", err)
+		}
 		a.Close()
 	}()
 	f.mu.Lock()

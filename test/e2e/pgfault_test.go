@@ -159,7 +159,13 @@ func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	agentDone := make(chan struct{})
-	go func() { defer close(agentDone); a.Run(ctx); a.Close() }()
+	go func() {
+		defer close(agentDone)
+		if err := a.Run(ctx); err != nil {
+			t.Errorf("agent: %v", err)
+		}
+		a.Close()
+	}()
 	t.Cleanup(func() { cancel(); <-agentDone })
 
 	f := &fleet{t: t, client: client}

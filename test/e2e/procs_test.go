@@ -55,19 +55,19 @@ func startProc(t *testing.T, log string, args ...string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: log}
-	go func() { cmd.Wait(); f.Close(); close(p.done) }()
+	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }() // how it ended is the test's to judge, from its log
 	return p
 }
 
 // kill ends the process at once, as a crash or an OOM kill would.
 func (p *proc) kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL) // fails only if it has already exited
 	<-p.done
 }
 
 // stop asks the process to end and waits (SIGKILL after 20s).
 func (p *proc) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM) // fails only if it has already exited
 	select {
 	case <-p.done:
 	case <-time.After(20 * time.Second):

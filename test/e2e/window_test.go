@@ -33,7 +33,9 @@ func (f *fleet) startAgentOnClock(name string, clk *offsetClock) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Run(ctx)
+		if err := a.Run(ctx); err != nil {
+			f.t.Errorf("agent: %v", err)
+		}
 		a.Close()
 	}()
 	f.mu.Lock()

@@ -56,9 +56,13 @@ func TestImageFromRegistry(t *testing.T) {
 	// What docker login (or podman login) leaves behind, and the user's way to trust a
 	// registry's private CA.
 	dockerConfig := filepath.Join(work, "docker")
-	os.MkdirAll(dockerConfig, 0o700)
+	if err := os.MkdirAll(dockerConfig, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	auth := base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))
-	os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+reg.Host+`":{"auth":"`+auth+`"}}}`), 0o600)
+	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+reg.Host+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "REGISTRY_AUTH_FILE=", "XDG_RUNTIME_DIR="+work)
 
 	anonymous := exec.Command(bin, "image", "push", filepath.Join(work, "image1"), target)

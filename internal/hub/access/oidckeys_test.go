@@ -43,7 +43,7 @@ func startKeyIssuer(t *testing.T) *keyIssuer {
 	iss := &keyIssuer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{
+		_ = json.NewEncoder(w).Encode(map[string]any{ // an HTTP response: a failed write has nobody to tell
 			"issuer": iss.srv.URL, "jwks_uri": iss.srv.URL + "/keys", "authorization_endpoint": iss.srv.URL + "/auth",
 			"token_endpoint": iss.srv.URL + "/token", "id_token_signing_alg_values_supported": []string{"ES256"},
 		})
@@ -56,7 +56,7 @@ func startKeyIssuer(t *testing.T) *keyIssuer {
 		if hang != nil {
 			<-hang
 		}
-		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys})
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys}) // an HTTP response: a failed write has nobody to tell
 	})
 	iss.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(iss.srv.Close)

@@ -24,12 +24,12 @@ func TestScope(t *testing.T) {
 		return access.Principal{Actor: "t", Grants: []access.Grant{{Role: role, Projects: projects}}}
 	}
 	for _, tc := range []struct {
-		name      string
-		p         access.Principal
-		releases  []string // seen, of base a-web b-web c-web
-		clusterA  bool
-		clusterB  bool
-		everyting bool
+		name       string
+		p          access.Principal
+		releases   []string // seen, of base a-web b-web c-web
+		clusterA   bool
+		clusterB   bool
+		everything bool
 	}{
 		{"admin", grant(access.Admin, "team-a"), []string{"base", "a-web", "b-web", "c-web"}, true, true, true},
 		{"viewer of every project", grant(access.Viewer), []string{"base", "a-web", "b-web", "c-web"}, true, true, true},
@@ -51,11 +51,11 @@ func TestScope(t *testing.T) {
 			if len(got) != len(tc.releases) || (len(got) > 0 && !equal(got, tc.releases)) {
 				t.Errorf("releases %v, want %v", got, tc.releases)
 			}
-			if s.Project("team-a") != (tc.everyting || slices.Contains(tc.releases, "a-web")) {
+			if s.Project("team-a") != (tc.everything || slices.Contains(tc.releases, "a-web")) {
 				t.Errorf("project team-a: %v", s.Project("team-a"))
 			}
-			if s.Cluster(a) != tc.clusterA || s.Cluster(b) != tc.clusterB || s.All() != tc.everyting {
-				t.Errorf("cluster a %v, b %v, all %v; want %v %v %v", s.Cluster(a), s.Cluster(b), s.All(), tc.clusterA, tc.clusterB, tc.everyting)
+			if s.Cluster(a) != tc.clusterA || s.Cluster(b) != tc.clusterB || s.All() != tc.everything {
+				t.Errorf("cluster a %v, b %v, all %v; want %v %v %v", s.Cluster(a), s.Cluster(b), s.All(), tc.clusterA, tc.clusterB, tc.everything)
 			}
 		})
 	}

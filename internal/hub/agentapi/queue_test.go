@@ -171,7 +171,9 @@ func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
 				}
 				rec := download(t.Context(), l, "c")
 				secs := 0
-				fmt.Sscan(rec.Header().Get("Retry-After"), &secs)
+				if _, err := fmt.Sscan(rec.Header().Get("Retry-After"), &secs); err != nil {
+					t.Fatal(err)
+				}
 				if rec.Code != http.StatusTooManyRequests || secs < tc.minSecs || secs > tc.most {
 					t.Fatalf("third waiting download: %d, Retry-After %q; want 429 and %d to %d s", rec.Code, rec.Header().Get("Retry-After"), tc.minSecs, tc.most)
 				}

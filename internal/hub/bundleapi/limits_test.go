@@ -18,8 +18,12 @@ func TestImportReportsBound(t *testing.T) {
 	a := New(Deps{ReportsLimits: bundle.ReportsLimits{MaxBytes: 4096}})
 	var big bytes.Buffer
 	tw := tar.NewWriter(&big)
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "manifest.json", Size: 8000, Mode: 0o644})
-	tw.Write(bytes.Repeat([]byte(" "), 8000))
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "manifest.json", Size: 8000, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(bytes.Repeat([]byte(" "), 8000)); err != nil {
+		t.Fatal(err)
+	}
 	tw.Close()
 	for _, tc := range []struct {
 		name   string

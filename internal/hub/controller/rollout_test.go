@@ -127,7 +127,9 @@ func (h *rolloutHarness) assigned(cluster string) (int, string) {
 	for _, a := range doc.Assignments {
 		if a.Release == "web" {
 			var n int
-			fmt.Sscanf(strings.TrimPrefix(a.Revision, "main@sha1:"), "%d", &n)
+			if _, err := fmt.Sscanf(strings.TrimPrefix(a.Revision, "main@sha1:"), "%d", &n); err != nil {
+				h.t.Fatalf("%s: revision %s: %v", cluster, a.Revision, err)
+			}
 			if a.Digest != rolloutArtifact(n).Digest {
 				h.t.Fatalf("%s: revision %s with digest %s", cluster, a.Revision, a.Digest)
 			}

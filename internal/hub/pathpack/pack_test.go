@@ -151,8 +151,8 @@ func TestNarrowUnpacksOncePerRevisionAndForgets(t *testing.T) {
 	if got := p.Unpacked(); len(got) != 0 {
 		t.Errorf("after a round that did not use it: unpacked %v, want none", got)
 	}
-	if p.Narrow(ctx, src, "clusters/a"); len(p.Unpacked()) != 1 {
-		t.Errorf("a forgotten (source, path) is packed again from the source")
+	if _, err := p.Narrow(ctx, src, "clusters/a"); err != nil || len(p.Unpacked()) != 1 {
+		t.Errorf("a forgotten (source, path) is packed again from the source: %v, unpacked %v", err, p.Unpacked())
 	}
 }
 

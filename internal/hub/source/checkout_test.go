@@ -98,7 +98,9 @@ func TestCheckoutRefuses(t *testing.T) {
 	resolve(t, p, g)
 
 	nonEmpty := t.TempDir()
-	os.WriteFile(filepath.Join(nonEmpty, "x"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(nonEmpty, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name    string

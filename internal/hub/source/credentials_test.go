@@ -47,8 +47,12 @@ func sshCredentials(t *testing.T, hostPort string) Credentials {
 func TestLoadCredentials(t *testing.T) {
 	key, pub := testSSHKey(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "id_ed25519"), key, 0o600)
-	os.WriteFile(filepath.Join(dir, "known_hosts"), []byte("github.com "+pub+"\n"), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "id_ed25519"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "known_hosts"), []byte("github.com "+pub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	indentedKey := "    " + strings.ReplaceAll(strings.TrimSpace(string(key)), "\n", "\n    ")
 
 	tests := []struct {

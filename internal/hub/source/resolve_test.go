@@ -371,12 +371,14 @@ func TestResolveUnchangedRepositoryFetchesNothing(t *testing.T) {
 func countObjects(t *testing.T, p *Poller) int {
 	t.Helper()
 	n := 0
-	filepath.Walk(p.cacheDir, func(path string, fi os.FileInfo, err error) error {
+	if err := filepath.Walk(p.cacheDir, func(path string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() && strings.Contains(path, string(filepath.Separator)+"objects"+string(filepath.Separator)) {
 			n++
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 

@@ -144,7 +144,7 @@ func (r *chartRepo) serve(w http.ResponseWriter, req *http.Request) {
 				return http.StatusNotFound
 			}
 		}
-		w.Write(body)
+		_, _ = w.Write(body) // an HTTP response: a failed write has nobody to tell
 		return http.StatusOK
 	}()
 	rec.status = status

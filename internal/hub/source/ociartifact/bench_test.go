@@ -44,7 +44,9 @@ func BenchmarkFetch(b *testing.B) {
 			root := b.TempDir()
 			for i := 0; b.Loop(); i++ {
 				dst := filepath.Join(root, fmt.Sprint(i))
-				os.Mkdir(dst, 0o755)
+				if err := os.Mkdir(dst, 0o755); err != nil {
+					b.Fatal(err)
+				}
 				if _, err := newFetcher().Fetch(b.Context(), src, "", dst); err != nil {
 					b.Fatal(err)
 				}

@@ -58,7 +58,9 @@ func TestLoadKeyRefusals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cosign.pub")
-			os.WriteFile(path, tc.data, 0o644)
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			_, err := LoadKeys(map[string]string{tc.key: path})
 			wantError(t, err, tc.want)
 		})

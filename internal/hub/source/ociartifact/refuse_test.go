@@ -140,8 +140,12 @@ func TestArtifactShapeRefusals(t *testing.T) {
 	t.Run("a plain tar (oras push of a file)", func(t *testing.T) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		tw.WriteHeader(&tar.Header{Name: "deploy.yaml", Mode: 0o644, Size: int64(len(deployment)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(deployment))
+		if err := tw.WriteHeader(&tar.Header{Name: "deploy.yaml", Mode: 0o644, Size: int64(len(deployment)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(deployment)); err != nil {
+			t.Fatal(err)
+		}
 		tw.Close()
 		ocitest.PushLayer(t, fx.reg, "team/plain", "v1", "application/vnd.oci.image.layer.v1.tar", buf.Bytes(), ocitest.Push{})
 		dst := emptyDir(t)
@@ -179,7 +183,9 @@ func TestLayerBounds(t *testing.T) {
 			d := ocitest.PushLayer(t, fx.reg, repo, "v1", FluxContentMediaType, tc.layer, ocitest.Push{})
 			parent := t.TempDir()
 			dst := filepath.Join(parent, "dst")
-			os.Mkdir(dst, 0o755)
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			_, err := fx.f.Fetch(t.Context(), ociSource(fx.reg.Host, repo, v1alpha1.OCISource{Tag: "v1"}), "", dst)
 			wantError(t, err, "source 'app'", "v1@"+d, tc.want)
 			entries, _ := os.ReadDir(parent)
