@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -22,7 +23,7 @@ import (
 // scrape returns the hub's metrics in the text format.
 func scrape(h *Hub) string {
 	rec := httptest.NewRecorder()
-	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	h.Metrics().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
 

@@ -226,7 +226,7 @@ func pollCount(h *Hub, source string) string {
 // if absent.
 func metricValue(h *Hub, series string) string {
 	rec := httptest.NewRecorder()
-	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	h.Metrics().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/metrics", nil))
 	for line := range strings.Lines(rec.Body.String()) {
 		if n, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
 			return n

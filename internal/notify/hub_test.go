@@ -286,6 +286,6 @@ func runHub(t *testing.T, opts hub.Options, st store.Store) (*hub.Hub, func()) {
 // scrape is the hub's metrics as Prometheus reads them.
 func scrape(h *hub.Hub) string {
 	rec := httptest.NewRecorder()
-	h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	h.Metrics().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }

@@ -331,7 +331,7 @@ func TestSecurity(t *testing.T) {
 		if etag != `"`+digest+`"` {
 			t.Errorf("ETag = %q, want the digest", etag)
 		}
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 		req.Header.Set("Range", "bytes=0-9")
 		if resp, err = viewer.Do(req); err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ func TestImportReportsBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			r := httptest.NewRequest(http.MethodPost, "/api/v1/reports/import", tc.body)
+			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/v1/reports/import", tc.body)
 			r.ContentLength = tc.length
 			a.importReports(w, r)
 			if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {

@@ -14,7 +14,7 @@ func TestPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(method, path string, header map[string]string) *http.Response {
-		r := httptest.NewRequest(method, path, nil)
+		r := httptest.NewRequestWithContext(t.Context(), method, path, nil)
 		for k, v := range header {
 			r.Header.Set(k, v)
 		}

@@ -17,7 +17,7 @@ func TestRolloutPages(t *testing.T) {
 	}
 	get := func(p string) (int, string, string) {
 		w := httptest.NewRecorder()
-		pages.ServeHTTP(w, httptest.NewRequest(http.MethodGet, p, nil))
+		pages.ServeHTTP(w, httptest.NewRequestWithContext(t.Context(), http.MethodGet, p, nil))
 		var b bytes.Buffer
 		_, _ = b.ReadFrom(w.Result().Body)
 		return w.Code, w.Header().Get("Content-Type"), b.String()

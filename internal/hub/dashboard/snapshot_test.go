@@ -22,7 +22,7 @@ func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 
 func get(t *testing.T, h http.Handler, etag string, gzipped bool) *http.Response {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, "/api/v1/dashboard/fleet", nil)
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/dashboard/fleet", nil)
 	if etag != "" {
 		r.Header.Set("If-None-Match", etag)
 	}

@@ -47,7 +47,7 @@ var fleet = &v1alpha1.Fleet{Releases: []v1alpha1.Release{
 }}
 
 func call(h http.Handler, method, path, token, remote string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, path, strings.NewReader(`{}`))
+	req := httptest.NewRequestWithContext(context.Background(), method, path, strings.NewReader(`{}`))
 	req.RemoteAddr = remote
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -2,6 +2,7 @@ package opsapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -61,7 +62,7 @@ func newHookServer(t *testing.T, secrets map[string]string, clk clock.Clock) *ho
 }
 
 func (hs *hookServer) post(path string, header http.Header, body []byte, remote string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, path, bytes.NewReader(body))
 	for k, vs := range header {
 		for _, v := range vs {
 			req.Header.Add(k, v) // canonicalizes X-GitHub-Event as a server receives it

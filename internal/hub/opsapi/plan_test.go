@@ -61,7 +61,7 @@ func TestReadPlanRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(tt.body))
+			r := httptest.NewRequestWithContext(t.Context(), "POST", "/api/v1/plan", strings.NewReader(tt.body))
 			_, err := readPlanRequest(httptest.NewRecorder(), r)
 			switch {
 			case tt.want == "" && err != nil:
@@ -71,7 +71,7 @@ func TestReadPlanRequest(t *testing.T) {
 			}
 		})
 	}
-	r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(`{"files": {"a.yaml": "`+strings.Repeat("x", 11<<20)+`"}}`))
+	r := httptest.NewRequestWithContext(t.Context(), "POST", "/api/v1/plan", strings.NewReader(`{"files": {"a.yaml": "`+strings.Repeat("x", 11<<20)+`"}}`))
 	if _, err := readPlanRequest(httptest.NewRecorder(), r); err == nil || !strings.Contains(err.Error(), "request body too large") {
 		t.Errorf("a body over %d bytes: %v", maxPlanBody, err)
 	}
@@ -123,7 +123,7 @@ func TestPlanRefusals(t *testing.T) {
 	view := func() controller.View { return controller.View{Fleet: fleet, Revision: "r1"} }
 	postAs := func(a *API, pr access.Principal, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
-		r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(body))
+		r := httptest.NewRequestWithContext(t.Context(), "POST", "/api/v1/plan", strings.NewReader(body))
 		r = r.WithContext(access.WithPrincipal(r.Context(), pr))
 		a.plan(rec, r)
 		return rec
@@ -272,7 +272,7 @@ func TestPlanScopedCaller(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(string(role)+"/"+tt.name, func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				r := httptest.NewRequest("POST", "/api/v1/plan", strings.NewReader(tt.body))
+				r := httptest.NewRequestWithContext(t.Context(), "POST", "/api/v1/plan", strings.NewReader(tt.body))
 				r = r.WithContext(access.WithPrincipal(r.Context(), access.Principal{Actor: "token:team-a",
 					Grants: []access.Grant{{Role: role, Projects: []string{"team-a"}}}}))
 				a.plan(rec, r)

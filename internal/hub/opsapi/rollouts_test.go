@@ -119,7 +119,7 @@ func newRolloutAPI(t *testing.T, now time.Time) *rolloutAPI {
 }
 
 func (ra *rolloutAPI) do(method, token, path, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := httptest.NewRequestWithContext(context.Background(), method, path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
 	ra.handler.ServeHTTP(rec, req)

@@ -86,7 +86,7 @@ func newSyncAPI(t *testing.T, now time.Time) *syncAPI {
 }
 
 func (sa *syncAPI) post(token, path, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
 	sa.handler.ServeHTTP(rec, req)

@@ -131,7 +131,7 @@ func newAccessFleet(t *testing.T) *accessFleet {
 
 func (f *accessFleet) call(t *testing.T, who, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, strings.NewReader(body))
 	must(t, err)
 	if s := f.secrets[who]; s != "" {
 		req.Header.Set("Authorization", "Bearer "+s)
@@ -273,7 +273,7 @@ func TestRoleMatrix(t *testing.T) {
 	t.Run("a scoped dashboard document is a snapshot with an ETag", func(t *testing.T) {
 		get := func(etag string) (int, string) {
 			t.Helper()
-			req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/dashboard/fleet", nil)
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/dashboard/fleet", nil)
 			req.Header.Set("Authorization", "Bearer "+f.secrets["viewer-a"])
 			if etag != "" {
 				req.Header.Set("If-None-Match", etag)

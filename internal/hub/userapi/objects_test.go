@@ -75,7 +75,7 @@ func TestAssignmentDetail(t *testing.T) {
 	t.Cleanup(srv.Close)
 	get := func(path string) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer secret")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

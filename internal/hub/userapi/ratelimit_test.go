@@ -37,7 +37,7 @@ func TestDeviceSignInRateLimit(t *testing.T) {
 	}, Options{})
 	h := serve(api, adminToken(t, "secret"))
 	call := func(path, remote string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", path, nil)
+		req := httptest.NewRequestWithContext(t.Context(), "POST", path, nil)
 		req.RemoteAddr = remote
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

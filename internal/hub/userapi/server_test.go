@@ -45,7 +45,7 @@ func TestAPIWithoutHub(t *testing.T) {
 
 	call := func(method, path, token, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

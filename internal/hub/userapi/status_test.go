@@ -93,7 +93,7 @@ func TestStatusSaysTheRejectedCommitRollsOut(t *testing.T) {
 	}, Options{AgentURL: "https://agents", CAFingerprint: strings.Repeat("ab", 32), TokenTTL: time.Hour, UnreachableAfter: time.Minute})
 	srv := httptest.NewServer(serve(api, adminToken(t, "secret")))
 	t.Cleanup(srv.Close)
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/status", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer secret")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
