@@ -99,8 +99,7 @@ func runReportStorm(b *testing.B, flotilla string) {
 			return err
 		case <-time.After(20 * time.Second):
 			_ = hubCmd.Process.Kill()
-			<-done // killed: its exit error says so and nothing more
-			return errors.New("hub did not stop within 20s of SIGINT; killed")
+			return fmt.Errorf("hub did not stop within 20s of SIGINT; killed (%v)", <-done)
 		}
 	})
 	defer func() { _ = stopHub() }() // once: the check below reports its error; this covers the early returns
