@@ -28,7 +28,11 @@ func TestHubFailover(t *testing.T) {
 	c := &http.Client{Transport: fo}
 	// Requests name the first hub, as the agent's clients do; the transport picks the replica.
 	get := func() (string, error) {
-		resp, err := c.Get(dead + "/x")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, dead+"/x", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := c.Do(req)
 		if err != nil {
 			return "", err
 		}

@@ -105,7 +105,7 @@ func TestJoinWaitsWhileTheHubIsBusy(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("agent gave up joining a busy hub: %v", r.err)
 		}
-		defer r.a.Close()
+		t.Cleanup(func() { r.a.Close() })
 		if got := joins.calls.Load(); got != 3 {
 			t.Errorf("join calls = %d, want 3 (two turned away, then let in)", got)
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -13,7 +14,11 @@ func scrape(t *testing.T, m *Metrics) string {
 	t.Helper()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

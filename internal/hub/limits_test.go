@@ -368,7 +368,7 @@ spec:
 		t.Fatalf("first download: %s", first.Status)
 	}
 	second := make(chan *http.Response, 1)
-	go func() { second <- get() }()
+	go func() { second <- get() }() //nolint:bodyclose // closed below, once received from second
 	eventually.Within(t, time.Minute, func() error {
 		if m := scrape(th.Hub); !strings.Contains(m, `flotilla_hub_queue_waiting{queue="artifacts"} 1`) {
 			return fmt.Errorf("the second download does not wait in the queue:\n%s", m)

@@ -13,14 +13,16 @@ func TestPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(method, path string, header map[string]string) *http.Response {
+	serve := func(method, path string, header map[string]string) served {
 		r := httptest.NewRequestWithContext(t.Context(), method, path, nil)
 		for k, v := range header {
 			r.Header.Set(k, v)
 		}
 		w := httptest.NewRecorder()
 		pages.ServeHTTP(w, r)
-		return w.Result()
+		resp := w.Result()
+		t.Cleanup(func() { resp.Body.Close() })
+		return served{resp}
 	}
 	for _, tc := range []struct {
 		path, wantType, wantIn string

@@ -20,7 +20,10 @@ type fakeClock struct {
 func (c *fakeClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func get(t *testing.T, h http.Handler, etag string, gzipped bool) *http.Response {
+// served is a recorded response whose body get closes when the test ends.
+type served struct{ *http.Response }
+
+func get(t *testing.T, h http.Handler, etag string, gzipped bool) served {
 	t.Helper()
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/v1/dashboard/fleet", nil)
 	if etag != "" {
@@ -31,10 +34,12 @@ func get(t *testing.T, h http.Handler, etag string, gzipped bool) *http.Response
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	return w.Result()
+	resp := w.Result()
+	t.Cleanup(func() { resp.Body.Close() })
+	return served{resp}
 }
 
-func body(t *testing.T, resp *http.Response) string {
+func body(t *testing.T, resp served) string {
 	t.Helper()
 	rd := resp.Body
 	if resp.Header.Get("Content-Encoding") == "gzip" {
