@@ -9,7 +9,7 @@ import (
 
 func TestStep(t *testing.T) {
 	const every = time.Hour
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at := t0.Add
 	ready := func(d time.Duration) Check {
 		return Check{Time: at(d), Revision: "main@sha1:aaa", Digest: "sha256:111", Phase: "Ready", Health: "Current"}
 	}

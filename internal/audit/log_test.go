@@ -37,7 +37,7 @@ func rawExec(t *testing.T, path string, stmts ...string) {
 	}
 	defer db.Close()
 	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
+		if _, err := db.ExecContext(t.Context(), s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}

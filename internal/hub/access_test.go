@@ -86,7 +86,12 @@ func TestDashboardDeviceSignIn(t *testing.T) {
 	hc := th.httpClient()
 	post := func(path, body string, out any) int {
 		t.Helper()
-		resp, err := hc.Post(th.APIURL()+path, "application/json", strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, th.APIURL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +115,8 @@ func TestDashboardDeviceSignIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got map[string]string
-		return post("/api/v1/login/device/token", poll, &got), got
+		code := post("/api/v1/login/device/token", poll, &got) // before got is read: a return's operands have no order
+		return code, got
 	}
 
 	code, got := signIn("id1")

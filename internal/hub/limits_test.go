@@ -434,7 +434,7 @@ func TestWatchStreamsPerClusterCapped(t *testing.T) {
 	var cancels []context.CancelFunc
 	for i := range agentapi.MaxStreamsPerCluster {
 		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
+		t.Cleanup(cancel)
 		cancels = append(cancels, cancel)
 		if _, err := a.openWatch(ctx); err != nil {
 			t.Fatalf("stream %d of %d: %v", i+1, agentapi.MaxStreamsPerCluster, err)

@@ -74,10 +74,11 @@ func TestPinnedVerifier(t *testing.T) {
 				now = testNow
 			}
 			addr := serveTLS(t, tt.chain)
-			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, &tls.Config{
+			d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: &tls.Config{
 				InsecureSkipVerify:    true,
 				VerifyPeerCertificate: pinnedVerifier(tt.pin, clockAt(now)),
-			})
+			}}
+			conn, err := d.DialContext(t.Context(), "tcp", addr)
 			if err == nil {
 				conn.Close()
 			}
@@ -140,7 +141,7 @@ func serveTLS(t *testing.T, cert tls.Certificate) string {
 			return
 		}
 		// The handshake fails whenever the client rejects the chain; that is the point.
-		_ = conn.(*tls.Conn).Handshake()
+		_ = conn.(*tls.Conn).HandshakeContext(t.Context())
 	}()
 	t.Cleanup(func() {
 		ln.Close()

@@ -88,7 +88,11 @@ func TestVerifyAgentOverTLS(t *testing.T) {
 				Time:         clockAt(testNow),
 			}}
 			defer tr.CloseIdleConnections()
-			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -63,7 +63,11 @@ func TestPushPullByDigest(t *testing.T) {
 // client trusts: a test that forgets to pass the CA fails instead of silently using HTTP.
 func TestTLSRefusesUntrustedClient(t *testing.T) {
 	reg := Start(t, Options{TLS: true})
-	resp, err := http.Get(reg.URL + "/v2/")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, reg.URL+"/v2/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("GET /v2/ with the default client succeeded; want a certificate error")
@@ -71,7 +75,7 @@ func TestTLSRefusesUntrustedClient(t *testing.T) {
 	if !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("GET /v2/ with the default client: %v, want a certificate error", err)
 	}
-	resp, err = reg.Client.Get(reg.URL + "/v2/")
+	resp, err = reg.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
