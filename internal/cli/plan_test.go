@@ -352,7 +352,10 @@ spec:
 
 	t.Run("an uploaded candidate that drops a release", func(t *testing.T) {
 		dir := t.TempDir()
-		only := fleetMain[:strings.Index(fleetMain, "---\napiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata:\n  name: baseline")]
+		only, _, ok := strings.Cut(fleetMain, "---\napiVersion: flotilla.dev/v1alpha1\nkind: Release\nmetadata:\n  name: baseline")
+		if !ok {
+			t.Fatal("fleetMain has no baseline release to drop")
+		}
 		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(only), 0o644); err != nil {
 			t.Fatal(err)
 		}

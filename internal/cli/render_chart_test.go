@@ -140,15 +140,15 @@ func TestRenderCommandChartEqualsHelmTemplate(t *testing.T) {
 		"--kube-version", "v1.30.1", "--api-versions", "monitoring.coreos.com/v1"}
 
 	out, err := runRender(t, append([]string{root, "--path", "charts/shop", "--release-name", "shop",
-		"--values", filepath.Join(root, "values/edge.yaml"), "--var", "cluster_name=edge-1"}, flags...)...)
+		"--values", filepath.Join(root, "values", "edge.yaml"), "--var", "cluster_name=edge-1"}, flags...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := objectsByKey(t, []byte(out))
 
 	// helm does not substitute: it gets the values file as the agent would see it substituted.
-	cmd := exec.Command(helm, append([]string{"template", "shop", filepath.Join(root, "charts/shop"),
-		"--include-crds", "--skip-tests", "-f", filepath.Join(root, "values/edge-rendered.yaml")}, flags...)...)
+	cmd := exec.Command(helm, append([]string{"template", "shop", filepath.Join(root, "charts", "shop"),
+		"--include-crds", "--skip-tests", "-f", filepath.Join(root, "values", "edge-rendered.yaml")}, flags...)...)
 	home := t.TempDir()
 	cmd.Env = []string{"HOME=" + home, "KUBECONFIG=" + filepath.Join(home, "none"), "HELM_CACHE_HOME=" + home,
 		"HELM_CONFIG_HOME=" + home, "HELM_DATA_HOME=" + home}
@@ -203,7 +203,7 @@ func TestRenderCommandChartErrors(t *testing.T) {
 		{"values on a plain directory", []string{root, "--path", "values", "--values", "x.yaml"}, true, "--values applies to a Helm chart"},
 		{"set on a plain directory", []string{root, "--set", "a=b"}, true, "--set applies to a Helm chart"},
 		{"missing values file", []string{root, "--path", "charts/shop", "--values", filepath.Join(root, "nope.yaml")}, false, "--values: open"},
-		{"undefined variable", []string{root, "--path", "charts/shop", "--values", filepath.Join(root, "values/edge.yaml")}, false, `undefined variable "cluster_name"`},
+		{"undefined variable", []string{root, "--path", "charts/shop", "--values", filepath.Join(root, "values", "edge.yaml")}, false, `undefined variable "cluster_name"`},
 		{"bad set", []string{root, "--path", "charts/shop", "--set", "a[=1"}, false, `--set "a[=1"`},
 		{"invalid kube version", []string{root, "--path", "charts/shop", "--kube-version", "x.y"}, false, `kube version "x.y"`},
 		{"invalid release name", []string{root, "--path", "charts/shop", "--release-name", "UPPER"}, false, "chart shop 1.4.0:"},

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 	run := func(t *testing.T, token string, wantCode int, args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		all := append(args, "--hub", f.APIURL, "--token", token, "--ca", f.CAPath)
+		all := append(slices.Clip(args), "--hub", f.APIURL, "--token", token, "--ca", f.CAPath)
 		if code := Run(t.Context(), all, &out, &errOut); code != wantCode {
 			t.Fatalf("flotilla %s: exit %d, want %d: %s%s", strings.Join(args, " "), code, wantCode, out.String(), errOut.String())
 		}
@@ -108,7 +109,7 @@ func TestStatusRolloutLine(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		all := append(args, "--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath)
+		all := append(slices.Clip(args), "--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath)
 		if code := Run(t.Context(), all, &out, &errOut); code != 0 {
 			t.Fatalf("flotilla %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 		}

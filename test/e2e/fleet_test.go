@@ -281,7 +281,11 @@ func TestSecurity(t *testing.T) {
 			t.Fatalf("no source artifact: %+v (%+v)", srcs, st)
 		}
 		hex := strings.TrimPrefix(srcs[0].Digest, "sha256:")
-		resp, err := client.Get(f.hub.AgentURL() + "/artifacts/sha256/" + hex)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.hub.AgentURL()+"/artifacts/sha256/"+hex, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +320,11 @@ func TestSecurity(t *testing.T) {
 			return digest != ""
 		}))
 		url := f.hub.AgentURL() + "/artifacts/sha256/" + strings.TrimPrefix(digest, "sha256:")
-		resp, err := viewer.Get(url)
+		own, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := viewer.Do(own)
 		if err != nil {
 			t.Fatal(err)
 		}

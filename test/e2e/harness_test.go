@@ -343,7 +343,7 @@ func (f *fleet) waitStatus(what string, timeout time.Duration, cond func(hubclie
 // hubMetrics returns the hub's Prometheus metrics.
 func (f *fleet) hubMetrics() string {
 	rec := httptest.NewRecorder()
-	f.hub.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	f.hub.Metrics().ServeHTTP(rec, httptest.NewRequestWithContext(f.t.Context(), http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
 

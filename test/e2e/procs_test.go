@@ -281,7 +281,11 @@ func (f *procFleet) scrapeHub() string {
 
 func (f *procFleet) scrape(addr string) string {
 	f.t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.t.Fatalf("scrape %s: %v", addr, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,12 +67,12 @@ func TestImageFromRegistry(t *testing.T) {
 	env := append(os.Environ(), "SSL_CERT_FILE="+reg.CAFile, "REGISTRY_AUTH_FILE=", "XDG_RUNTIME_DIR="+work)
 
 	anonymous := exec.Command(bin, "image", "push", filepath.Join(work, "image1"), target)
-	anonymous.Env = append(env, "DOCKER_CONFIG="+filepath.Join(work, "nobody"))
+	anonymous.Env = append(slices.Clip(env), "DOCKER_CONFIG="+filepath.Join(work, "nobody"))
 	if out, err := anonymous.CombinedOutput(); err == nil || !strings.Contains(string(out), "401 Unauthorized") {
 		t.Errorf("push without credentials: %v, %s; want a refusal with 401 Unauthorized", err, out)
 	}
 	push := exec.Command(bin, "image", "push", filepath.Join(work, "image1"), target, "-o", "json")
-	push.Env = append(env, "DOCKER_CONFIG="+dockerConfig)
+	push.Env = append(slices.Clip(env), "DOCKER_CONFIG="+dockerConfig)
 	var pushed result
 	imageDecode(t, push, &pushed)
 	if pushed.Digest != first.Digest {
