@@ -132,8 +132,7 @@ func sameRender(t *testing.T, opts render.Options) string {
 	narrow := opts
 	narrow.Root = copied
 	part, partErr := render.Render(ctx, narrow)
-	switch {
-	case wholeErr != nil || partErr != nil:
+	if wholeErr != nil || partErr != nil {
 		w, p := errText(wholeErr, opts.Root), errText(partErr, copied)
 		if w != p {
 			t.Fatalf("render of %q, closure %v:\nwhole tree: %s\nclosure:    %s", opts.Path, names, w, p)

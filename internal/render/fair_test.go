@@ -61,7 +61,7 @@ func TestFairSlotsTakeProjectsInTurn(t *testing.T) {
 					}()
 					synctest.Wait() // queued before the next one
 					if i == tt.cancel {
-						defer cancel()
+						t.Cleanup(cancel)
 					}
 				}
 				if tt.cancel >= 0 {

@@ -112,7 +112,7 @@ generated: "2024-01-01T00:00:00Z"
 		{
 			name: "symlink out of the root",
 			setup: func(t *testing.T, root string) {
-				symlinkT(t, "/etc/hostname", filepath.Join(root, "app/templates/host.yaml"))
+				symlinkT(t, "/etc/hostname", filepath.Join(root, "app", "templates", "host.yaml"))
 			},
 			is:   render.ErrOutsideRoot,
 			want: []string{"render app/templates/host.yaml: symlink points outside the artifact root"},
@@ -121,27 +121,29 @@ generated: "2024-01-01T00:00:00Z"
 			name: "ignored symlink out of the root is not read",
 			setup: func(t *testing.T, root string) {
 				writeChartFiles(t, root, map[string]string{"app/.helmignore": "secrets/\n"})
-				symlinkT(t, "/etc", filepath.Join(root, "app/secrets"))
+				symlinkT(t, "/etc", filepath.Join(root, "app", "secrets"))
 			},
 			is:   nil,
 			want: nil,
 		},
 		{
-			name:  ".helmignore symlinked out of the root",
-			setup: func(t *testing.T, root string) { symlinkT(t, "/etc/hostname", filepath.Join(root, "app/.helmignore")) },
-			is:    render.ErrOutsideRoot,
-			want:  []string{"render app/.helmignore: symlink points outside the artifact root"},
+			name: ".helmignore symlinked out of the root",
+			setup: func(t *testing.T, root string) {
+				symlinkT(t, "/etc/hostname", filepath.Join(root, "app", ".helmignore"))
+			},
+			is:   render.ErrOutsideRoot,
+			want: []string{"render app/.helmignore: symlink points outside the artifact root"},
 		},
 		{
 			name: "broken symlink",
 			setup: func(t *testing.T, root string) {
-				symlinkT(t, "nowhere.yaml", filepath.Join(root, "app/templates/gone.yaml"))
+				symlinkT(t, "nowhere.yaml", filepath.Join(root, "app", "templates", "gone.yaml"))
 			},
 			want: []string{"render app/templates/gone.yaml: broken symlink"},
 		},
 		{
 			name:  "symlink loop",
-			setup: func(t *testing.T, root string) { symlinkT(t, "..", filepath.Join(root, "app/templates/loop")) },
+			setup: func(t *testing.T, root string) { symlinkT(t, "..", filepath.Join(root, "app", "templates", "loop")) },
 			want:  []string{"render app/templates/loop: symlink cycle"},
 		},
 		{
@@ -157,10 +159,12 @@ generated: "2024-01-01T00:00:00Z"
 			want:  []string{"render app/files/blob.txt: chart is larger than 2048 bytes"},
 		},
 		{
-			name:  "subchart archive that expands past the bound",
-			setup: func(t *testing.T, root string) { writeFileT(t, filepath.Join(root, "app/charts/bomb-1.0.0.tgz"), bomb) },
-			lim:   func(h render.Helm) *render.Helm { return render.WithHelmLimits(h, 1<<20, 0, 0, 0) },
-			want:  []string{"render app/charts/bomb-1.0.0.tgz:bomb/files/zeros: chart is larger than 1048576 bytes (subchart archives counted uncompressed)"},
+			name: "subchart archive that expands past the bound",
+			setup: func(t *testing.T, root string) {
+				writeFileT(t, filepath.Join(root, "app", "charts", "bomb-1.0.0.tgz"), bomb)
+			},
+			lim:  func(h render.Helm) *render.Helm { return render.WithHelmLimits(h, 1<<20, 0, 0, 0) },
+			want: []string{"render app/charts/bomb-1.0.0.tgz:bomb/files/zeros: chart is larger than 1048576 bytes (subchart archives counted uncompressed)"},
 		},
 		{
 			name: "values too large",
@@ -345,7 +349,7 @@ func TestRenderChartDefaultLimits(t *testing.T) {
 func TestRenderChartSymlinkInside(t *testing.T) {
 	root := t.TempDir()
 	writeChartFiles(t, root, tinyChart(nil))
-	symlinkT(t, "../../shared/cm.yaml", filepath.Join(root, "app/templates/shared.yaml"))
+	symlinkT(t, "../../shared/cm.yaml", filepath.Join(root, "app", "templates", "shared.yaml"))
 	objs, err := render.Render(context.Background(), render.Options{Root: root, Path: "app"})
 	if err != nil {
 		t.Fatal(err)

@@ -221,7 +221,7 @@ func TestAuditCheckpoints(t *testing.T) {
 			{0, ready("r1"), false, []string{"apply revision=r1"}},
 			{10 * time.Minute, ready("r1"), false, nil},
 			{10 * time.Minute, ready("r1"), false, nil},
-			{10 * time.Minute, ready("r2"), false, []string{fmt.Sprintf(`apply revision=r2 verified={"count":2,"from":"%s","to":"%s"}`, at(10*time.Minute), at(20*time.Minute))}},
+			{10 * time.Minute, ready("r2"), false, []string{fmt.Sprintf(`apply revision=r2 verified={"count":2,"from":%q,"to":%q}`, at(10*time.Minute), at(20*time.Minute))}},
 			{50 * time.Minute, ready("r2"), false, nil},
 			{10 * time.Minute, ready("r2"), false, []string{"apply.verified revision=r2 count=2"}},
 		},
