@@ -95,10 +95,10 @@ func BenchmarkHubRestartStorm(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer proxy.Close()
+		b.Cleanup(func() { proxy.Close() }) // cleanups, not defers: each iteration's hub is one too (newHubProc)
 		client := h.client()
 		ctx, stop := context.WithCancel(b.Context())
-		defer stop()
+		b.Cleanup(stop)
 		n := *restartAgents
 		unreachable := &rest.Config{Host: "https://" + freeLoopback(b)}
 		for i := range n {
@@ -179,13 +179,13 @@ func BenchmarkHubOutage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer func() {
+		b.Cleanup(func() {
 			if err := localcluster.StopAll(clusters); err != nil {
 				b.Error(err)
 			}
-		}()
+		})
 		ctx, stop := context.WithCancel(b.Context())
-		defer stop()
+		b.Cleanup(stop)
 		for _, c := range clusters {
 			j, err := client.AddCluster(ctx, c.Name(), map[string]string{"env": "prod"})
 			if err != nil {
