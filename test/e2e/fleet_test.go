@@ -263,10 +263,15 @@ func TestSecurity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !stream.Receive() {
-			t.Fatalf("no desired state: %v", stream.Err())
+		// The stream's first message may carry only its liveness flag (before the hub has
+		// computed the new cluster's first desired state): read up to the first desired state.
+		var ds *agentv1.DesiredState
+		for ds == nil {
+			if !stream.Receive() {
+				t.Fatalf("no desired state: %v", stream.Err())
+			}
+			ds = stream.Msg().GetDesired()
 		}
-		ds := stream.Msg().GetDesired()
 		if ds.GetCluster() != "intruder" || len(ds.GetAssignments()) != 0 {
 			t.Errorf("intruder's watch returned cluster %q with %d assignments, want its own, empty", ds.GetCluster(), len(ds.GetAssignments()))
 		}
