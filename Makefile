@@ -109,8 +109,14 @@ test: verify vet test-all test-image fuzz ## everything CI runs: format, tidines
 # The three tiers in one go test run, the end-to-end package first: its fleets mostly wait on
 # their own clusters, so the other packages' work fills the cores meanwhile instead of each
 # tier waiting for the one before.
+#
+# Four test binaries at a time, not one per core: most of them wait on API servers, databases
+# and browsers. Linking without DWARF (-w) makes each race-built test binary a second or two
+# quicker to link; stack traces and race reports come from the symbol table, not DWARF.
+# Measured on 2 cores, same tree, other work running: 564 s with go test's defaults, 431 s so.
+TEST_P ?= 4
 test-all: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## unit, integration and e2e tiers in one go test run (what make test runs)
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) \
+	$(TESTENV) $(GO) test -race -p $(TEST_P) -ldflags=-w -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) \
 		$$(tools/testpkgs.sh e2e) $$(tools/testpkgs.sh integration) $$(tools/testpkgs.sh unit)
 
 # The binaries tests run as processes (internal/testbin): built once per run with the race
