@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/bytesize"
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/procstat"
 	"github.com/flotilla/flotilla/internal/render"
 )
@@ -178,17 +179,15 @@ func spinChart() map[string]string {
 // waitForChild waits until this process has a child (a render process) running.
 func waitForChild(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.Within(t, 30*time.Second, eventually.True("a render process started", func() bool {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
 		for _, f := range tasks {
 			if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
-				return
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no render process started within 30s")
+		return false
+	}))
 }
 
 // TestSandboxPlatformAlongsideBomb: while a team's render holds a slot (a chart that spins

@@ -94,6 +94,7 @@ func BenchmarkFirstPaint(b *testing.B) {
 					for i := 0; i < b.N; i++ {
 						if mode == "computed" {
 							b.StopTimer()
+							// Real time: the cache's max age passes, so the next page is computed.
 							time.Sleep(dashboard.DefaultMaxAge + 100*time.Millisecond)
 							b.StartTimer()
 						}
