@@ -631,7 +631,14 @@ func TestDashboardDebugging(t *testing.T) {
 	t.Run("an unhealthy assignment, from the cluster page", func(t *testing.T) {
 		p.t = t
 		p.route("#/cluster/debug-b")
-		p.do(chromedp.WaitVisible(chromedp.CSS(`#view-cluster tr[data-release="slow"] th a`)), chromedp.Click(chromedp.CSS(`#view-cluster tr[data-release="slow"] th a`)))
+		p.do(chromedp.WaitVisible(chromedp.CSS(`#view-cluster tr[data-release="slow"] th a`)))
+		// The live page may render the cluster's rows again between finding the link and
+		// clicking it, and a click on the row it replaced goes nowhere (seen once with four
+		// fleets in parallel): click the link the page shows until its route is taken.
+		p.waitUntil("the cluster page's link to slow followed", 30*time.Second, func() (bool, string) {
+			h := eval[string](p, `(document.querySelector('#view-cluster tr[data-release="slow"] th a') || {click() {}}).click(), location.hash`)
+			return h == "#/assignment/debug-b/slow", "at " + h
+		})
 		got := view("debug-b", "slow")
 		if o := got.Objects["deployment.apps/slow"]; !strings.HasPrefix(o, "action: ") || !strings.Contains(o, "health: InProgress") {
 			t.Errorf("deployment.apps/slow shown as %q; want its health InProgress", o)
