@@ -172,7 +172,14 @@ spec: {type: slack, url: "%[2]s/slack", insecure: true, events: [failed, recover
 		t.Fatalf("webhook events %q, want %q", got, want)
 	}
 
-	// Slack heard only of web's failure and recovery.
+	// Slack heard only of web's failure and recovery. Each destination is delivered on its
+	// own, so Slack's recovery may come after the webhook's: wait for two.
+	eventually.Within(t, 30*time.Second, func() error {
+		if n := len(rv.got("/slack")); n < 2 {
+			return fmt.Errorf("%d slack messages; want 2 (web's failure and recovery)", n)
+		}
+		return nil
+	})
 	var texts []string
 	for _, b := range rv.got("/slack") {
 		var m struct{ Text string }
