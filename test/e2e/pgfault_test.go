@@ -94,7 +94,8 @@ func (s *cuttingStore) PutDesiredState(ctx context.Context, cluster string, doc 
 // reschedule. Baseline must stay assigned, and applied on the real cluster; a later commit
 // still rolls out.
 func TestHAConnectionCutMidReschedulePrunesNothing(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: it kills hub processes and replicas and waits on their recovery
+	// within fixed bounds, which other fleets on the two cores made it miss (seen in CI).
 	srcDir, markerDir, fleetDir, root := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	newRepo(t, srcDir, map[string]string{
 		"baseline/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {residency: eu-only}\n",

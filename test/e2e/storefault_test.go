@@ -79,7 +79,8 @@ func (s *faultyStore) PutDesiredState(ctx context.Context, cluster string, doc [
 // Each case then commits a new release from a reachable source and waits until the agent
 // applied it: by then the agent has seen every desired state the hub wrote since the restart.
 func TestStoreFaultAfterRestartPrunesNothing(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: it kills hub processes and replicas and waits on their recovery
+	// within fixed bounds, which other fleets on the two cores made it miss (seen in CI).
 	srcDir, markerDir, fleetDir := t.TempDir(), t.TempDir(), t.TempDir()
 	newRepo(t, srcDir, map[string]string{
 		"baseline/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform-settings}\ndata: {residency: eu-only}\n",
