@@ -135,7 +135,7 @@ test-integration: kube-binaries bin/helm bin/cosign bin/sops chromium postgres t
 	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh integration)
 
 # End-to-end tests run side by side (each has its own clusters, hub and agents); on 2 cores
-# four at a time keeps the machine busy without starving the fleets' own timers.
+# three at a time keeps the machine busy without starving the fleets' own timers.
 E2E_PARALLEL ?= 3
 test-e2e: kube-binaries bin/helm bin/cosign bin/sops postgres test-bins ## whole fleets end to end (test/e2e)
 	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) $$(tools/testpkgs.sh e2e)
