@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -16,7 +15,7 @@ func TestToolCacheBuildsOncePerPin(t *testing.T) {
 	root := t.TempDir()
 	tools := filepath.Join(root, "tools")
 	for _, f := range []string{"cache.sh", "build-cli.sh"} {
-		data, err := os.ReadFile(filepath.Join(repoRoot(t), "tools", f))
+		data, err := os.ReadFile(filepath.Join(Root(t), "tools", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,10 +78,4 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }
