@@ -76,9 +76,11 @@ type Cluster struct {
 	// apiserverBin and apiserverArgs restart the API server as it was (RestartAPIServer).
 	apiserverBin  string
 	apiserverArgs []string
-	mu            sync.Mutex // guards apiserver across restarts
-	stopOnce      sync.Once
-	stopErr       error
+	mu            sync.Mutex // guards apiserver across restarts, and base
+	// base is the state Reset returns to, set by MarkBaseline.
+	base     *baseline
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // startAttempts bounds the retries when a port picked as free was taken by someone else before
