@@ -73,4 +73,3 @@ func TestPoolReusesOnlyWhatItCouldReset(t *testing.T) {
 		}
 	}
 }
-
