@@ -385,7 +385,7 @@ spec:
 %s`, name, name, selector, name, extra)
 	}
 	return map[string]string{
-		"fleet/sources.yaml": fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %s, branch: main}\n  interval: 2s\n", repoURL),
+		"fleet/sources.yaml": fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %s, branch: main}\n  interval: 1h\n", repoURL),
 		"fleet/releases.yaml": release("drifted", "", "  selfHeal: false\n") +
 			release("conflicted", "", "  wait: true\n  timeout: 10s\n") +
 			release("failed", "matchLabels: {env: prod}", "") +

@@ -24,7 +24,7 @@ spec:
   interval: 2s
 %s`, name, name, selector, name, extra)
 	}
-	return fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %q, branch: main}\n  interval: 2s\n", repoURL) +
+	return fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %q, branch: main}\n  interval: 1h\n", repoURL) +
 		release("db", "", "  wait: true\n  timeout: 2s\n") +
 		release("web", "", "  dependsOn: [db]\n") +
 		release("cache", "matchLabels: {env: staging}", "") +

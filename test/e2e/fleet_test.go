@@ -36,7 +36,7 @@ kind: Source
 metadata: {name: platform}
 spec:
   git: {url: %s, branch: main}
-  interval: 2s
+  interval: 1h
 `, repoURL),
 		"fleet/releases.yaml": `apiVersion: flotilla.dev/v1alpha1
 kind: Release

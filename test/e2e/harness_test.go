@@ -3,9 +3,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,12 +32,14 @@ import (
 	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/store"
+	"github.com/flotilla/flotilla/internal/hub/webhook"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	"github.com/flotilla/flotilla/internal/localcluster"
-	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 )
 
-// repo is a Git work tree the test commits to, as a platform engineer would.
+// repo is a Git work tree the test commits to, as a platform engineer would. Each commit
+// tells the hubs of the test's fleets at once, as a Git host's push webhook would (generic
+// provider, signed), so that no test waits out a source's poll interval.
 type repo struct {
 	t   *testing.T
 	dir string
@@ -79,7 +86,72 @@ func (rp *repo) commit(msg string, files map[string]string) string {
 	if err != nil {
 		rp.t.Fatal(err)
 	}
+	for _, f := range fleets.of(rp.t) {
+		f.pushed(rp.dir)
+	}
 	return h.String()
+}
+
+// hookSecret signs the pushes a commit announces to the test's hubs (/hooks/generic).
+const hookSecret = "e2e-generic-webhook-secret-0123456789"
+
+// fleets are the fleets of each running test, for its commits to announce themselves to.
+var fleets = &fleetsByTest{m: map[testing.TB][]*fleet{}}
+
+type fleetsByTest struct {
+	mu sync.Mutex
+	m  map[testing.TB][]*fleet
+}
+
+func (r *fleetsByTest) add(t testing.TB, f *fleet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.m[t]) == 0 {
+		t.Cleanup(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.m, t)
+		})
+	}
+	r.m[t] = append(r.m[t], f)
+}
+
+func (r *fleetsByTest) of(t testing.TB) []*fleet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.m[t])
+}
+
+// pushed tells the hub, through its generic webhook, that the repository in dir has new
+// commits on main. A hub that is down hears nothing: it polls every source when it starts.
+// A refused announcement fails the test with Errorf (a commit may be made in a subtest's
+// goroutine): the commit then lands only by polling, and the test's wait says so too.
+func (f *fleet) pushed(dir string) {
+	f.t.Helper()
+	f.mu.Lock()
+	running := f.hubUp
+	f.mu.Unlock()
+	if !running {
+		return
+	}
+	body := fmt.Appendf(nil, `{"url": %q, "branch": "main"}`, "file://"+dir)
+	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodPost, f.hub.APIURL()+"/hooks/generic", bytes.NewReader(body))
+	if err != nil {
+		f.t.Errorf("announce a push of %s to the hub: %v", dir, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhook.GenericSignature, webhook.SignatureHeader(body, hookSecret))
+	resp, err := f.hookClient.Do(req)
+	if err != nil {
+		f.t.Errorf("announce a push of %s to the hub: %v", dir, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusAccepted {
+		f.t.Errorf("announce a push of %s to the hub: %s: %s", dir, resp.Status, data)
+	}
 }
 
 // fleet is a hub with its agents and clusters, all in this test process.
@@ -99,6 +171,9 @@ type fleet struct {
 	clock *offsetClock
 	// agentLogs keeps, by cluster, the warnings and errors its agents logged.
 	agentLogs map[string]*logLines
+	// hubUp is whether the hub runs (guarded by mu); hookClient trusts its CA.
+	hubUp      bool
+	hookClient *http.Client
 }
 
 // logLines are the warnings and errors a component logged, a line each (message, then its
@@ -231,6 +306,9 @@ func (f *fleet) startHub() {
 	f.hubOpts.AgentAddr = trimScheme(h.AgentURL())
 	f.hubOpts.APIAddr = trimScheme(h.APIURL())
 	f.hubStop = func() {
+		f.mu.Lock()
+		f.hubUp = false
+		f.mu.Unlock()
 		cancel()
 		<-done
 		st.Close()
@@ -238,6 +316,16 @@ func (f *fleet) startHub() {
 	if f.client, err = hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: h.AdminToken(), CAFile: h.CAPath()}); err != nil {
 		f.t.Fatal(err)
 	}
+	pem, err := os.ReadFile(h.CAPath())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	f.hookClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	f.mu.Lock()
+	f.hubUp = true
+	f.mu.Unlock()
 }
 
 func trimScheme(u string) string { return u[len("https://"):] }
@@ -294,7 +382,9 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	for name := range labels {
 		names = append(names, name)
 	}
-	f.clusters = clustertest.StartAll(t, names...)
+	for i, c := range pool.Take(t, len(names)) {
+		f.clusters[names[i]] = c
+	}
 	f.hubOpts = hub.Options{
 		DataDir: filepath.Join(dir, "hub"), Fleet: fleetURL, FleetBranch: "main", FleetPath: "fleet",
 		AgentAddr: freeAddr(t), APIAddr: freeAddr(t), FleetInterval: 300 * time.Millisecond, TokenTTL: 5 * time.Second,
@@ -305,7 +395,15 @@ func newFleet(t *testing.T, fleetURL string, labels map[string]map[string]string
 	for _, tw := range tweak {
 		tw(&f.hubOpts)
 	}
+	if _, ok := f.hubOpts.WebhookSecrets["generic"]; !ok {
+		f.hubOpts.WebhookSecrets = maps.Clone(f.hubOpts.WebhookSecrets)
+		if f.hubOpts.WebhookSecrets == nil {
+			f.hubOpts.WebhookSecrets = map[string]string{}
+		}
+		f.hubOpts.WebhookSecrets["generic"] = hookSecret
+	}
 	f.startHub()
+	fleets.add(t, f)
 	t.Cleanup(func() {
 		for _, name := range names {
 			f.stopAgent(name)
@@ -421,7 +519,7 @@ kind: Source
 metadata: {name: platform}
 spec:
   git: {url: "file://%s", branch: main}
-  interval: 2s
+  interval: 1h
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Release

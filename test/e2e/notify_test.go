@@ -77,7 +77,7 @@ kind: Source
 metadata: {name: apps}
 spec:
   git: {url: %[1]s, branch: main}
-  interval: 2s
+  interval: 1h
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Release

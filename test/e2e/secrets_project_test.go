@@ -26,7 +26,7 @@ kind: Source
 metadata: {name: apps}
 spec:
   git: {url: "file://%s", branch: main}
-  interval: 2s
+  interval: 1h
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Project

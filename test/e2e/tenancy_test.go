@@ -32,14 +32,14 @@ kind: Source
 metadata: {name: apps}
 spec:
   git: {url: %s, branch: main}
-  interval: 2s
+  interval: 1h
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Source
 metadata: {name: other}
 spec:
   git: {url: %s, branch: main}
-  interval: 2s
+  interval: 1h
 ---
 apiVersion: flotilla.dev/v1alpha1
 kind: Project

@@ -41,7 +41,7 @@ spec:
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {level: info, owner: " + name + "}\n"
 	}
 	newRepo(t, repoDir, map[string]string{
-		"fleet/sources.yaml":       fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %s, branch: main}\n  interval: 2s\n", repoURL),
+		"fleet/sources.yaml":       fmt.Sprintf("apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: %s, branch: main}\n  interval: 1h\n", repoURL),
 		"fleet/releases.yaml":      release("watched", false, "3s") + release("healed", true, "20s"),
 		"apps/watched/config.yaml": configMap("watched"),
 		"apps/healed/config.yaml":  configMap("healed"),
