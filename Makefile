@@ -111,34 +111,36 @@ test: verify vet test-all test-image fuzz ## everything CI runs: format, tidines
 # tier waiting for the one before.
 #
 # Four test binaries at a time, not one per core: most of them wait on API servers, databases
-# and browsers. Linking without DWARF (-w) makes each race-built test binary a second or two
-# quicker to link; stack traces and race reports come from the symbol table, not DWARF.
+# and browsers. (GOTEST links without DWARF, -w: each race-built test binary links a second or
+# two quicker; stack traces and race reports come from the symbol table, not DWARF.)
 # Measured on 2 cores, same tree, other work running: 564 s with go test's defaults, 431 s so.
 TEST_P ?= 4
 test-all: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## unit, integration and e2e tiers in one go test run (what make test runs)
-	$(TESTENV) $(GO) test -race -p $(TEST_P) -ldflags=-w -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) \
+	$(GOTEST) -p $(TEST_P) -parallel $(E2E_PARALLEL) \
 		$$(tools/testpkgs.sh e2e) $$(tools/testpkgs.sh integration) $$(tools/testpkgs.sh unit)
 
 # The binaries tests run as processes (internal/testbin): built once per run with the race
 # detector, and handed to every test through FLOTILLA_BIN. No test builds the main module.
 TESTBIN := $(BIN)/race
 TESTENV := FLOTILLA_BIN=$(TESTBIN)
+# How every test target runs go test: with the race detector, the binaries above, one timeout.
+GOTEST = $(TESTENV) $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT)
 test-bins: ## build the race-detector binaries the tests run (bin/race: flotilla, flotilla-agent, flotilla-bench)
 	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla ./cmd/flotilla
 	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla-agent ./cmd/flotilla-agent
 	$(GO) build -race $(GOFLAGS) -tags '$(GOTAGS)' -o $(TESTBIN)/flotilla-bench ./cmd/flotilla-bench
 
 test-unit: bin/helm bin/cosign bin/sops ## the tests that need no API server, database server or browser (about a minute): run these while working
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh unit)
+	$(GOTEST) $$(tools/testpkgs.sh unit)
 
 test-integration: kube-binaries bin/helm bin/cosign bin/sops chromium postgres test-bins ## the packages whose tests start real API servers, PostgreSQL or a browser
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) $$(tools/testpkgs.sh integration)
+	$(GOTEST) $$(tools/testpkgs.sh integration)
 
 # End-to-end tests run side by side (each has its own clusters, hub and agents); on 2 cores
 # three at a time keeps the machine busy without starving the fleets' own timers.
 E2E_PARALLEL ?= 3
 test-e2e: kube-binaries bin/helm bin/cosign bin/sops postgres test-bins ## whole fleets end to end (test/e2e)
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -parallel $(E2E_PARALLEL) $$(tools/testpkgs.sh e2e)
+	$(GOTEST) -parallel $(E2E_PARALLEL) $$(tools/testpkgs.sh e2e)
 
 # The static image build, tested once: flotilla built as `make image` builds it, stamped
 # v0.0.0-e2e, pushed to a real registry and run from the pulled layer (test/image).
@@ -146,7 +148,7 @@ test-image: ## build flotilla as make image does and test its image end to end (
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -tags '$(GOTAGS)' -trimpath -buildvcs=true \
 		-ldflags "-s -w -X github.com/flotilla/flotilla/internal/version.Version=v0.0.0-e2e" \
 		-o $(BIN)/static/flotilla ./cmd/flotilla
-	FLOTILLA_IMAGE_BIN=$(BIN)/static $(GO) test -race -timeout $(TEST_TIMEOUT) ./test/image
+	FLOTILLA_IMAGE_BIN=$(BIN)/static $(GOTEST) ./test/image
 
 postgres: ## start PostgreSQL for the tests under out/postgres (installs Debian's package if missing)
 	@$(PG_START)
@@ -155,9 +157,9 @@ postgres-stop: ## stop the PostgreSQL server `make postgres` started
 	@tools/postgres/stop.sh $(PG_DIR)
 
 test-postgres: postgres test-bins ## only the tests that use PostgreSQL: store contract suite, replicated hubs, HA e2e
-	$(GO) test -race -timeout $(TEST_TIMEOUT) ./internal/pgtest ./internal/hub/store/...
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run 'Replica|Lease|Fanout|Postgres' ./internal/hub
-	$(TESTENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -run 'HA' ./test/e2e
+	$(GOTEST) ./internal/pgtest ./internal/hub/store/...
+	$(GOTEST) -run 'Replica|Lease|Fanout|Postgres' ./internal/hub
+	$(GOTEST) -run 'HA' ./test/e2e
 
 verify: bin/golangci-lint proto-check ## fail when gofmt, go mod tidy or golangci-lint would change or find something, or the protocol code is stale
 	@unformatted=$$(gofmt -l .); \
@@ -178,12 +180,13 @@ vet: ## go vet on the main module
 # Budgets are counts of executions (about 5 s each here), not durations: a duration races Go's
 # fuzzing coordinator at its deadline and can fail with a bare "context deadline exceeded"
 # and no input on a loaded machine.
+FUZZ = $(GO) test -run '^$$' -fuzzminimizetime 200x
 fuzz: ## run each fuzz target for a few thousand inputs (its committed seeds first); a failing input lands in testdata/fuzz
-	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime 20000x -fuzzminimizetime 200x ./internal/artifact
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x -fuzzminimizetime 200x ./internal/render
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFleet$$' -fuzztime 4000x -fuzzminimizetime 200x ./api/v1alpha1
-	$(GO) test -run '^$$' -fuzz '^FuzzReportMessage$$' -fuzztime 500x -fuzzminimizetime 200x ./internal/hub/agentapi
-	$(GO) test -run '^$$' -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x -fuzzminimizetime 200x ./internal/hub/agentapi
+	$(FUZZ) -fuzz '^FuzzUnpack$$' -fuzztime 20000x ./internal/artifact
+	$(FUZZ) -fuzz '^FuzzDecodeManifests$$' -fuzztime 4000x ./internal/render
+	$(FUZZ) -fuzz '^FuzzParseFleet$$' -fuzztime 4000x ./api/v1alpha1
+	$(FUZZ) -fuzz '^FuzzReportMessage$$' -fuzztime 500x ./internal/hub/agentapi
+	$(FUZZ) -fuzz '^FuzzDesiredDocument$$' -fuzztime 2000x ./internal/hub/agentapi
 
 # The benchmarks and the simulator's larger checks (build tag bench: the cold-start and webhook
 # runs), on the binaries `make build` makes, so that what is measured is what users run.
