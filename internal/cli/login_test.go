@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/eventually"
 	"github.com/flotilla/flotilla/internal/hub"
 	"github.com/flotilla/flotilla/internal/hub/access"
 	"github.com/flotilla/flotilla/internal/hub/hubtest"
@@ -39,22 +41,22 @@ func TestLoginWithTheDeviceFlow(t *testing.T) {
 			done <- Run(t.Context(), []string{"login", "--hub", f.APIURL, "--ca", f.CAPath, "--oidc-ca", iss.CAFile}, &out, &errOut)
 		}()
 		code := regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if m := code.FindStringSubmatch(errOut.String()); m != nil {
-				if err := iss.Approve(t.Context(), m[1], user); err != nil {
-					t.Fatalf("approve %s: %v", m[1], err)
-				}
-				break
-			}
+		var userCode string
+		eventually.Within(t, 30*time.Second, func() error {
 			select {
 			case c := <-done:
 				t.Fatalf("login ended (exit %d) before printing a code: %s", c, errOut.String())
-			case <-time.After(20 * time.Millisecond):
+			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("login printed no code: %s", errOut.String())
+			m := code.FindStringSubmatch(errOut.String())
+			if m == nil {
+				return fmt.Errorf("login printed no code yet: %q", errOut.String())
 			}
+			userCode = m[1]
+			return nil
+		})
+		if err := iss.Approve(t.Context(), userCode, user); err != nil {
+			t.Fatalf("approve %s: %v", userCode, err)
 		}
 		select {
 		case c := <-done:
