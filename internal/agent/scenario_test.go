@@ -158,6 +158,9 @@ func (s *scenario) run(d *datadriven.TestData) (string, error) {
 		}
 		return "ok\n", nil
 	case "hub":
+		if arg(0) != "down" && arg(0) != "up" {
+			return "", fmt.Errorf("hub %s: want hub down or hub up", arg(0))
+		}
 		s.hub.setDown(arg(0) == "down")
 		return "ok\n", nil
 	case "restart":
