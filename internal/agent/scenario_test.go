@@ -121,7 +121,7 @@ func (s *scenario) run(d *datadriven.TestData) (string, error) {
 		if at.Before(time.Now()) {
 			return "", fmt.Errorf("clock %s: the clock does not go back (it is %s)", arg(0), time.Now().UTC().Format(time.RFC3339))
 		}
-		time.Sleep(at.Sub(time.Now()))
+		time.Sleep(time.Until(at))
 		return s.step(), nil
 	case "tick":
 		dur, err := time.ParseDuration(arg(0))

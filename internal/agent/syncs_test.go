@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/flotilla/flotilla/internal/desired"
-	"github.com/flotilla/flotilla/internal/window"
 )
 
 func TestSyncRequests(t *testing.T) {
@@ -68,37 +67,6 @@ func TestSyncRequests(t *testing.T) {
 			t.Errorf("sync %s not remembered as handled", id)
 		}
 	}
-}
-
-func TestSyncOverridePassesAFreezeOnce(t *testing.T) {
-	r := newLoopRig(t, noon)
-	v1, v2 := r.version("app", "v1"), r.version("app", "v2")
-	r.a.setDesired(desiredAt(1, nil, app("app", "main@1", v1)))
-	r.idle("applied", "app@v1 prune=true selfHeal=true")
-	freeze := window.Gate{Name: "f1", Kind: "freeze", Reason: "incident 4711", Actor: "token:admin"}
-	r.a.setDesired(desiredAt(2, []window.Gate{freeze}, app("app", "main@2", v2)))
-	r.idle("frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
-	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2"})
-
-	// A sync without override answers the request and stays frozen.
-	d := desiredAt(3, []window.Gate{freeze}, app("app", "main@2", v2))
-	d.Syncs = []desired.SyncRequest{{ID: "plain", Release: "app"}}
-	r.a.setDesired(d)
-	r.idle("a plain sync", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true")
-	r.expect("app", wantStatus{phase: "Waiting", revision: "main@1", waiting: "frozen by token:admin: incident 4711", pending: "main@2", syncID: "plain"})
-
-	// With override: main@2 lands through the freeze.
-	d = desiredAt(4, []window.Gate{freeze}, app("app", "main@2", v2))
-	d.Syncs = []desired.SyncRequest{{ID: "plain", Release: "app"}, {ID: "override", Release: "app", Override: true, Actor: "token:admin"}}
-	r.a.setDesired(d)
-	r.idle("the override", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
-	r.expect("app", wantStatus{phase: "Ready", revision: "main@2", syncID: "override"})
-
-	// It is now in force: the freeze holds the next revision, not this one.
-	v3 := r.version("app", "v3")
-	r.a.setDesired(desiredAt(5, []window.Gate{freeze}, app("app", "main@3", v3)))
-	r.idle("the next revision is frozen", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v1 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true", "app@v2 prune=true selfHeal=true")
-	r.expect("app", wantStatus{phase: "Waiting", revision: "main@2", waiting: "frozen by token:admin: incident 4711", pending: "main@3"})
 }
 
 func TestHandledSyncsAreBounded(t *testing.T) {

@@ -21,15 +21,13 @@ import (
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
-// recordingTarget is a Target that records what the agent asks of it.
+// recordingTarget is a Target that records the reconciles the agent asks of it (removals and
+// inventories are the scenarios' memTarget's).
 type recordingTarget struct {
 	mu           sync.Mutex
-	inventories  []string
-	listErr      error
 	reconcileErr error
 	reconciles   []string // release of each Reconcile
 	skips        []bool   // Options.SkipUnchanged of each Reconcile
-	removed      []string
 }
 
 func (r *recordingTarget) Reconcile(_ context.Context, objects []*unstructured.Unstructured, opts reconcile.Options) (*reconcile.Result, error) {
@@ -41,18 +39,10 @@ func (r *recordingTarget) Reconcile(_ context.Context, objects []*unstructured.U
 }
 
 func (r *recordingTarget) Remove(_ context.Context, name string) (*reconcile.Result, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.removed = append(r.removed, name)
-	r.inventories = slices.DeleteFunc(r.inventories, func(n string) bool { return n == name })
 	return &reconcile.Result{Name: name}, nil
 }
 
-func (r *recordingTarget) Inventories(context.Context) ([]string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.inventories), r.listErr
-}
+func (r *recordingTarget) Inventories(context.Context) ([]string, error) { return nil, nil }
 
 func (r *recordingTarget) count() int {
 	r.mu.Lock()
@@ -130,47 +120,6 @@ func TestReconcileLoopRunsOnTheClock(t *testing.T) {
 	idle("second retry not before 4s", 4)
 	clk.Advance(time.Second)
 	idle("second retry, 4s later", 5)
-}
-
-func TestRemoveTombstoned(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		inventories []string
-		assigned    []string
-		tombstones  []string
-		wantRemoved []string
-	}{
-		{name: "only the tombstoned release", inventories: []string{"kept", "gone", "stray"}, assigned: []string{"kept"}, tombstones: []string{"gone"}, wantRemoved: []string{"gone"}},
-		{name: "a tombstone whose inventory is gone", inventories: []string{"kept"}, assigned: []string{"kept"}, tombstones: []string{"gone"}},
-		{name: "an unassigned inventory without a tombstone is left alone", inventories: []string{"stray"}},
-		{name: "assigned and tombstoned: assigned wins", inventories: []string{"both"}, assigned: []string{"both"}, tombstones: []string{"both"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			target := &recordingTarget{inventories: tc.inventories}
-			a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
-			ds := &desired.State{Generation: 1, ExplicitRemovals: true}
-			for _, r := range tc.assigned {
-				ds.Assignments = append(ds.Assignments, desired.Assignment{Release: r})
-			}
-			for _, r := range tc.tombstones {
-				ds.Removed = append(ds.Removed, desired.Tombstone{Release: r, Reason: "not-selected"})
-			}
-			if err := a.removeTombstoned(t.Context(), ds); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(target.removed, tc.wantRemoved) {
-				t.Errorf("removed %v, want %v", target.removed, tc.wantRemoved)
-			}
-		})
-	}
-	t.Run("inventories unreadable: an error, nothing removed", func(t *testing.T) {
-		target := &recordingTarget{listErr: errors.New("forbidden")}
-		a, _ := newClockAgent(t, target, clock.NewFake(time.Now()))
-		err := a.removeTombstoned(t.Context(), &desired.State{Document: desired.Document{Removed: []desired.Tombstone{{Release: "x"}}}})
-		if err == nil || len(target.removed) > 0 {
-			t.Errorf("err = %v, removed %v; want an error and nothing removed", err, target.removed)
-		}
-	})
 }
 
 func TestRenewalFollowsTheClock(t *testing.T) {
