@@ -12,6 +12,7 @@ import (
 )
 
 func TestAgeKeyInStateDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k, err := loadOrCreateAgeKey(dir)
 	if err != nil {
@@ -55,6 +56,7 @@ func TestAgeKeyInStateDir(t *testing.T) {
 }
 
 func TestDecryptorForAssignment(t *testing.T) {
+	t.Parallel()
 	k, err := secrets.NewKey()
 	if err != nil {
 		t.Fatal(err)

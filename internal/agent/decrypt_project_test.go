@@ -16,6 +16,7 @@ import (
 // platform's copied into a team release fails naming the team's key. The team's key is made
 // at its first assignment, kept in the state dir, and read back at the next start.
 func TestDecryptorPerProject(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cluster, err := loadOrCreateAgeKey(dir)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDependencyOrder(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		deps   map[string][]string // release -> dependsOn, releases in the order of names

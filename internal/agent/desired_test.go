@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckRemovals(t *testing.T) {
+	t.Parallel()
 	ds := func(gen int64, explicit bool, releases []string, tombstones ...string) *desired.State {
 		d := &desired.State{Generation: gen, ExplicitRemovals: explicit}
 		for _, r := range releases {

@@ -21,6 +21,7 @@ func cm(name string) reconcile.ObjectRef {
 }
 
 func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
+	t.Parallel()
 	ready := true
 	notReady := false
 	current := &reconcile.Health{Status: "Current"}
@@ -98,6 +99,7 @@ func TestFillStatusDetailsOnlyObjectsThatNeedALook(t *testing.T) {
 }
 
 func TestConflictErrorNamesTheFirstFew(t *testing.T) {
+	t.Parallel()
 	var conflicts []string
 	for i := range 5 {
 		conflicts = append(conflicts, fmt.Sprintf(`configmap/c%d in namespace "apps": .data.k owned by field manager "team-x"`, i))
@@ -112,6 +114,7 @@ func TestConflictErrorNamesTheFirstFew(t *testing.T) {
 }
 
 func TestObjectDetailsAreBounded(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("é", 2000) // 4,000 bytes: cut on a rune boundary
 	var objects []reconcile.ObjectResult
 	for i := range 3000 {

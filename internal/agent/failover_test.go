@@ -9,6 +9,7 @@ import (
 )
 
 func TestHubFailover(t *testing.T) {
+	t.Parallel()
 	live := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "served "+r.URL.Path) // an HTTP response: a failed write has nobody to tell
 	}))

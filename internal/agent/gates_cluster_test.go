@@ -16,6 +16,7 @@ import (
 // unmanaged for good), across reconciles and a later revision; once the window is gone the
 // next reconcile of the same revision prunes it.
 func TestWindowHoldsPruneOnARealCluster(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-prune")

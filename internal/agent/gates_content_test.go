@@ -12,6 +12,7 @@ import (
 // A gate on revisions holds back every change of what is applied: a chart's values and the
 // decryption setting too, not only the revision and the artifact.
 func TestHeldContentIncludesHelmValuesAndDecryption(t *testing.T) {
+	t.Parallel()
 	base := func() *desired.Assignment {
 		as := app("shop", "main@1", "sha256:aa")
 		as.Helm = &desired.Helm{ReleaseName: "shop", Values: map[string]any{"replicas": json.Number("2")}, IncludeCRDs: true,
@@ -58,6 +59,7 @@ func TestHeldContentIncludesHelmValuesAndDecryption(t *testing.T) {
 // Empty inline values are none: the wire form does not tell them apart, so an assignment in
 // force read back from the state dir must not look changed against the hub's.
 func TestEmptyHelmValuesAreNone(t *testing.T) {
+	t.Parallel()
 	none, empty := app("shop", "main@1", "sha256:aa"), app("shop", "main@1", "sha256:aa")
 	none.Helm, empty.Helm = &desired.Helm{ReleaseName: "shop"}, &desired.Helm{ReleaseName: "shop", Values: map[string]any{}}
 	if !sameContent(&none, &empty) {

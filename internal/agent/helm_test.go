@@ -55,6 +55,7 @@ func putArtifact(t *testing.T, a *Agent, c byte, files map[string]string) string
 // namespace, the cluster's real version and API versions, values and patch files read from
 // the artifacts of the sources they name; no Helm options for a directory that is no chart.
 func TestHelmOptions(t *testing.T) {
+	t.Parallel()
 	a := helmAgent(t, testCluster(t).RESTConfig())
 	chart := putArtifact(t, a, 'a', map[string]string{
 		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
@@ -191,6 +192,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // TestCapabilitiesCache: the cluster's capabilities are read once, again after ten minutes on
 // the agent's clock, and again after a chart failed, but not more than every 30 seconds.
 func TestCapabilitiesCache(t *testing.T) {
+	t.Parallel()
 	var discoveries atomic.Int64
 	cfg := countingConfig(testCluster(t).RESTConfig(), &discoveries)
 	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))

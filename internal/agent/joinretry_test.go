@@ -51,6 +51,7 @@ func (j *busyJoins) Join(_ context.Context, req *connect.Request[agentv1.JoinReq
 // TestJoinWaitsWhileTheHubIsBusy: an agent whose join the hub turns away with Retry-After
 // (a join storm) waits as told, on its clock, and joins; it does not give up.
 func TestJoinWaitsWhileTheHubIsBusy(t *testing.T) {
+	t.Parallel()
 	ca, err := pki.LoadOrCreateCA(t.TempDir(), time.Now())
 	if err != nil {
 		t.Fatal(err)

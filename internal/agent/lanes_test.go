@@ -23,6 +23,7 @@ func teamApp(release, revision, digest string) desired.Assignment {
 // an API call that never answers) holds only its own project's lane. The platform's next
 // revision lands meanwhile; the team's other release waits behind it, in order.
 func TestLanesKeepProjectsApart(t *testing.T) {
+	t.Parallel()
 	r := newLoopRig(t, noon)
 	// The team's releases come first in the desired state: a serial loop reaches them first.
 	bomb1, bomb2 := r.version("bomb", "v1"), r.version("bomb", "v2")

@@ -25,6 +25,7 @@ import (
 )
 
 func TestLivenessDue(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	const interval, refresh = 30 * time.Second, 10 * time.Minute
 	idle := beat{version: "v1", age: "age1x", hasHeartbeated: true}
@@ -142,6 +143,7 @@ func (h *livenessHub) counts() (beats, watches int) {
 // nothing changes, but for one every ten minutes; a refusal reaches the hub at once, a changed
 // outbox depth within an interval, and a reconnect carries the heartbeat in its watch request.
 func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	hub := newLivenessHub(t)
 	dir := filepath.Join(t.TempDir(), "state")
@@ -238,6 +240,7 @@ func TestLiveStreamHeartbeatsOnlyNews(t *testing.T) {
 // With a hub older than stream liveness (no stream_liveness), the agent heartbeats every
 // interval with its watch stream open, as before.
 func TestOlderHubGetsHeartbeatsEveryInterval(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	a, hub := newClockAgent(t, &recordingTarget{}, clk)
 	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true})
@@ -267,6 +270,7 @@ func TestOlderHubGetsHeartbeatsEveryInterval(t *testing.T) {
 // PINGs; the agent's are short, so the test waits a few real seconds at most: net/http's PING
 // timers have no clock to inject.
 func TestAgentClosesSilentConnectionByPing(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	proxy, err := faultproxy.Start(strings.TrimPrefix(hub.srv.URL, "https://"))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // state dir holding such a document, as an agent before this check kept it, does not keep
 // the agent from starting.
 func TestMalformedDocumentIsRefused(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-1")

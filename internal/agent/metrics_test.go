@@ -28,6 +28,7 @@ func scrape(t *testing.T, m *Metrics) string {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	m.observeStatus(&agentv1.AssignmentStatus{Release: "web", Phase: "Ready", Objects: 12, DurationSeconds: 0.3,
 		Drift: []*agentv1.DriftedObject{{Object: "deployment.apps/web", Healed: true}}})

@@ -61,6 +61,7 @@ func webState(cluster string, gen int64, digest string, removed ...string) desir
 // drops a release without a tombstone and another cluster's bundle, and drops from the outbox
 // the reports the bundle says the hub has.
 func TestImportStopped(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	hub.identity(dir, "edge-off")
@@ -120,6 +121,7 @@ func TestImportStopped(t *testing.T) {
 }
 
 func TestImportNotJoined(t *testing.T) {
+	t.Parallel()
 	_, err := ImportBundle(t.Context(), t.TempDir(), "x.bundle", time.Second)
 	if err == nil || !strings.Contains(err.Error(), "holds no agent identity") {
 		t.Fatalf("error %v, want one saying the state dir holds no identity", err)
@@ -130,6 +132,7 @@ func TestImportNotJoined(t *testing.T) {
 // clock and reconciles it as a desired state from the hub, and writes its outbox on request,
 // signed with its key.
 func TestImportAndExportWhileRunning(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Now())
 	target := &recordingTarget{}
 	a, hub := newClockAgent(t, target, clk)

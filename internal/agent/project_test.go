@@ -59,6 +59,7 @@ func newTeamNamespace(t *testing.T, prefix string) *agentv1.ProjectRules {
 // and the rule, while the releases within their projects converge; and it does so again from
 // its cached desired state after a restart with the hub unreachable.
 func TestProjectsAtTheAgent(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "tenancy-1")

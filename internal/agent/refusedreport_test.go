@@ -16,6 +16,7 @@ import (
 // reports queued behind it. The agent sends the refused batch one by one, drops that report
 // (logged and counted), and delivers the rest.
 func TestRefusedReportDoesNotBlockTheOutbox(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-1")

@@ -22,6 +22,7 @@ func connectErr(code connect.Code, retryAfter ...string) error {
 }
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -53,6 +54,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestRetryAfterResponse(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name       string
@@ -87,6 +89,7 @@ func TestRetryAfterResponse(t *testing.T) {
 }
 
 func TestWithJitter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		d, most time.Duration
 	}{
@@ -111,6 +114,7 @@ func TestWithJitter(t *testing.T) {
 }
 
 func TestHubBusyStatus(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("release web: %w", &hubBusyError{Digest: "sha256:abc", RetryIn: 3 * time.Second})
 	st := &agentv1.AssignmentStatus{}
 	fillStatus(st, nil, err)

@@ -23,6 +23,7 @@ func report(releases ...string) *agentv1.Report {
 }
 
 func TestOutbox(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := openState(dir)
 	if err != nil {
@@ -109,6 +110,7 @@ func TestOutbox(t *testing.T) {
 }
 
 func TestOutboxWithdraw(t *testing.T) {
+	t.Parallel()
 	st, err := openState(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +159,7 @@ func TestOutboxWithdraw(t *testing.T) {
 // rewritten) and its readiness under the hash of those bytes, so an upgrade neither
 // forgets a release held by a gate nor makes its dependents wait for it again.
 func TestReleaseRecordsKeepTheirFormat(t *testing.T) {
+	t.Parallel()
 	sent := &agentv1.Assignment{
 		Release: "web", Revision: "main@1", Digest: "sha256:aa", Path: "web", Namespace: "web", IntervalSeconds: 60, TimeoutSeconds: 30,
 		Vars: map[string]string{"region": "eu", "env": "prod"}, DependsOn: []string{"db"},

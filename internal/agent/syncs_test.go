@@ -10,6 +10,7 @@ import (
 )
 
 func TestSyncRequests(t *testing.T) {
+	t.Parallel()
 	r := newLoopRig(t, noon)
 	av, bv := r.version("a", "v1"), r.version("b", "v1")
 	ds := func(gen int64, syncs ...desired.SyncRequest) desired.State {
@@ -70,6 +71,7 @@ func TestSyncRequests(t *testing.T) {
 }
 
 func TestHandledSyncsAreBounded(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	st, err := openState(dir)
 	if err != nil {
@@ -96,6 +98,7 @@ func TestHandledSyncsAreBounded(t *testing.T) {
 }
 
 func TestSyncRequestBounds(t *testing.T) {
+	t.Parallel()
 	r := newLoopRig(t, noon)
 	long := make([]byte, maxSyncID+1)
 	for i := range long {

@@ -76,6 +76,7 @@ func configMap(name string) string {
 // TestRemovalIsExplicit drives a real agent, reconciling a real API server, through desired
 // states served by a hub it cannot tell from the real one.
 func TestRemovalIsExplicit(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-1")
@@ -224,6 +225,7 @@ func TestRemovalIsExplicit(t *testing.T) {
 // are accepted as long as they drop nothing, and refused with the advice to upgrade when they
 // do.
 func TestOldHubRemoval(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-2")
@@ -257,6 +259,7 @@ func TestOldHubRemoval(t *testing.T) {
 // assigns nor tombstones (its agent's state dir was lost, or another agent put it there) is
 // left alone.
 func TestUnassignedInventoryIsKept(t *testing.T) {
+	t.Parallel()
 	hub := newFakeHub(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	hub.identity(stateDir, "edge-3")

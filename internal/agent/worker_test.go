@@ -80,6 +80,7 @@ func plainArtifact(t *testing.T, a *Agent) string {
 }
 
 func TestReconcileLoopRunsOnTheClock(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	target := &recordingTarget{}
 	a, _ := newClockAgent(t, target, clk)
@@ -123,6 +124,7 @@ func TestReconcileLoopRunsOnTheClock(t *testing.T) {
 }
 
 func TestRenewalFollowsTheClock(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	clk := clock.NewFake(start)
 	a, hub := newClockAgent(t, &recordingTarget{}, clk)
@@ -150,6 +152,7 @@ func TestRenewalFollowsTheClock(t *testing.T) {
 }
 
 func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	a, hub := newClockAgent(t, &recordingTarget{}, clk)
 	a.setDesired(desired.State{Generation: 1, ExplicitRemovals: true, Document: desired.Document{Assignments: []desired.Assignment{{Release: "baseline"}}}})
@@ -191,6 +194,7 @@ func TestHeartbeatCarriesARefusalAtOnce(t *testing.T) {
 // A new revision skips the objects rendered as last applied only between drift checks: the
 // periodic reconcile, a sync request and the first reconcile after a start read everything.
 func TestSkipUnchangedOnlyBetweenDriftChecks(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	interval := 5 * time.Minute
 	tests := []struct {
@@ -217,6 +221,7 @@ func TestSkipUnchangedOnlyBetweenDriftChecks(t *testing.T) {
 // In the loop: the first reconcile after a start reads everything, a new revision then skips
 // what it renders as last applied, and the periodic drift check reads everything again.
 func TestReconcileLoopSkipsUnchangedOnlyForNewRevisions(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	target := &recordingTarget{}
 	a, _ := newClockAgent(t, target, clk)
