@@ -14,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flotilla/flotilla/internal/agent/reconcile"
 	"github.com/flotilla/flotilla/internal/eventually"
-	"github.com/flotilla/flotilla/internal/localcluster/clustertest"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
 )
 
@@ -74,7 +72,9 @@ func configMap(name string) string {
 }
 
 // TestRemovalIsExplicit drives a real agent, reconciling a real API server, through desired
-// states served by a hub it cannot tell from the real one.
+// states served by a hub it cannot tell from the real one: the end-to-end proof that removal
+// is explicit (refusal, heartbeat, metrics, the prune on a tombstone). The rules themselves,
+// with unassigned inventories, old hubs and the rest, are testdata/scenarios/tombstones.txt.
 func TestRemovalIsExplicit(t *testing.T) {
 	t.Parallel()
 	hub := newFakeHub(t)
@@ -219,68 +219,4 @@ func TestRemovalIsExplicit(t *testing.T) {
 			t.Error("web's ConfigMap was pruned")
 		}
 	})
-}
-
-// TestOldHubRemoval: a hub older than tombstones sends no explicit_removals; its documents
-// are accepted as long as they drop nothing, and refused with the advice to upgrade when they
-// do.
-func TestOldHubRemoval(t *testing.T) {
-	t.Parallel()
-	hub := newFakeHub(t)
-	stateDir := filepath.Join(t.TempDir(), "state")
-	hub.identity(stateDir, "edge-2")
-	baseline, web := uniqueName("baseline"), uniqueName("web")
-	digest := hub.addArtifact(map[string]string{"baseline/cm.yaml": configMap("baseline"), "web/cm.yaml": configMap("web")})
-	assign := func(release, path string) *agentv1.Assignment {
-		return &agentv1.Assignment{Release: release, Revision: "main@1", Digest: digest, Path: path, Namespace: release, CreateNamespace: true, IntervalSeconds: 1}
-	}
-	startAgent(t, hub, stateDir)
-	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 1, Assignments: []*agentv1.Assignment{assign(baseline, "baseline")}})
-	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 2, Assignments: []*agentv1.Assignment{assign(baseline, "baseline"), assign(web, "web")}})
-	eventually.Within(t, time.Minute, hub.holds("an added release is accepted from an old hub", func() bool {
-		hb := hub.lastHeartbeat()
-		return hb != nil && hb.Generation == 2 && configMapExists(t, web, "web")
-	}))
-	hub.publish(&agentv1.DesiredState{Cluster: "edge-2", Generation: 3, Assignments: []*agentv1.Assignment{assign(web, "web")}})
-	eventually.Within(t, time.Minute, hub.holds("the old hub's removal is refused", func() bool {
-		hb := hub.lastHeartbeat()
-		return hb.RefusedGeneration == 3
-	}))
-	hb := hub.lastHeartbeat()
-	if hb.Generation != 2 || !strings.Contains(hb.RefusedReason, fmt.Sprintf("%q", baseline)) || !strings.Contains(hb.RefusedReason, "upgrade the hub") {
-		t.Errorf("heartbeat: generation %d, reason %q; want generation 2 kept and a reason naming %s and the upgrade", hb.Generation, hb.RefusedReason, baseline)
-	}
-	if !configMapExists(t, baseline, "baseline") {
-		t.Error("baseline's ConfigMap was pruned on an old hub's document")
-	}
-}
-
-// TestUnassignedInventoryIsKept: an inventory in the cluster that the desired state neither
-// assigns nor tombstones (its agent's state dir was lost, or another agent put it there) is
-// left alone.
-func TestUnassignedInventoryIsKept(t *testing.T) {
-	t.Parallel()
-	hub := newFakeHub(t)
-	stateDir := filepath.Join(t.TempDir(), "state")
-	hub.identity(stateDir, "edge-3")
-	orphan, web := uniqueName("orphan"), uniqueName("web")
-	r, err := reconcile.New(testCluster(t).RESTConfig(), reconcile.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := clustertest.Objects(t, configMap("orphan"))
-	if _, err := r.Reconcile(t.Context(), objs, reconcile.Options{Name: orphan, Namespace: orphan, CreateNamespace: true}); err != nil {
-		t.Fatal(err)
-	}
-	digest := hub.addArtifact(map[string]string{"web/cm.yaml": configMap("web")})
-	startAgent(t, hub, stateDir)
-	hub.publish(&agentv1.DesiredState{Cluster: "edge-3", Generation: 1, ExplicitRemovals: true, Assignments: []*agentv1.Assignment{{
-		Release: web, Revision: "main@1", Digest: digest, Path: "web", Namespace: web, CreateNamespace: true, Prune: true, IntervalSeconds: 1,
-	}}})
-	eventually.Within(t, time.Minute, hub.holds("web Ready twice (a reconcile pass after the first)", func() bool {
-		return hub.reported(func(st *agentv1.AssignmentStatus) bool { return st.Release == web && st.Phase == "Ready" }) >= 2
-	}))
-	if !configMapExists(t, orphan, "orphan") {
-		t.Error("an inventory neither assigned nor tombstoned was pruned")
-	}
 }
