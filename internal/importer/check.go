@@ -3,9 +3,10 @@ package importer
 import (
 	"fmt"
 
-	"github.com/Masterminds/semver/v3"
 	"regexp"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 

@@ -19,10 +19,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/procstat"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flotilla/flotilla/internal/procstat"
 )
 
 // Options configure one local cluster. The zero value is usable; see the field comments for the

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flotilla/flotilla/internal/eventually"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla/flotilla/internal/eventually"
 )
 
 // No kubelet or controller manager runs, so the test plays the Deployment controller: it
