@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flotilla/flotilla/internal/backoff"
+	"github.com/flotilla/flotilla/internal/clock"
 )
 
 // Sink formats: JSON Lines (one record per line) or one JSON array per batch.
@@ -51,7 +52,10 @@ type SinkOptions struct {
 	MaxRetryAfter time.Duration
 	// Observe, if set, is told of every delivery attempt (the hub turns it into metrics).
 	Observe func(SinkAttempt)
-	Logger  *slog.Logger
+	// Clock times the waits between attempts and reads Retry-After dates. Default the real
+	// clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // SinkAttempt is the outcome of one POST.
@@ -98,6 +102,7 @@ func (o *SinkOptions) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Clock = clock.Or(o.Clock)
 }
 
 // Sink streams the log, in sequence order, to an HTTP receiver, at least once: a record
@@ -211,7 +216,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(delay):
+		case <-s.opts.Clock.After(delay):
 		}
 	}
 }
@@ -329,11 +334,11 @@ func (s *Sink) deliver(ctx context.Context, b batch) (a SinkAttempt, retryAfter 
 		default:
 			a.Reason = "4xx"
 		}
-		return a, backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now()), resp.StatusCode == http.StatusRequestEntityTooLarge
+		return a, backoff.RetryAfter(resp.Header.Get("Retry-After"), s.opts.Clock.Now()), resp.StatusCode == http.StatusRequestEntityTooLarge
 	}
 	// The receiver has the batch: a failure from here on resends it (at least once).
 	if _, err := s.log.w.ExecContext(context.WithoutCancel(ctx), `INSERT INTO sink_cursor (sink, seq, updated) VALUES (?, ?, ?)
-		ON CONFLICT (sink) DO UPDATE SET seq = excluded.seq, updated = excluded.updated`, s.key, a.LastSeq, time.Now().UnixNano()); err != nil {
+		ON CONFLICT (sink) DO UPDATE SET seq = excluded.seq, updated = excluded.updated`, s.key, a.LastSeq, s.opts.Clock.Now().UnixNano()); err != nil {
 		a.Err, a.Reason = fmt.Errorf("audit sink %s: save cursor %d: %w", s.key, a.LastSeq, err), "cursor"
 		return a, 0, false
 	}

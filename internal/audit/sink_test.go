@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla/flotilla/internal/clock"
 	"github.com/flotilla/flotilla/internal/eventually"
 )
 
@@ -26,6 +27,7 @@ import (
 type receiver struct {
 	t      *testing.T
 	answer func(n int, recs []sinkRecord) (status int, retryAfter string)
+	clock  clock.Clock // times each request's arrival; default the real clock
 
 	mu       sync.Mutex
 	requests int
@@ -67,7 +69,7 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rv.mu.Lock()
 	rv.requests++
 	n := rv.requests
-	rv.times = append(rv.times, time.Now())
+	rv.times = append(rv.times, clock.Or(rv.clock).Now())
 	rv.headers = append(rv.headers, r.Header.Clone())
 	rv.mu.Unlock()
 	status, retryAfter := http.StatusOK, ""
@@ -249,11 +251,14 @@ func TestSinkOutageAndRestart(t *testing.T) {
 }
 
 // TestSinkHonoursRetryAfter: a 429 with Retry-After: 1 holds the next attempt back a
-// second although the sink's own backoff is milliseconds.
+// second although the sink's own backoff is milliseconds. The sink and the receiver share a
+// fake clock: the sink must still be waiting after 999ms, and sends again once the second
+// is up.
 func TestSinkHonoursRetryAfter(t *testing.T) {
 	l, _ := openTest(t)
 	fill(t, l, 2)
-	rv := &receiver{t: t, answer: func(n int, _ []sinkRecord) (int, string) {
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	rv := &receiver{t: t, clock: clk, answer: func(n int, _ []sinkRecord) (int, string) {
 		if n == 1 {
 			return http.StatusTooManyRequests, "1"
 		}
@@ -261,11 +266,33 @@ func TestSinkHonoursRetryAfter(t *testing.T) {
 	}}
 	srv := httptest.NewServer(rv)
 	defer srv.Close()
-	s, err := NewSink(t.Context(), l, fastSink(srv.URL))
+	opts := fastSink(srv.URL)
+	opts.Clock = clk
+	s, err := NewSink(t.Context(), l, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runSink(t, s)
+	// The first attempt is refused, and the sink waits on the clock for its retry.
+	eventually.Within(t, 30*time.Second, func() error {
+		rv.mu.Lock()
+		n := rv.requests
+		rv.mu.Unlock()
+		if n != 1 || s.Failures() != 1 || clk.Waiters() != 1 {
+			return fmt.Errorf("%d requests, %d failures, %d waiters on the clock; want 1 refused request and the sink waiting", n, s.Failures(), clk.Waiters())
+		}
+		return nil
+	})
+	// A shorter wait would fire in this Advance: its timer would leave the clock at once,
+	// and the sink would come back to the clock only after a second request.
+	clk.Advance(time.Second - time.Millisecond)
+	rv.mu.Lock()
+	n := rv.requests
+	rv.mu.Unlock()
+	if n != 1 || clk.Waiters() != 1 {
+		t.Fatalf("999ms into a Retry-After of 1s: %d requests, %d waiters on the clock; want 1 request and the sink still waiting", n, clk.Waiters())
+	}
+	clk.Advance(time.Millisecond)
 	eventually.Within(t, 30*time.Second, cursorAt(s, 2))
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
