@@ -17,6 +17,7 @@ import (
 )
 
 func TestCopyToPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	src := openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
 	defer src.Close()
@@ -76,6 +77,7 @@ func TestCopyToPostgres(t *testing.T) {
 // TestCopyCoversEveryTable fails when a migration adds a table of hub state that
 // storecopy.ToPostgres does not copy.
 func TestCopyCoversEveryTable(t *testing.T) {
+	t.Parallel()
 	dst := openPostgres(t, pgtest.NewDatabase(t))
 	defer dst.Close()
 	rows, err := dst.DB().QueryContext(t.Context(), `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)

@@ -49,6 +49,7 @@ func addClusters(t *testing.T, s store.Store, n int) []string {
 // unregistered cluster and a cluster named twice are refused without holding up the others;
 // more clusters than one transaction takes are all written.
 func TestPutDesiredStates(t *testing.T) {
+	t.Parallel()
 	eachBatchStore(t, func(t *testing.T, s batchStore) {
 		ctx := t.Context()
 		names := addClusters(t, s, store.DesiredBatchSize+7)
@@ -125,6 +126,7 @@ func TestPutDesiredStates(t *testing.T) {
 // orders: each cluster's generation rises once, exactly one of the two reports the change,
 // and neither deadlocks on the other's row locks.
 func TestPutDesiredStatesConcurrentReplicas(t *testing.T) {
+	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx := t.Context()
 	names := addClusters(t, a, 2*store.DesiredBatchSize)

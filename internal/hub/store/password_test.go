@@ -5,6 +5,7 @@ import "testing"
 // The password deploy/hub-ha once shipped is known to everyone: a hub refuses it, in the URL
 // or in PGPASSWORD, and accepts any other.
 func TestCheckPasswordRefusesTheExampleOne(t *testing.T) {
+	t.Parallel()
 	refused := `store postgres://...: the PostgreSQL password is "change-me", the example one everyone knows: set a password of your own (docs/ha.md)`
 	for _, tt := range []struct {
 		location, pgPassword, want string

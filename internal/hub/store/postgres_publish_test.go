@@ -13,6 +13,7 @@ import (
 // Several payloads in one Publish arrive in order; a payload of store.MaxPayload bytes is
 // taken, and a longer one refused before anything is sent, saying how long it is.
 func TestPostgresPublishMany(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	a, b := twoReplicas(t)

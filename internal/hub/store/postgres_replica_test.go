@@ -28,6 +28,7 @@ func twoReplicas(t *testing.T) (a, b *store.Postgres) {
 }
 
 func TestPostgresLease(t *testing.T) {
+	t.Parallel()
 	t.Run("one holder at a time, renewable by it", func(t *testing.T) {
 		ctx := t.Context()
 		a, b := twoReplicas(t)
@@ -99,6 +100,7 @@ func TestPostgresLease(t *testing.T) {
 }
 
 func TestPostgresPublishListen(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	a, b := twoReplicas(t)
@@ -128,6 +130,7 @@ func TestPostgresPublishListen(t *testing.T) {
 }
 
 func TestPostgresArtifacts(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a, b := twoReplicas(t)
 	must(t, a.PutArtifact(ctx, "sha256:aa", []byte("first")))
@@ -160,6 +163,7 @@ func TestPostgresArtifacts(t *testing.T) {
 }
 
 func TestPostgresShareFiles(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a, b := twoReplicas(t)
 	first := map[string][]byte{"ca.crt": []byte("A cert"), "admin.token": []byte("A token")}
@@ -190,6 +194,7 @@ func TestPostgresShareFiles(t *testing.T) {
 // TestPostgresListenNoticesDeadConnection black-holes the listening connection (a partition
 // that closes nothing): Listen must return an error rather than wait forever.
 func TestPostgresListenNoticesDeadConnection(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	u, err := url.Parse(pgtest.NewDatabase(t))

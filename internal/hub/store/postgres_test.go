@@ -17,6 +17,7 @@ import (
 )
 
 func TestPostgresContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openPostgres(t, pgtest.NewDatabase(t))
 	})
@@ -32,6 +33,7 @@ func openPostgres(t testing.TB, dsn string) *store.Postgres {
 }
 
 func TestPostgresMigrations(t *testing.T) {
+	t.Parallel()
 	t.Run("replicas starting at once migrate once", func(t *testing.T) {
 		dsn := pgtest.NewDatabase(t)
 		var wg sync.WaitGroup
@@ -92,6 +94,7 @@ func appliedVersions(t *testing.T, dsn string) int {
 }
 
 func TestPostgresUnreachable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, dsn, want string
 	}{
@@ -99,6 +102,7 @@ func TestPostgresUnreachable(t *testing.T) {
 		{"not a connection string", "postgres://flotilla:s3cret@[::1/hub", "does not parse"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := store.OpenPostgres(t.Context(), tc.dsn, store.PostgresOptions{ConnectTimeout: 3 * time.Second})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)

@@ -26,6 +26,7 @@ type tableShape struct {
 var postgresOnlyTables = []string{"artifacts", "leases", "shared_files"}
 
 func TestSchemasAgree(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	sq := openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
 	defer sq.Close()

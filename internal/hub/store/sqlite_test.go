@@ -18,6 +18,7 @@ import (
 )
 
 func TestSQLiteContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
 	})
@@ -80,6 +81,7 @@ func takeSnapshot(t *testing.T, ctx context.Context, s store.Store) snapshot {
 }
 
 func TestSQLiteRestartLosesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "hub.db")
 	s := openSQLite(t, path)
@@ -176,6 +178,7 @@ func upTo(n int) []int {
 }
 
 func TestSQLiteMigrations(t *testing.T) {
+	t.Parallel()
 	t.Run("migrates an empty file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "hub.db")
 		must(t, os.WriteFile(path, nil, 0o600))
@@ -273,6 +276,7 @@ func TestSQLiteMigrations(t *testing.T) {
 }
 
 func TestSQLiteConnections(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
 	defer s.Close()
@@ -330,6 +334,7 @@ func TestOpenSQLitePaths(t *testing.T) {
 		{"fails in a missing directory", missing, "sqlite store " + missing + ": unable to open database file (14)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s, err := store.OpenSQLite(t.Context(), tc.path)
 			if err == nil {
 				s.Close()
@@ -343,6 +348,7 @@ func TestOpenSQLitePaths(t *testing.T) {
 }
 
 func TestSQLiteStampsTimesWithItsClock(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openSQLite(t, filepath.Join(t.TempDir(), "hub.db"))
 	defer s.Close()

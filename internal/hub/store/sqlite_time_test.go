@@ -7,6 +7,7 @@ import (
 )
 
 func TestTimeEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		in    time.Time
@@ -21,6 +22,7 @@ func TestTimeEncoding(t *testing.T) {
 		{"before 1678 is clamped", time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), math.MinInt64, time.Unix(0, math.MinInt64).UTC()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			n := toNanos(tc.in)
 			if n != tc.nanos {
 				t.Errorf("toNanos(%v) = %d, want %d", tc.in, n, tc.nanos)

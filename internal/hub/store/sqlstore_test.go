@@ -6,6 +6,7 @@ import (
 )
 
 func TestNullTimeScan(t *testing.T) {
+	t.Parallel()
 	instant := time.Date(2031, 1, 2, 3, 4, 5, 6, time.UTC)
 	for _, tc := range []struct {
 		name    string
@@ -20,6 +21,7 @@ func TestNullTimeScan(t *testing.T) {
 		{"text is refused", "2031-01-02", nullTime{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var got nullTime
 			err := got.Scan(tc.src)
 			if (err != nil) != tc.wantErr {

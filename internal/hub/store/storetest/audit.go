@@ -49,6 +49,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, s := t.Context(), o.new(t)
 			addCluster(t, ctx, s, "edge-1")
 			if _, ok := readCheckpoint(t, ctx, s, "edge-1", "web"); ok {
@@ -67,6 +68,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	}
 
 	t.Run("replaces a checkpoint and keeps each assignment's apart", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		addCluster(t, ctx, s, "edge-2")
@@ -86,6 +88,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	})
 
 	t.Run("deletes a checkpoint fn does not keep", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		putCheckpoint(t, ctx, s, "edge-1", "web", full)
@@ -98,6 +101,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	})
 
 	t.Run("changes nothing when fn fails, and returns its error", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		putCheckpoint(t, ctx, s, "edge-1", "web", full)
@@ -115,6 +119,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	})
 
 	t.Run("refuses an unknown cluster without calling fn", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		called := false
 		err := s.UpdateAuditCheckpoint(ctx, "ghost", "web", func(cp audit.Checkpoint, ok bool) (audit.Checkpoint, bool, error) {
@@ -127,6 +132,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	})
 
 	t.Run("RemoveCluster deletes the cluster's checkpoints", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		putCheckpoint(t, ctx, s, "edge-1", "web", full)
@@ -138,6 +144,7 @@ func (o opener) testAuditCheckpoints(t *testing.T) {
 	})
 
 	t.Run("concurrent updates of one checkpoint lose none", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		const n = 20

@@ -12,6 +12,7 @@ import (
 
 func (o opener) testClusters(t *testing.T) {
 	t.Run("round-trips a cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		want := store.Cluster{
 			Name:         "edge-1",
@@ -29,6 +30,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("keeps a zero LastSeen zero", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		must(t, s.AddCluster(ctx, store.Cluster{Name: "new", CreatedAt: at(0)}))
 		got, err := s.GetCluster(ctx, "new")
@@ -39,6 +41,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("refuses a taken name", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		err := s.AddCluster(ctx, store.Cluster{Name: "edge-1", Labels: map[string]string{"other": "x"}})
@@ -53,6 +56,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("lists clusters by name", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		got, err := s.ListClusters(ctx)
 		must(t, err)
@@ -76,6 +80,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("replaces labels", func(t *testing.T) {
+		t.Parallel()
 		for _, tc := range []struct {
 			name   string
 			labels map[string]string
@@ -86,6 +91,7 @@ func (o opener) testClusters(t *testing.T) {
 			{"with nil", nil},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				ctx, s := t.Context(), o.new(t)
 				addCluster(t, ctx, s, "edge-1")
 				must(t, s.SetClusterLabels(ctx, "edge-1", tc.labels))
@@ -99,6 +105,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("touch records last seen and agent version", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		must(t, s.TouchCluster(ctx, "edge-1", at(10*time.Second), "v1.0.0"))
@@ -112,6 +119,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("touch many records each in one call and skips removed clusters", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		for _, c := range []string{"edge-1", "edge-2", "edge-3"} {
 			addCluster(t, ctx, s, c)
@@ -135,6 +143,7 @@ func (o opener) testClusters(t *testing.T) {
 	})
 
 	t.Run("unknown cluster is not found", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		for _, tc := range []struct {

@@ -11,6 +11,7 @@ import (
 
 func (o opener) testSourcesAndFleet(t *testing.T) {
 	t.Run("source statuses are replaced and listed by name", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		got, err := s.ListSourceStatuses(ctx)
 		must(t, err)
@@ -38,6 +39,7 @@ func (o opener) testSourcesAndFleet(t *testing.T) {
 	})
 
 	t.Run("fleet status is zero until set, then replaced", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		for i, step := range []struct {
 			put  *store.FleetStatus
@@ -76,6 +78,7 @@ func (o opener) testTimes(t *testing.T) {
 		{"local", time.Date(2030, 1, 1, 0, 0, 0, 1000, time.Local)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, s := t.Context(), o.new(t)
 			must(t, s.AddCluster(ctx, store.Cluster{Name: "c", CreatedAt: tc.t, LastSeen: tc.t}))
 			must(t, s.PutSourceStatus(ctx, store.SourceStatus{Name: "src", CheckedAt: tc.t}))

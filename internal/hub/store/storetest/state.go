@@ -18,6 +18,7 @@ import (
 
 func (o opener) testDesiredState(t *testing.T) {
 	t.Run("generation rises only on a changed document", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		for i, step := range []struct {
@@ -51,6 +52,7 @@ func (o opener) testDesiredState(t *testing.T) {
 	})
 
 	t.Run("generations are per cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		addCluster(t, ctx, s, "edge-2")
@@ -66,6 +68,7 @@ func (o opener) testDesiredState(t *testing.T) {
 	})
 
 	t.Run("lists every stored desired state by cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		got, err := s.ListDesiredStates(ctx)
 		must(t, err)
@@ -113,6 +116,7 @@ func (o opener) testDesiredState(t *testing.T) {
 	})
 
 	t.Run("unknown cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		if _, err := s.GetDesiredState(ctx, "edge-1"); !errors.Is(err, store.ErrNotFound) {
@@ -151,6 +155,7 @@ var ignoreUpdatedAt = cmpopts.IgnoreFields(store.AssignmentStatus{}, "UpdatedAt"
 
 func (o opener) testReports(t *testing.T) {
 	t.Run("round-trips statuses", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		want := []store.AssignmentStatus{status("edge-1", "api", at(0)), status("edge-1", "web", at(0))}
@@ -174,6 +179,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("the clusters reporting a release", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		for _, c := range []string{"edge-2", "edge-1", "Edge-3"} {
 			addCluster(t, ctx, s, c)
@@ -191,6 +197,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("statuses belong to the reporting cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		_, err := s.IngestReport(ctx, "edge-1", 1, []store.AssignmentStatus{status("", "web", at(0))})
@@ -203,6 +210,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("a duplicate seq is a no-op counted once", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		first := []store.AssignmentStatus{status("edge-1", "web", at(0))}
@@ -241,6 +249,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("seq is per cluster and spans uint64", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		addCluster(t, ctx, s, "edge-2")
@@ -272,6 +281,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("an older ReportedAt does not overwrite a newer one", func(t *testing.T) {
+		t.Parallel()
 		for _, tc := range []struct {
 			name      string
 			second    time.Duration // ReportedAt of the second report, relative to the first
@@ -282,6 +292,7 @@ func (o opener) testReports(t *testing.T) {
 			{"newer replaces", time.Second, "Failed"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				ctx, s := t.Context(), o.new(t)
 				addCluster(t, ctx, s, "edge-1")
 				_, err := s.IngestReport(ctx, "edge-1", 1, []store.AssignmentStatus{status("edge-1", "web", at(time.Hour))})
@@ -311,6 +322,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("lists statuses by release then cluster", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		reports := map[string][]string{
 			"edge-2": {"web", "api", "db"},
@@ -339,6 +351,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("a report for an unknown cluster is not found", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		_, err := s.IngestReport(ctx, "nope", 1, []store.AssignmentStatus{status("nope", "web", at(0))})
 		if !errors.Is(err, store.ErrNotFound) {
@@ -352,6 +365,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("a release named twice in one report keeps what applying them in order leaves", func(t *testing.T) {
+		t.Parallel()
 		for _, tc := range []struct {
 			name      string
 			phases    []string
@@ -363,6 +377,7 @@ func (o opener) testReports(t *testing.T) {
 			{"in order", []string{"A", "B"}, []time.Duration{0, time.Second}, "B"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				ctx, s := t.Context(), o.new(t)
 				addCluster(t, ctx, s, "edge-1")
 				var sts []store.AssignmentStatus
@@ -383,6 +398,7 @@ func (o opener) testReports(t *testing.T) {
 	})
 
 	t.Run("concurrent duplicates are ingested once", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		const n = 10

@@ -19,21 +19,32 @@ import (
 
 // Run runs the contract suite. open must return a new, empty store each call; the suite closes
 // every store it opens (open may register further cleanup with t.Cleanup, which runs after).
-// Subtests run one after another.
+// Subtests that open a store of their own run in parallel (t.Parallel), so open is called
+// from several goroutines at once; subtests sharing one store run one after another.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	o := opener(open)
-	t.Run("clusters", o.testClusters)
-	t.Run("remove cluster", o.testRemoveCluster)
-	t.Run("join tokens", o.testJoinTokens)
-	t.Run("certificates", o.testCertificates)
-	t.Run("revocation", o.testRevocation)
-	t.Run("desired state", o.testDesiredState)
-	t.Run("reports", o.testReports)
-	t.Run("report stats and compaction", o.testReportStats)
-	t.Run("sources and fleet", o.testSourcesAndFleet)
-	t.Run("times", o.testTimes)
-	t.Run("audit checkpoints", o.testAuditCheckpoints)
-	t.Run("records", o.testRecords)
+	for _, g := range []struct {
+		name string
+		test func(t *testing.T)
+	}{
+		{"clusters", o.testClusters},
+		{"remove cluster", o.testRemoveCluster},
+		{"join tokens", o.testJoinTokens},
+		{"certificates", o.testCertificates},
+		{"revocation", o.testRevocation},
+		{"desired state", o.testDesiredState},
+		{"reports", o.testReports},
+		{"report stats and compaction", o.testReportStats},
+		{"sources and fleet", o.testSourcesAndFleet},
+		{"times", o.testTimes},
+		{"audit checkpoints", o.testAuditCheckpoints},
+		{"records", o.testRecords},
+	} {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.test(t)
+		})
+	}
 }
 
 type opener func(t *testing.T) store.Store

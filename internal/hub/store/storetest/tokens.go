@@ -37,6 +37,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 		{name: "already used", usedAt: at(time.Second), secret: "s3cret", cluster: "edge-1", now: at(time.Minute), wantErr: store.ErrTokenInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, s := t.Context(), o.new(t)
 			addCluster(t, ctx, s, "edge-1")
 			must(t, s.CreateJoinToken(ctx, store.JoinToken{
@@ -61,6 +62,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 	}
 
 	t.Run("unknown token", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		err := s.ConsumeJoinToken(ctx, "nope", hash("s3cret"), "edge-1", at(0))
 		if !errors.Is(err, store.ErrTokenInvalid) {
@@ -69,6 +71,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 	})
 
 	t.Run("a failed attempt does not use the token", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: hash("s3cret"), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
 		for _, attempt := range []struct {
@@ -82,6 +85,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 	})
 
 	t.Run("refuses a taken ID", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: hash("one"), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
 		err := s.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: hash("two"), Cluster: "edge-2", ExpiresAt: at(time.Hour)})
@@ -93,6 +97,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 	})
 
 	t.Run("tokens are independent", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		for _, id := range []string{"a", "b"} {
 			must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: id, SecretHash: hash(id), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
@@ -102,6 +107,7 @@ func (o opener) testJoinTokens(t *testing.T) {
 	})
 
 	t.Run("concurrent consumers succeed exactly once", func(t *testing.T) {
+		t.Parallel()
 		ctx, s := t.Context(), o.new(t)
 		addCluster(t, ctx, s, "edge-1")
 		must(t, s.CreateJoinToken(ctx, store.JoinToken{ID: "tok", SecretHash: hash("s3cret"), Cluster: "edge-1", ExpiresAt: at(time.Hour)}))
