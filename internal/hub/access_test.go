@@ -20,6 +20,7 @@ import (
 // hub compared the empty bearer of any request with the empty token). A hub now refuses to
 // start on an empty or short one, and says how to get a new one.
 func TestShortAdminTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, content := range []string{"", "\n", "guessable\n"} {
 		dir := t.TempDir()
 		st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
@@ -51,6 +52,7 @@ func TestShortAdminTokenIsRefused(t *testing.T) {
 // TestNamedTokenOnARealHub: a token created through the API works at once over TLS with its
 // role, and stops working when revoked.
 func TestNamedTokenOnARealHub(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	tok, err := th.api.CreateUserToken(t.Context(), hubclient.CreateUserTokenRequest{Name: "auditor", Role: "viewer"})
 	if err != nil {
@@ -79,6 +81,7 @@ func TestNamedTokenOnARealHub(t *testing.T) {
 // TestDashboardDeviceSignIn: the dashboard signs in through the hub, which runs the device
 // flow at a real OpenID provider for it (the page cannot call the issuer across origins).
 func TestDashboardDeviceSignIn(t *testing.T) {
+	t.Parallel()
 	iss := oidctest.Start(t, "flotilla", map[string][]string{"id1": {"sre"}, "id2": {"nobody"}})
 	th := startHub(t, "", func(o *Options) {
 		o.OIDC = access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer"}}
@@ -138,6 +141,7 @@ func TestDashboardDeviceSignIn(t *testing.T) {
 // TestTokensAcrossReplicas: replicas sharing a PostgreSQL store share the named tokens: one
 // created through one replica works on the other at once, and so does its revocation.
 func TestTokensAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	fleet := t.TempDir()
 	a := startReplica(t, dsn, fleet, "replica-a")

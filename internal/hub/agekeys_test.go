@@ -35,6 +35,7 @@ func newRecipient(t *testing.T) string {
 // recipients for secret encrypt, refuses what is not a recipient, and forgets it with the
 // cluster.
 func TestAgeRecipients(t *testing.T) {
+	t.Parallel()
 	recovery := newRecipient(t)
 	th := startHub(t, "", func(o *Options) { o.RecoveryRecipients = []string{recovery} })
 	ctx := t.Context()
@@ -135,6 +136,7 @@ func TestAgeRecipients(t *testing.T) {
 }
 
 func TestRecoveryRecipientMustParse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
 	if err != nil {
@@ -152,6 +154,7 @@ func TestRecoveryRecipientMustParse(t *testing.T) {
 // cluster and listed for `secret encrypt --project P`; a viewer scoped to one project sees
 // that project's recipient only, never which other teams deliver to the cluster.
 func TestProjectAgeRecipients(t *testing.T) {
+	t.Parallel()
 	fleet := t.TempDir()
 	project := func(name string) string {
 		return "apiVersion: flotilla.dev/v1alpha1\nkind: Project\nmetadata: {name: " + name + "}\n" +

@@ -17,6 +17,7 @@ import (
 // state; a report naming another is refused with invalid_argument naming the release and the
 // cluster, counted, and neither stored nor audited.
 func TestReportNamesOnlyItsOwnReleases(t *testing.T) {
+	t.Parallel()
 	fleetDir, _ := replicaFleet(t)
 	th := startHub(t, fleetDir, nil)
 	a := th.addAgent(t, "edge", map[string]string{"env": "test"})

@@ -65,6 +65,7 @@ func (rv *sinkReceiver) records() []audit.Record {
 // 500 at first; a new hub on the same data dir delivers what the first one recorded and what
 // it records itself, every record once and in order.
 func TestAuditSinkAcrossHubRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
 	if err != nil {

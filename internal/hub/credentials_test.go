@@ -15,6 +15,7 @@ import (
 // TestSourcePolicyRefusals: what the operator's policy refuses shows as each source's error in
 // the API, with the setting that would allow it, and the allowed source still resolves.
 func TestSourcePolicyRefusals(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	gittest.CommitFiles(t, filepath.Join(root, "apps"), map[string][]byte{"web/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")})
 	base := serveGitHTTP(t, root, "deploy", "s3cret")

@@ -28,6 +28,7 @@ import (
 // trail records it, and the cluster's assignment carries the chart's artifact, whose root is
 // the chart directory.
 func TestHelmChartSource(t *testing.T) {
+	t.Parallel()
 	archives := map[string][]byte{}
 	index := repo.NewIndexFile()
 	for _, v := range []string{"1.0.0", "1.3.0", "2.0.0"} {

@@ -186,6 +186,7 @@ func wantShed(t *testing.T, what string, err error) int {
 }
 
 func TestAgentRateLimit(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", func(o *Options) { o.AgentQPS, o.AgentBurst = 1, 2 })
 	a := th.addAgent(t, "alpha", nil)
 	b := th.addAgent(t, "bravo", nil)
@@ -255,6 +256,7 @@ func TestAgentRateLimit(t *testing.T) {
 // the global bucket counts only authenticated requests, so a flood of joins from one address
 // refuses neither another address's join nor a joined agent's requests.
 func TestJoinLimitPerAddress(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", func(o *Options) { o.JoinQPS, o.JoinBurst, o.GlobalQPS, o.GlobalBurst = 0.1, 3, 0.1, 3 })
 	a := th.addAgent(t, "alpha", nil) // one join from 127.0.0.1
 	j, err := th.api.AddCluster(t.Context(), "charlie", nil)
@@ -295,6 +297,7 @@ func TestJoinLimitPerAddress(t *testing.T) {
 }
 
 func TestReportStatusesCapped(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	a := th.addAgent(t, "delta", nil)
 	report := func(seq uint64, n int) (*connect.Response[agentv1.ReportResponse], error) {
@@ -321,6 +324,7 @@ func TestReportStatusesCapped(t *testing.T) {
 // (the client reads nothing, so HTTP/2 flow control keeps the handler writing), a second one
 // waits in the download queue, and is served once the first is read.
 func TestArtifactDownloadsBounded(t *testing.T) {
+	t.Parallel()
 	repoDir, fleetDir := t.TempDir(), t.TempDir()
 	// Random text, so that gzip keeps it large; a manifest of the release's own directory, so
 	// that the release's artifact carries it.
@@ -429,6 +433,7 @@ func waitDigest(t *testing.T, a *testAgent) string {
 // MaxStreamsPerCluster watch streams open; the next is refused with ResourceExhausted and
 // a reason, and a stream can open again once one of them ended.
 func TestWatchStreamsPerClusterCapped(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	a := th.addAgent(t, "greedy", nil)
 	var cancels []context.CancelFunc

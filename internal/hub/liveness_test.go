@@ -22,6 +22,7 @@ import (
 // most: net/http's PING timers have no clock to inject. It waits on answered PINGs, not on a
 // fixed time.
 func TestSilentAgentConnectionClosedByPing(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", func(o *Options) {
 		o.AgentPing = agentapi.Ping{Interval: 300 * time.Millisecond, Timeout: 300 * time.Millisecond}
 	})

@@ -20,6 +20,7 @@ import (
 // moves to an unsigned artifact the source shows the refusal while the signed revision stays
 // assigned, until the new one is signed too.
 func TestOCISourceVerified(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{}) // plain HTTP: the source says insecure
 	kp := ocitest.GenerateKeyPair(t)
 	const repo = "platform/web"
@@ -109,6 +110,7 @@ spec:
 
 // TestVerifyKeyRefusedAtStart: a key file that does not load fails the hub's start, naming it.
 func TestVerifyKeyRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "cosign.key")
 	if err := os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 // changes that cluster's artifact only, the others move to the new revision with the same
 // artifact; the artifacts of the old revision are collected.
 func TestArtifactsPerReleasePath(t *testing.T) {
+	t.Parallel()
 	clusters := []string{"alpha", "bravo", "charlie"}
 	repoDir, fleetDir := t.TempDir(), t.TempDir()
 	files := map[string][]byte{

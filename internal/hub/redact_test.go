@@ -73,6 +73,7 @@ func serveGitHTTP(t *testing.T, root, user, pass string) string {
 // status, the dashboard's fleet document), the desired state sent to the agent, and the
 // error of a failing poll.
 func TestSourceURLCredentialsRedacted(t *testing.T) {
+	t.Parallel()
 	const secret = "pl4nted-s3cret"
 	root := t.TempDir()
 	gittest.CommitFiles(t, filepath.Join(root, "apps"), map[string][]byte{

@@ -236,6 +236,7 @@ func metricValue(h *Hub, series string) string {
 }
 
 func TestReplicas(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	fleet, repo := replicaFleet(t)
 	r1 := startReplica(t, dsn, fleet, "replica-1")
@@ -434,6 +435,7 @@ func TestReplicas(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestReplicaRefusesForeignCA(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	startReplica(t, dsn, t.TempDir(), "replica-1")
 
@@ -459,6 +461,7 @@ func TestReplicaRefusesForeignCA(t *testing.T) {
 // closing anything (a partition that does not answer): it must stop acting as the lease holder
 // before the lease expires, and the other replica must take over.
 func TestReplicaLeaseLostWhenDatabaseUnreachable(t *testing.T) {
+	t.Parallel()
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	fleet, _ := replicaFleet(t)
 
@@ -527,6 +530,7 @@ func BenchmarkReplicaFanout(b *testing.B) {
 // TestReplicasStartingAtOnceShareOneCA prepares replicas together on a fresh database: each
 // creates a CA of its own before offering it, and all must end up with the one stored first.
 func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	fleet := t.TempDir()
 	hubs := make([]*Hub, 3)
@@ -574,6 +578,7 @@ func TestReplicasStartingAtOnceShareOneCA(t *testing.T) {
 // changes a cluster's desired state: the notification is lost to it, so when it reconnects it
 // must resynchronise its watch streams, and the agent watching there gets the change.
 func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
+	t.Parallel()
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	fleet, _ := replicaFleet(t)
 

@@ -13,6 +13,7 @@ import (
 // than the hub keeps: it is refused as invalid, naming the report, the release and the bound,
 // before anything is stored.
 func TestReportDetailBounded(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	a := th.addAgent(t, "echo", nil)
 	st := &agentv1.AssignmentStatus{Release: "web", Phase: "Failed"}

@@ -37,6 +37,7 @@ func wantRevoked(t *testing.T, what string, err error) {
 // the first request with it revokes that one; until then the old one keeps working, so a
 // renewal whose answer was lost locks nobody out.
 func TestRenewalRevokesReplacedCertificate(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	j, err := th.api.AddCluster(t.Context(), "alpha", nil)
 	if err != nil {
@@ -91,6 +92,7 @@ func TestRenewalRevokesReplacedCertificate(t *testing.T) {
 // keeps the cluster, and its new token joins; a new `cluster token` revokes earlier unused
 // ones.
 func TestClusterRotate(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, "", nil)
 	a := th.addAgent(t, "alpha", map[string]string{"env": "prod"})
 	if err := heartbeatErr(a.client, t); err != nil {

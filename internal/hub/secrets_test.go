@@ -159,6 +159,7 @@ func checkTokenHashed(t *testing.T, rows map[string][]byte, token string) {
 // CA, and takes the first replica's token knowing only its hash; one without the key file, or
 // with another key, is refused with an error that says what to do.
 func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	writes := recordSharedWrites(t, dsn)
 	r1 := startReplica(t, dsn, t.TempDir(), "replica-1")
@@ -205,6 +206,7 @@ func TestSharedSecretsAreSealedInTheStore(t *testing.T) {
 // first replica started with the key file seals the CA key in place and keeps only the
 // token's hash, and keeps that CA and token.
 func TestPlaintextSharedSecretsAreSealedOnStart(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	old := t.TempDir()
 	if _, err := pki.LoadOrCreateCA(old, time.Now()); err != nil {
@@ -247,6 +249,7 @@ func TestPlaintextSharedSecretsAreSealedOnStart(t *testing.T) {
 // stores the new token's hash, and every running replica takes it at once, refusing the old
 // token from then on. A single hub's store is refused with what to do instead.
 func TestRotateAdminToken(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	r1 := startReplica(t, dsn, t.TempDir(), "replica-1")
 	r2 := startReplica(t, dsn, t.TempDir(), "replica-2")

@@ -35,6 +35,7 @@ func githubPush(url, ref string) []byte {
 // the agent although the source's interval is an hour. A push with a wrong signature is
 // refused with 401 and polls nothing.
 func TestGitHubWebhookPollsAtOnce(t *testing.T) {
+	t.Parallel()
 	const secret = "gh-webhook-secret-0123456789"
 	repo, other, fleetDir := t.TempDir(), t.TempDir(), t.TempDir()
 	gittest.CommitFiles(t, repo, map[string][]byte{"apps/web/configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {version: one}\n")})

@@ -11,6 +11,7 @@ import (
 // TestOIDCIssuerCA: an issuer whose certificate a private CA signed is reached only when that
 // CA is given; and the options are checked before any issuer is contacted.
 func TestOIDCIssuerCA(t *testing.T) {
+	t.Parallel()
 	iss := oidctest.Start(t, "flotilla", nil)
 	o := access.OIDCOptions{Issuer: iss.URL, ClientID: "flotilla", GroupRoles: []string{"sre=viewer"}}
 	without, err := access.NewOIDC(o)

@@ -104,6 +104,7 @@ func (iss *keyIssuer) token(t *testing.T, s jose.Signer, now time.Time) string {
 // hub read the issuer's keys at most once per interval, however many arrive; a key the
 // issuer rotated in is taken once the interval has passed.
 func TestOIDCKeyRefreshIsBounded(t *testing.T) {
+	t.Parallel()
 	iss := startKeyIssuer(t)
 	clk := clock.NewFake(time.Now())
 	o, err := access.NewOIDC(access.OIDCOptions{Issuer: iss.srv.URL, ClientID: "flotilla", CAFile: iss.caFile,

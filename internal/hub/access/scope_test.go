@@ -9,6 +9,7 @@ import (
 )
 
 func TestScope(t *testing.T) {
+	t.Parallel()
 	release := func(name, project string) v1alpha1.Release {
 		return v1alpha1.Release{Metadata: v1alpha1.ObjectMeta{Name: name}, Spec: v1alpha1.ReleaseSpec{Project: project}}
 	}
@@ -71,6 +72,7 @@ func equal(a, b []string) bool {
 }
 
 func TestParseGroupRole(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"platform-admins=admin":     "platform-admins admin",
 		"team-a=deployer:team-a":    "team-a deployer:team-a",

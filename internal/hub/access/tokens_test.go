@@ -19,6 +19,7 @@ import (
 
 // TestTokens runs the token store's contract on both databases the hub's store uses.
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	for name, open := range map[string]func(t *testing.T) (w, r *sql.DB){
 		"sqlite": func(t *testing.T) (w, r *sql.DB) {
 			st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "hub.db"))
@@ -37,7 +38,10 @@ func TestTokens(t *testing.T) {
 			return st.DB(), st.ReadDB()
 		},
 	} {
-		t.Run(name, func(t *testing.T) { testTokens(t, open) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testTokens(t, open)
+		})
 	}
 }
 
@@ -132,6 +136,7 @@ func testTokens(t *testing.T, open func(t *testing.T) (w, r *sql.DB)) {
 
 // TestBootstrapRefusesShortTokens: an empty admin.token once turned authentication off.
 func TestBootstrapRefusesShortTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "admin.token")
 	tok, err := access.LoadOrCreateBootstrap(path)
@@ -159,6 +164,7 @@ func TestBootstrapRefusesShortTokens(t *testing.T) {
 // TestCopyTokens: a hub moved from SQLite to PostgreSQL (hub copy-store) keeps its named
 // tokens: the same secret works against the copy.
 func TestCopyTokens(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	src, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
 	must(t, err)
@@ -194,6 +200,7 @@ func must(t *testing.T, err error) {
 // TestBootstrapByHash: the hub knows the admin token by its hash, so a replica that holds
 // only "sha256:..." in admin.token takes the token, and a rotated hash replaces the old one.
 func TestBootstrapByHash(t *testing.T) {
+	t.Parallel()
 	tok := strings.Repeat("t", access.MinBootstrapLength)
 	sum, err := access.HashBootstrap(tok)
 	if err != nil || !access.IsBootstrapHash(sum) {

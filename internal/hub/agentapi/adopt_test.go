@@ -9,6 +9,7 @@ import (
 )
 
 func TestAdoptedObjects(t *testing.T) {
+	t.Parallel()
 	many := &agentv1.AssignmentStatus{}
 	for i := range maxAdoptedInRecord + 5 {
 		many.ObjectDetails = append(many.ObjectDetails, &agentv1.ObjectDetail{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: fmt.Sprintf("cm-%d", i), Action: "adopted"})
@@ -30,6 +31,7 @@ func TestAdoptedObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			objects, count := adoptedObjects(tc.st)
 			if len(objects) != tc.wantLen || count != tc.wantCount {
 				t.Fatalf("got %d objects, count %d; want %d, %d", len(objects), count, tc.wantLen, tc.wantCount)

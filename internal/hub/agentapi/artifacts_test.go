@@ -78,6 +78,7 @@ func (h *artifactHub) get(cluster, digest string) *httptest.ResponseRecorder {
 // releases has its desired state decoded once, not 65 times; a change is seen on the next
 // download, so a digest the change dropped is refused at once.
 func TestArtifactCheckDecodesOncePerDesiredState(t *testing.T) {
+	t.Parallel()
 	h := newArtifactHub(t)
 	for _, c := range []string{"eu-1", "us-1"} {
 		if err := h.store.AddCluster(t.Context(), store.Cluster{Name: c}); err != nil {

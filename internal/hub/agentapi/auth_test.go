@@ -6,6 +6,7 @@ import (
 )
 
 func TestAgentAuth(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entry := authEntry{cluster: "edge-1", serial: "01", notBefore: t0.Add(-time.Hour), notAfter: t0.Add(time.Hour), checked: t0}
 	key := chainKey([][]byte{[]byte("leaf of edge-1")})
@@ -44,6 +45,7 @@ func TestAgentAuth(t *testing.T) {
 }
 
 func TestAgentAuthSweepsExpiredChecks(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := NewAuth(time.Minute)
 	for i := range 1024 {

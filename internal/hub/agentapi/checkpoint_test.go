@@ -185,6 +185,7 @@ func summary(rec audit.Record, want string) string {
 }
 
 func TestAuditCheckpoints(t *testing.T) {
+	t.Parallel()
 	const every = time.Hour
 	at := func(d time.Duration) string { return auditT0.Add(d).Format(time.RFC3339Nano) }
 	changed := func(st *agentv1.AssignmentStatus, f func(*agentv1.AssignmentStatus)) *agentv1.AssignmentStatus {

@@ -29,6 +29,7 @@ func agentSized() *agentv1.AssignmentStatus {
 }
 
 func TestCheckStatus(t *testing.T) {
+	t.Parallel()
 	if err := checkStatus(agentSized()); err != nil {
 		t.Fatalf("a status within the agent's bounds was refused: %v", err)
 	}
@@ -62,6 +63,7 @@ func TestCheckStatus(t *testing.T) {
 		}, `object details of at least`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			st := agentSized()
 			tc.change(st)
 			err := checkStatus(st)

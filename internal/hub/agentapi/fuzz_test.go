@@ -74,6 +74,7 @@ func fuzzSeeds(t testing.TB) map[string]map[string][]byte {
 // TestFuzzSeedCorpus checks that the committed seed corpora are what fuzzSeeds builds
 // (-write-fuzz-seeds rewrites them).
 func TestFuzzSeedCorpus(t *testing.T) {
+	t.Parallel()
 	for target, seeds := range fuzzSeeds(t) {
 		fuzzseed.Check(t, target, seeds)
 	}

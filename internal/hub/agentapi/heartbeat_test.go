@@ -16,6 +16,7 @@ import (
 // TestHeartbeatRecordsRefusedDesiredStateOnce: an agent repeats a refusal in every
 // heartbeat; the hub counts and audits it once per cluster and generation.
 func TestHeartbeatRecordsRefusedDesiredStateOnce(t *testing.T) {
+	t.Parallel()
 	var records []audit.Event
 	m := NewMetrics()
 	s := New(Deps{
@@ -68,6 +69,7 @@ func TestHeartbeatRecordsRefusedDesiredStateOnce(t *testing.T) {
 
 // An agent's refusal reason goes into the log and the audit trail: bounded, whatever it sends.
 func TestHeartbeatBoundsTheRefusalReason(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -78,6 +80,7 @@ func TestHeartbeatBoundsTheRefusalReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := boundReason(tt.in); got != tt.want {
 				t.Errorf("boundReason = %q (%d bytes), want %q", got, len(got), tt.want)
 			}

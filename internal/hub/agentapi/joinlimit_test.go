@@ -88,6 +88,7 @@ func (h *joinHub) join(token, cluster string) error {
 // all join, with the default per-address limit of 20 at once: only failed joins spend the
 // address's bucket, and the others wait their turn in the join queue.
 func TestJoinStormFromOneAddress(t *testing.T) {
+	t.Parallel()
 	h := newJoinHub(t)
 	const n = 100
 	tokens := make([]string, n)
@@ -111,6 +112,7 @@ func TestJoinStormFromOneAddress(t *testing.T) {
 // refused, good token or not, until the bucket refills; a failure caused by the store
 // would not count, a success never does.
 func TestJoinFloodOfBadTokensRefused(t *testing.T) {
+	t.Parallel()
 	h := newJoinHub(t)
 	good := h.token("edge-1")
 	for i := range 20 {

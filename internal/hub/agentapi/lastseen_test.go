@@ -42,6 +42,7 @@ const unreachableAfter = 2 * time.Minute
 // (not at every heartbeat, of which an older agent sends one every 30s). Once the stream
 // closes, both see it unreachable two minutes later, not before.
 func TestOpenStreamReachableOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -70,10 +71,12 @@ func TestOpenStreamReachableOnEveryReplica(t *testing.T) {
 			return !seen.IsZero() && time.Since(seen) < unreachableAfter
 		}
 		closed := a.Open("eu-1", "v1")
+		// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 		time.Sleep(LastSeenFlushInterval) // B learns of the stream at A's next flush
 		synctest.Wait()
 		start := time.Now()
 		for time.Since(start) < 5*time.Minute {
+			// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 			time.Sleep(time.Second)
 			if time.Since(start)%(30*time.Second) == 0 {
 				a.Heartbeat("eu-1", "v1", 0) // an older agent's heartbeat
@@ -91,6 +94,7 @@ func TestOpenStreamReachableOnEveryReplica(t *testing.T) {
 		closed()
 		ended := time.Now()
 		for {
+			// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 			time.Sleep(time.Second)
 			synctest.Wait()
 			gone := time.Since(ended)
@@ -110,6 +114,7 @@ func TestOpenStreamReachableOnEveryReplica(t *testing.T) {
 
 // A cluster removed while its stream is open is not brought back when the stream ends.
 func TestClosedStreamOfForgottenCluster(t *testing.T) {
+	t.Parallel()
 	l := NewLastSeen(nil, nil, nil)
 	closed := l.Open("eu-1", "v1")
 	l.Forget("eu-1")

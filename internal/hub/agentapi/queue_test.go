@@ -58,6 +58,7 @@ func (s *served) wait(t *testing.T, ctx context.Context, q *queue, key, name str
 // TestQueueTurnsRoundRobinAcrossClusters: one cluster queuing many downloads takes one turn
 // per round; the others do not wait behind all of them.
 func TestQueueTurnsRoundRobinAcrossClusters(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := clock.NewFake(queueT0)
 		q := newQueue("artifacts", c, 1, 100, time.Minute, NewMetrics())
@@ -84,6 +85,7 @@ func TestQueueTurnsRoundRobinAcrossClusters(t *testing.T) {
 
 // TestQueuePosition is the order of turns the Retry-After estimates are made from.
 func TestQueuePosition(t *testing.T) {
+	t.Parallel()
 	q := newQueue("artifacts", clock.NewFake(queueT0), 1, 100, time.Minute, NewMetrics())
 	q.busy = 1
 	reqs := map[string]*queued{}
@@ -143,6 +145,7 @@ func drain(c *clock.Fake, q *queue, n int, pace time.Duration) {
 // with a Retry-After from the measured drain rate (here 2 requests waiting, served every 3 s:
 // 6 s, plus up to a quarter of spread), and says why.
 func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		pace          time.Duration
@@ -154,6 +157,7 @@ func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
 		{"served every 2m", 2 * time.Minute, 60, 75},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				c := clock.NewFake(queueT0)
 				l, m := artifactLimiter(c, drainSamples+2)
@@ -192,6 +196,7 @@ func TestQueueFullRefusesWithMeasuredRetryAfter(t *testing.T) {
 // with the estimated time to its turn: 40 clusters were ahead of it, served every 2 s; when
 // its 60 s end, 11 are still ahead, so its turn is the 12th: in 24 s.
 func TestQueueHoldEndsWithItsTurn(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := clock.NewFake(queueT0)
 		l, m := artifactLimiter(c, 100)
@@ -232,6 +237,7 @@ func TestQueueHoldEndsWithItsTurn(t *testing.T) {
 // TestQueueServesAHeldDownload: a download that finds the slot taken is served once it
 // frees, and its wait is observed.
 func TestQueueServesAHeldDownload(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := clock.NewFake(queueT0)
 		l, m := artifactLimiter(c, 10)
@@ -272,6 +278,7 @@ flotilla_hub_queue_wait_seconds_count{queue="artifacts"} 2
 // TestQueueCancelledRequestLeaves: an agent that goes away leaves the queue at once: it is
 // not answered, no longer counted, and the slot goes to the next one.
 func TestQueueCancelledRequestLeaves(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := clock.NewFake(queueT0)
 		l, m := artifactLimiter(c, 10)

@@ -17,6 +17,7 @@ import (
 // TestReportsWaitTheirTurn: a Report that finds every slot taken waits in the reports queue
 // and is served when one frees, instead of being refused; other procedures never queue.
 func TestReportsWaitTheirTurn(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := NewMetrics()
 		l := newLimiter(Options{MaxInflightReports: 1, MaxArtifactDownloads: 1, GlobalQPS: 1000, GlobalBurst: 1000, AgentQPS: 1000, AgentBurst: 1000},

@@ -16,6 +16,7 @@ import (
 // Each assignment carries its project's rules to the agent; one of the built-in platform
 // project carries none.
 func TestDesiredToProtoCarriesProjectRules(t *testing.T) {
+	t.Parallel()
 	rules := &project.Rules{
 		Name: "team-a", Namespaces: []string{"team-a-*"},
 		Allow:          []v1alpha1.GroupKind{{Group: "rbac.authorization.k8s.io", Kind: "Role"}},

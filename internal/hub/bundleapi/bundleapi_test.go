@@ -89,6 +89,7 @@ func reportsFileAt(t *testing.T, f *hubtest.Fleet, cluster string, certPEM []byt
 }
 
 func TestExport(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 2})
 	admin := client(t, f, f.AdminToken)
 	cluster := f.Clusters[0]
@@ -142,6 +143,7 @@ func TestExport(t *testing.T) {
 }
 
 func TestImportReports(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	admin := client(t, f, f.AdminToken)
 	ca := hubCA(t, f)

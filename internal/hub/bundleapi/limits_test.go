@@ -15,6 +15,7 @@ import (
 // A reports file over the bound is refused with 413 before anything of it is checked or
 // stored (the store is not even needed): by its Content-Length, or while it streams.
 func TestImportReportsBound(t *testing.T) {
+	t.Parallel()
 	a := New(Deps{ReportsLimits: bundle.ReportsLimits{MaxBytes: 4096}})
 	var big bytes.Buffer
 	tw := tar.NewWriter(&big)

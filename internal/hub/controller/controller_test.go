@@ -196,8 +196,10 @@ func restartedHub(t *testing.T) *fakeStore {
 // cluster had; each store read or write that fails once must leave every desired state as it
 // was, and the next reschedule must still keep baseline on c1.
 func TestStoreFailureKeepsEveryDesiredState(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"ListDesiredStates", "ListClusters", "GetDesiredState", "PutDesiredState", "PutFleetStatus"} {
 		t.Run("fails "+op+" once", func(t *testing.T) {
+			t.Parallel()
 			st := restartedHub(t)
 			clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 			c := newTestController(t, st, clk)
@@ -237,6 +239,7 @@ func assertKeepsBaseline(t *testing.T, st *fakeStore, when string) {
 
 // A failed reschedule is retried on the controller's clock, not at the next fleet change.
 func TestFailedRescheduleIsRetried(t *testing.T) {
+	t.Parallel()
 	st := restartedHub(t)
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	c := newTestController(t, st, clk)
@@ -303,6 +306,7 @@ func triggered(c *Controller, what string) func() error {
 
 // A stored document that does not decode leaves its cluster alone; the others are scheduled.
 func TestUndecodableDocumentLeavesItsClusterAlone(t *testing.T) {
+	t.Parallel()
 	st := restartedHub(t)
 	st.docs["c2"] = store.DesiredState{Cluster: "c2", Generation: 9, Document: []byte(`{"garbage":`)}
 	c := newTestController(t, st, clock.NewFake(time.Unix(0, 0)))
@@ -318,6 +322,7 @@ func TestUndecodableDocumentLeavesItsClusterAlone(t *testing.T) {
 // its start; garbage collection must still leave it, or agents assigned it get 404 until the
 // next poll packs it again.
 func TestCollectKeepsArtifactsPackedDuringReschedule(t *testing.T) {
+	t.Parallel()
 	c := newTestController(t, restartedHub(t), clock.NewFake(time.Unix(0, 0)))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), 0o644); err != nil {

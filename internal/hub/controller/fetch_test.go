@@ -32,6 +32,7 @@ func (r *chartRepo) Fetch(_ context.Context, s v1alpha1.Source, prev, dst string
 // fetcher's Unchanged (it compares revisions only) must not make the hub pack an empty
 // directory.
 func TestMovedSourceIsFetchedAgain(t *testing.T) {
+	t.Parallel()
 	st := restartedHub(t)
 	c := newTestController(t, st, clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))
 	repo := &chartRepo{}

@@ -25,6 +25,7 @@ import (
 )
 
 func TestInRepository(t *testing.T) {
+	t.Parallel()
 	const (
 		dir    = "/var/lib/flotilla/fleet-1234"
 		url    = "https://user:secret@git.example.com/platform/fleet.git"
@@ -111,6 +112,7 @@ func (s *syncBuffer) String() string {
 // A fleet commit whose configuration is rejected is named, in the stored status and in the
 // log, by its file in the repository and the short commit: never by the temporary checkout.
 func TestRejectedFleetCommitNamesFilesInTheRepository(t *testing.T) {
+	t.Parallel()
 	repoDir := t.TempDir()
 	r, err := git.PlainInitWithOptions(repoDir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: "refs/heads/main"}})
 	if err != nil {
@@ -185,6 +187,7 @@ func TestRejectedFleetCommitNamesFilesInTheRepository(t *testing.T) {
 // Right after a start no source has been polled yet: the releases wait for it, which is
 // logged at INFO, once per release. A source whose poll failed is a problem: WARN.
 func TestSourceNotPolledYetIsNotAWarning(t *testing.T) {
+	t.Parallel()
 	c := newTestController(t, restartedHub(t), clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))
 	var logs syncBuffer
 	c.log = slog.New(slog.NewTextHandler(&logs, nil))

@@ -112,6 +112,7 @@ func newGatesController(t *testing.T, st *gateStore, clk clock.Clock) *Controlle
 // cover it, its suspension and its suspended releases, with who and why; an unchanged set
 // raises no generation; a failed read keeps the gates; an undecodable record holds.
 func TestApplyGates(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) // a Tuesday, 13:00 in Berlin
 	clk := clock.NewFake(now)
 	st := &gateStore{fakeStore: restartedHub(t)}
@@ -223,6 +224,7 @@ func TestApplyGates(t *testing.T) {
 // Without windows, freezes or suspensions a document carries no gates, and its encoding is
 // what it was before gates existed.
 func TestNoGatesNoBytes(t *testing.T) {
+	t.Parallel()
 	st := restartedHub(t)
 	c := newTestController(t, st, clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))
 	c.loadFleet(t.Context())

@@ -178,6 +178,7 @@ func (h *rolloutHarness) state() (rollout.State, int64) {
 // once the canary baked, with each step stored, audited and announced, and a due time
 // that ends the bake on the controller's clock.
 func TestRolloutMovesThroughWaves(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.newest(2)
 	h.want("c1", 2, "")
@@ -241,6 +242,7 @@ func TestRolloutMovesThroughWaves(t *testing.T) {
 // replica) is not lost: the controller's compare-and-swap fails, and it steps again from the
 // stored record.
 func TestRolloutActionIsNotLostToAConcurrentStep(t *testing.T) {
+	t.Parallel()
 	racing := &racingStore{fakeStore: &fakeStore{}}
 	h := newRolloutHarness(t, racing)
 	h.newest(2)
@@ -293,6 +295,7 @@ func (s *racingStore) PutRecord(ctx context.Context, r store.Record, expect int6
 // When the agents' reports cannot be read, the rollout does not move and no cluster's
 // artifact changes.
 func TestRolloutHoldsWhenStatusesCannotBeRead(t *testing.T) {
+	t.Parallel()
 	fs := &fakeStore{}
 	h := newRolloutHarness(t, &statusFailStore{fakeStore: fs})
 	h.newest(2)
@@ -314,6 +317,7 @@ func (s *statusFailStore) ListStatuses(context.Context) ([]store.AssignmentStatu
 // A release whose rollout is taken out of the fleet goes back to today's behaviour: every
 // cluster gets the newest artifact, and the rollout's record is deleted.
 func TestReleaseWithoutRolloutIsScheduledAsBefore(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.newest(2)
 	h.want("c2", 1, "waits")
@@ -334,6 +338,7 @@ func TestReleaseWithoutRolloutIsScheduledAsBefore(t *testing.T) {
 // canary gets its tombstone first, the rest keep the release until the canary's bake has
 // passed, and then the record goes.
 func TestDeletedReleaseLeavesAlongItsWaves(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.newest(1) // every cluster already runs revision 1: the rollout is complete at once
 	if st, _ := h.state(); st.Phase != rollout.PhaseCompleted {
@@ -378,6 +383,7 @@ func TestDeletedReleaseLeavesAlongItsWaves(t *testing.T) {
 // from its record: the canary's bake is not started again, and what was announced is not
 // announced again.
 func TestRolloutContinuesAfterTakeover(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.newest(2)
 	h.report("c1", 2, "Ready")
@@ -408,6 +414,7 @@ func TestRolloutContinuesAfterTakeover(t *testing.T) {
 // A wave waits for its clusters' windows: the canary, inside a deny window, is not started
 // (and neither is the next wave), and the rollout is due again when the window closes.
 func TestRolloutWaitsForAWindow(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{}, `---
 apiVersion: flotilla.dev/v1alpha1
 kind: Window
@@ -476,6 +483,7 @@ func (h *rolloutHarness) removedBy(cluster string) []string {
 // at once, the rest only once the canary's removal has baked, each tombstone (and its
 // audit record) naming who relabelled the cluster, even when it goes out reschedules later.
 func TestRelabelledClustersLeaveAlongTheWaves(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.targetProd()
 	h.newest(1) // every cluster already runs revision 1: the rollout is complete at once
@@ -553,6 +561,7 @@ func (s *flakyStatusStore) ListStatuses(ctx context.Context) ([]store.Assignment
 // (its inputs cannot be read): its removal waits, as a revision would, and goes out, by the
 // relabel's actor, at the first step that can read them.
 func TestRelabelledClusterKeepsTheReleaseWhileRolloutsCannotStep(t *testing.T) {
+	t.Parallel()
 	fs := &flakyStatusStore{fakeStore: &fakeStore{}}
 	h := newRolloutHarness(t, fs)
 	h.targetProd()
@@ -576,6 +585,7 @@ func TestRelabelledClusterKeepsTheReleaseWhileRolloutsCannotStep(t *testing.T) {
 // controller that takes over (a restarted hub, another replica) still names them when the
 // tombstone goes out.
 func TestRelabelActorSurvivesTakeover(t *testing.T) {
+	t.Parallel()
 	h := newRolloutHarness(t, &fakeStore{})
 	h.targetProd()
 	h.newest(1)

@@ -60,6 +60,7 @@ func syncIDs(doc desired.Document) []string {
 // reports the id; a request every cluster reported, or that expired, is deleted; a failed
 // read of the requests leaves every document's requests as they are.
 func TestApplySyncs(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(now)
 	st := &syncStore{fakeStore: restartedHub(t)}
@@ -193,6 +194,7 @@ func (p *countingPoller) count(name string) int {
 // interval, the sources of that repository that the ref may have moved, and no other; the
 // new commit reaches the desired state.
 func TestPollNowPollsOnlyMatchingSourcesAtOnce(t *testing.T) {
+	t.Parallel()
 	repo, other := newGitRepo(t), newGitRepo(t)
 	first := repo.commit("baseline/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
 	pinned := first
@@ -287,6 +289,7 @@ func (lostLease) Changed() <-chan struct{} { return nil }
 // store, and the replica holding the lease takes it at its next reschedule and polls it at
 // once, whatever the source's interval.
 func TestPollNowOnAReplicaWithoutTheLease(t *testing.T) {
+	t.Parallel()
 	const fleet = "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: apps}\nspec:\n  git: {url: 'https://git.example.com/apps.git', branch: main}\n  interval: 1h\n"
 	fleetDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(fleetDir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {

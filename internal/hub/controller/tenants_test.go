@@ -92,6 +92,7 @@ func (p failingPoller) Resolve(ctx context.Context, g source.Git) (source.Resolv
 // the commit. A fix is taken; a hub that restarts while the repository cannot be read keeps
 // team-a's assignments rather than pruning them.
 func TestTenantFleets(t *testing.T) {
+	t.Parallel()
 	tenantA, tenantB := newGitRepo(t), newGitRepo(t)
 	apps := t.TempDir() // the teams' application repositories live under here
 	mainDir := t.TempDir()

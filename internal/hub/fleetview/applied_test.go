@@ -11,6 +11,7 @@ import (
 // The applied revision is the one whose objects the agent applied: a report of a revision it
 // failed to apply before any object was applied names no applied revision.
 func TestAppliedRevision(t *testing.T) {
+	t.Parallel()
 	d := Desired{Release: "web", Revision: "r2", Digest: "d2"}
 	obs := Observed{LastSeen: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reachable: true}
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestConditions(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	ready := hubclient.AssignmentView{Release: "api", Phase: "Ready"}
 	tests := []struct {

@@ -15,6 +15,7 @@ import (
 // The drift view carries each field's values and the manager behind its live value when the
 // agent detailed the object; an object beyond the agent's bounds keeps its paths alone.
 func TestDriftFieldsNameTheManager(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	report := &agentv1.AssignmentStatus{Release: "web",
 		Drift: []*agentv1.DriftedObject{

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	detail := func(drift ...*agentv1.DriftedObject) []byte {
 		b, err := protojson.Marshal(&agentv1.AssignmentStatus{Release: "web", Drift: drift})

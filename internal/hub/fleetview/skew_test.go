@@ -21,6 +21,7 @@ func digestOf(rev string) string {
 }
 
 func TestSkew(t *testing.T) {
+	t.Parallel()
 	// 100 clusters should run baseline at abc; 88 do, 9 still run 9f8, 3 have not reported.
 	var fleet []hubclient.AssignmentView
 	var old, none []string
@@ -119,6 +120,7 @@ func TestSkew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if diff := cmp.Diff(tt.want, Skew(tt.in)); diff != "" {
 				t.Errorf("Skew (-want +got):\n%s", diff)
 			}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAssignmentPhase(t *testing.T) {
+	t.Parallel()
 	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	d := Desired{Release: "web", Revision: "r2", Digest: "d2"}
 	reachable := Observed{LastSeen: seen, Reachable: true}
@@ -43,6 +44,7 @@ func TestAssignmentPhase(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	in := []hubclient.AssignmentView{
 		{Release: "web", Cluster: "a", DesiredRevision: "r2", Phase: "Ready"},
 		{Release: "web", Cluster: "b", DesiredRevision: "r2", Phase: "Ready", Drifted: true},

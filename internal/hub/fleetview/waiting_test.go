@@ -30,6 +30,7 @@ func waitingReport(t *testing.T, r *agentv1.AssignmentStatus) *store.AssignmentS
 // the revision still in force and the pending one: the view says Waiting and why while the
 // pending revision is the desired one, and Progressing once the hub desires another.
 func TestAssignmentWaiting(t *testing.T) {
+	t.Parallel()
 	const window = `window "business-hours" opens 22:00 Europe/Berlin`
 	d := Desired{Release: "web", Revision: "r2", Digest: "d2"}
 	seen := Observed{LastSeen: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reachable: true}
@@ -114,6 +115,7 @@ func TestAssignmentWaiting(t *testing.T) {
 // The rollout's line is the scheduler's, shown whatever the agent reported, and before it
 // reported at all.
 func TestAssignmentRollout(t *testing.T) {
+	t.Parallel()
 	d := Desired{Release: "web", Revision: "r1", Digest: "d1", Rollout: "wave eu waits for canary"}
 	obs := Observed{LastSeen: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reachable: true}
 	for _, report := range []*store.AssignmentStatus{nil, {Revision: "r1", Digest: "d1", Phase: "Ready"}} {

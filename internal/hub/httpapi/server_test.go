@@ -68,6 +68,7 @@ func errorOf(rec *httptest.ResponseRecorder) string {
 // that project's releases alone; calls without a valid token get 401, and a token that cannot
 // be checked 503; public routes need no token.
 func TestRules(t *testing.T) {
+	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	srv := httpapi.New(httpapi.Deps{Auth: principals, Fleet: func() *v1alpha1.Fleet { return fleet }}, httpapi.Options{})
 	h := srv.Handler([]httpapi.Route{
@@ -114,6 +115,7 @@ func TestRules(t *testing.T) {
 // api.call record naming the actor, its role, the method, path, status and client address;
 // reads leave none.
 func TestChangingCallsAreAudited(t *testing.T) {
+	t.Parallel()
 	var got []audit.Event
 	record := func(_ context.Context, e audit.Event) { got = append(got, e) }
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
@@ -143,6 +145,7 @@ func TestChangingCallsAreAudited(t *testing.T) {
 // Retry-After and a message naming the limit and the flags that set it, before the handler
 // runs; other principals and reads are untouched, and the bucket refills with the clock.
 func TestMutationRateLimit(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC))
 	served := 0
 	count := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++; w.WriteHeader(http.StatusAccepted) })
@@ -189,6 +192,7 @@ func TestMutationRateLimit(t *testing.T) {
 // TestVisibleProjects: a scoped principal keeps the entries of its own projects only; the
 // whole fleet's scope keeps them all, and the zero scope none.
 func TestVisibleProjects(t *testing.T) {
+	t.Parallel()
 	fl := &v1alpha1.Fleet{Projects: []v1alpha1.Project{{Metadata: v1alpha1.ObjectMeta{Name: "team-a"}}, {Metadata: v1alpha1.ObjectMeta{Name: "team-b"}}}}
 	byProject := map[string]int{"team-a": 1, "team-b": 2}
 	for _, tt := range []struct {

@@ -10,6 +10,7 @@ import (
 // TestStart checks that the seeded fleet is what the API shows: every assignment listed, at
 // the source's revision, with the seeded phases.
 func TestStart(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 60, Releases: 3})
 	c, err := hubclient.NewClient(hubclient.Config{Hub: f.APIURL, Token: f.AdminToken, CAFile: f.CAPath})
 	if err != nil {

@@ -102,6 +102,7 @@ func auditActions(t *testing.T, c *hubclient.Client, action string) []hubclient.
 // A freeze reaches the documents of the clusters it covers with its actor and reason, is
 // listed, audited, and lifted; a cluster suspension likewise.
 func TestFreezeAndSuspend(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 4, Releases: 2})
 	admin := client(t, f, f.AdminToken)
 	ctx := t.Context()
@@ -242,6 +243,7 @@ func TestFreezeAndSuspend(t *testing.T) {
 
 // Every refusal, with its status and message.
 func TestGateRefusals(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 1, Releases: 1})
 	long := strings.Repeat("x", 1025)
 	tests := []struct {

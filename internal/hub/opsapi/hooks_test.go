@@ -92,6 +92,7 @@ func readTestdata(t *testing.T, name string) []byte {
 }
 
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	const ghSecret, glSecret, genSecret = "gh-secret-0123456789", "gl-token-0123456789", "generic-secret-0123456789"
 	push := readTestdata(t, "github-push.json")
 	glPush := readTestdata(t, "gitlab-push.json")
@@ -212,6 +213,7 @@ func TestHooks(t *testing.T) {
 // or its signature checked; another address is not affected, and the first is served again
 // once its bucket refilled.
 func TestHooksAreRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Unix(1_000_000, 0))
 	hs := newHookServer(t, map[string]string{"github": "gh-secret-0123456789"}, clk)
 	body := []byte(`{}`)

@@ -86,6 +86,7 @@ func denyWindow(name, schedule string, releases ...string) v1alpha1.Window {
 // window covering other projects are refused, naming the gate, while an admin and a deployer
 // of every project pass them.
 func TestOverrideNeedsTheRightsToLiftTheGate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 10, 0, 0, time.UTC) // 21:10 UTC
 	const override = `{"override": true, "reason": "hotfix"}`
 	fleetFreeze := hold.Freeze{ID: "fleet-wide", Reason: "incident 4711", Actor: "token:platform", Created: now}
@@ -137,6 +138,7 @@ func TestOverrideNeedsTheRightsToLiftTheGate(t *testing.T) {
 // one's id and stores nothing; past the bound per release a request is refused with 429,
 // Retry-After and the bound named.
 func TestSyncRequestsCoalesceAndCap(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 10, 0, 0, time.UTC)
 	sa := &syncAPI{handler: newGateAPI(t, now, gateFixture{})}
 	id := func(rec *httptest.ResponseRecorder) string {

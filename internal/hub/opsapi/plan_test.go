@@ -21,6 +21,7 @@ import (
 // TestReadPlanRequest: every refusal of a hostile or malformed plan request says what is
 // wrong; a valid one passes.
 func TestReadPlanRequest(t *testing.T) {
+	t.Parallel()
 	many := func(n int) string {
 		var b strings.Builder
 		b.WriteString(`{"files": {`)
@@ -81,6 +82,7 @@ func TestReadPlanRequest(t *testing.T) {
 // deployer of team-a sees team-a's releases only, by their project in the fleet in force
 // (which the plan reads), and only the clusters team-a's Project in force may target.
 func TestScopePlan(t *testing.T) {
+	t.Parallel()
 	inForce, err := v1alpha1.Parse(map[string][]byte{"fleet.yaml": []byte(scopedFleetYAML)})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestScopePlan(t *testing.T) {
 // the plans it computes at once are running, and 400 for a ref on a hub whose fleet is a
 // directory.
 func TestPlanRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
 	if err != nil {
@@ -218,6 +221,7 @@ spec: {source: team-a, project: team-a, namespace: team-a, path: web, targets: [
 // release as team-a's, widens team-a's Project, or reads the platform's source at another
 // ref.
 func TestPlanScopedCaller(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "hub.db"))
 	if err != nil {

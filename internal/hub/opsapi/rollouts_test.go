@@ -145,6 +145,7 @@ func errorOf(rec *httptest.ResponseRecorder) string {
 }
 
 func TestRolloutRoutes(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	ra := newRolloutAPI(t, now)
 

@@ -107,6 +107,7 @@ func (sa *syncAPI) eventsOf(action string) []audit.Event {
 }
 
 func TestSyncRequests(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	sa := newSyncAPI(t, now)
 

@@ -245,8 +245,10 @@ func files(t *testing.T, root string, entries []string) []string {
 }
 
 func TestClosure(t *testing.T) {
+	t.Parallel()
 	for _, tc := range layouts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := t.TempDir()
 			writeTree(t, root, tc.files)
 			got, err := render.Closure(context.Background(), root, tc.path, render.DefaultClosureLimits())
@@ -264,8 +266,10 @@ func TestClosure(t *testing.T) {
 // the whole source and once from the artifact of its closure, unpacked: the objects, or
 // the error, are the same.
 func TestClosureRendersAsTheSource(t *testing.T) {
+	t.Parallel()
 	for _, tc := range layouts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if strings.HasSuffix(tc.path, ".yaml") {
 				return // a values file is not rendered by itself
 			}
@@ -315,6 +319,7 @@ func renderJSON(root, p string) (string, string) {
 }
 
 func TestClosureLimits(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	chain := map[string]string{}
 	for i := range 10 {
@@ -347,6 +352,7 @@ func TestClosureLimits(t *testing.T) {
 }
 
 func TestClosureHonoursContext(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, layouts[0].files)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -80,6 +80,7 @@ func unpackedFiles(t *testing.T, store *artifact.Store, digest string) []string 
 }
 
 func TestNarrow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, store, shared := newPacker(t)
 	src := putSource(t, store, fleetTree)
@@ -132,6 +133,7 @@ func TestNarrow(t *testing.T) {
 }
 
 func TestNarrowUnpacksOncePerRevisionAndForgets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, store, _ := newPacker(t)
 	src := putSource(t, store, fleetTree)
@@ -157,6 +159,7 @@ func TestNarrowUnpacksOncePerRevisionAndForgets(t *testing.T) {
 }
 
 func TestNarrowFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, store, _ := newPacker(t)
 	if _, err := p.Narrow(ctx, "sha256:"+strings.Repeat("0", 64), "x"); err == nil || !strings.Contains(err.Error(), "artifact sha256:000") {
@@ -177,6 +180,7 @@ func TestNarrowFails(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, store, _ := newPacker(t)
 	tree := map[string]string{}

@@ -20,6 +20,7 @@ const (
 // values files from another source and values with the cluster's variables. A change of the
 // values file alone (the chart's artifact unchanged) is a change of the objects.
 func TestComputeHelm(t *testing.T) {
+	t.Parallel()
 	chart := map[string]string{
 		"web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.2.3\n",
 		"web/values.yaml": "replicas: 1\nregion: none\n",

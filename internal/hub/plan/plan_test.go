@@ -16,6 +16,7 @@ import (
 )
 
 func TestUnifiedDiff(t *testing.T) {
+	t.Parallel()
 	lines := func(n int, f func(i int) string) string {
 		var b strings.Builder
 		for i := range n {
@@ -42,6 +43,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := unifiedDiff(tt.x, tt.y, "x", "y"); got != tt.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 			}
@@ -136,6 +138,7 @@ func summary(p hubclient.Plan) []string {
 }
 
 func TestCompute(t *testing.T) {
+	t.Parallel()
 	fleet := func(rels ...v1alpha1.Release) *v1alpha1.Fleet {
 		return &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}}, Releases: rels}
 	}
@@ -197,6 +200,7 @@ func TestCompute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			in := fixture(t, 1000, tt.candidate)
 			if tt.edit != nil {
 				tt.edit(&in)
@@ -225,6 +229,7 @@ func TestCompute(t *testing.T) {
 
 // TestComputeUnchanged: the configuration in force, planned against itself, changes nothing.
 func TestComputeUnchanged(t *testing.T) {
+	t.Parallel()
 	in := fixture(t, 10, &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}},
 		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "", "api")}})
 	in.Artifacts["apps"] = schedule.Artifact{Source: "apps", Revision: "main@sha1:1", Digest: oldDigest}

@@ -61,6 +61,7 @@ func relIndex(f *v1alpha1.Fleet, name string) int {
 // team-a's releases and the revision of a source only team-a reads; every change outside
 // them is refused, naming what it may not change.
 func TestCheckCandidate(t *testing.T) {
+	t.Parallel()
 	teamA := Caller{Projects: []string{"team-a"}}
 	tests := []struct {
 		name   string
@@ -131,6 +132,7 @@ func TestCheckCandidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			cand := clone(t, scopedFleet())
 			tt.edit(cand)
 			err := CheckCandidate(scopedFleet(), cand, tt.caller)
@@ -147,6 +149,7 @@ func TestCheckCandidate(t *testing.T) {
 // TestSourceAllowed: --source NAME=REF only for a source one of the caller's projects may
 // use; the built-in platform project may use any.
 func TestSourceAllowed(t *testing.T) {
+	t.Parallel()
 	f := scopedFleet()
 	tests := []struct {
 		caller Caller
@@ -172,6 +175,7 @@ func TestSourceAllowed(t *testing.T) {
 // project is read in the fleet in force; and of team-a's own change, only the clusters it
 // may see are named, in groups, variables and problems alike.
 func TestComputeScopedByFleetInForce(t *testing.T) {
+	t.Parallel()
 	inForce := &v1alpha1.Fleet{Sources: []v1alpha1.Source{{Metadata: v1alpha1.ObjectMeta{Name: "apps"}}},
 		Releases: []v1alpha1.Release{release("web", "", "web"), release("api", "team-a", "api"), release("db", "team-a", "db")},
 		Projects: []v1alpha1.Project{{Metadata: v1alpha1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.ProjectSpec{Sources: []string{"apps"},

@@ -15,6 +15,7 @@ import (
 // value; a release without decryption that meets an encrypted document errors, as its agents
 // would.
 func TestComputeSOPSRelease(t *testing.T) {
+	t.Parallel()
 	k, err := secrets.NewKey()
 	if err != nil {
 		t.Fatal(err)

@@ -145,6 +145,7 @@ func clusterNames(n int) []string {
 // A reschedule that changes thousands of clusters' desired states wakes every one of them
 // on the other replica, once each; a removal published after it arrives after it.
 func TestFanoutOnPostgresWakesEveryCluster(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	a := startPGReplica(t, dsn, "replica-a")
 	b := startPGReplica(t, dsn, "replica-b")
@@ -180,6 +181,7 @@ func TestFanoutOnPostgresWakesEveryCluster(t *testing.T) {
 // once it is back, although their own connections never broke (so they never resynchronise).
 // Before batching, such a change was logged and lost.
 func TestFanoutOnPostgresSendsAgainAfterStoreFailure(t *testing.T) {
+	t.Parallel()
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	a := startPGReplica(t, proxied, "replica-a")
 	b := startPGReplica(t, dsn, "replica-b")
@@ -203,6 +205,7 @@ func TestFanoutOnPostgresSendsAgainAfterStoreFailure(t *testing.T) {
 // it listens again, the replica resynchronises (the hub then wakes every watch it holds and
 // ends those of removed clusters).
 func TestFanoutOnPostgresResyncsAfterReconnect(t *testing.T) {
+	t.Parallel()
 	dsn, proxied, proxy := pgtest.BehindProxy(t)
 	a := startPGReplica(t, dsn, "replica-a")
 	b := startPGReplica(t, proxied, "replica-b")

@@ -26,6 +26,7 @@ func testHash(data []byte) ([]byte, error) {
 // held another, gets the hash. Nothing sent to the store holds the file in clear, not even a
 // row that is hashed right after.
 func TestHashedIdentityFiles(t *testing.T) {
+	t.Parallel()
 	key := bytes.Repeat([]byte{7}, 32)
 	for _, tt := range []struct {
 		name string

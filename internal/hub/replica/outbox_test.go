@@ -20,6 +20,7 @@ func desired(clusters ...string) Event { return Event{Kind: EventDesired, Cluste
 // The outbox keeps changes in order, merges a run of desired-state changes into one event
 // naming each cluster once, and drops a change repeated at once.
 func TestOutbox(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		add  []Event
@@ -91,6 +92,7 @@ func TestOutbox(t *testing.T) {
 // Payloads hold every cluster once, in order, each payload within the limit and valid JSON;
 // one cluster is encoded as before batching; a name that cannot fit is left out and named.
 func TestPayloads(t *testing.T) {
+	t.Parallel()
 	var clusters []string
 	for i := range 1000 {
 		clusters = append(clusters, fmt.Sprintf("cluster-%04d.eu-west-1.prod.example.com", i))
@@ -138,6 +140,7 @@ func TestPayloads(t *testing.T) {
 // queued meanwhile after them; what is queued when the replica stops is sent before send
 // returns.
 func TestFanoutSendRetries(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := &fakeShared{err: errors.New("connection refused")}
 		f := newFanout(st, "a", nil, slog.New(slog.DiscardHandler))
@@ -147,9 +150,11 @@ func TestFanoutSendRetries(t *testing.T) {
 		f.publish(Event{Kind: EventDesired, Cluster: "eu-1"})
 		f.publish(Event{Kind: EventRemoved, Cluster: "eu-2"})
 		synctest.Wait()
+		// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 		time.Sleep(time.Second) // several failed tries
 		f.publish(Event{Kind: EventDesired, Cluster: "eu-3"})
 		st.setErr(nil)
+		// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 		time.Sleep(10 * time.Second) // the longest backoff
 		synctest.Wait()
 		f.publish(Event{Kind: EventView})
@@ -165,6 +170,7 @@ func TestFanoutSendRetries(t *testing.T) {
 }
 
 func TestNewRefusesLongID(t *testing.T) {
+	t.Parallel()
 	id := strings.Repeat("r", MaxIDLength+1)
 	_, err := New(t.Context(), Config{Options: Options{ID: id}})
 	if want := fmt.Sprintf(`replica ID "rrrrrrrrrrrrrrrrrrrr"...: %d bytes, longer than %d`, MaxIDLength+1, MaxIDLength); err == nil || err.Error() != want {

@@ -55,6 +55,7 @@ func (f *fakeShared) setErr(err error) {
 // while renewals fail for less than half a TTL and lost after, taken again when the store
 // answers, and released when the replica stops.
 func TestLease(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 30 * time.Second
 		st := &fakeShared{}
@@ -90,6 +91,7 @@ func TestLease(t *testing.T) {
 		}
 		for _, s := range steps {
 			st.setErr(s.storeErr)
+			// synctest bubble: this Sleep advances the bubble's fake clock, no real wait.
 			time.Sleep(ttl / 3)
 			synctest.Wait()
 			if got, ch := l.Held(), changed(); got != s.wantHeld || ch != s.wantChanged {
@@ -105,6 +107,7 @@ func TestLease(t *testing.T) {
 }
 
 func TestLeaseWithoutSharedStoreIsHeld(t *testing.T) {
+	t.Parallel()
 	l := NewLease(LeaseOptions{Name: ControllerLease, Holder: "a", TTL: time.Second})
 	l.Run(t.Context()) // returns at once
 	if !l.Held() {
@@ -113,6 +116,7 @@ func TestLeaseWithoutSharedStoreIsHeld(t *testing.T) {
 }
 
 func TestFanoutReceive(t *testing.T) {
+	t.Parallel()
 	var got []string
 	on := Handlers{
 		OnDesired:  func(c string) { got = append(got, "desired "+c) },

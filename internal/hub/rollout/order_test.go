@@ -14,6 +14,7 @@ import (
 // The order in which clusters are given never changes what Step decides: a reschedule lists
 // clusters as the store returns them, and replicas must agree.
 func TestStepIgnoresInputOrder(t *testing.T) {
+	t.Parallel()
 	spec := &v1alpha1.Rollout{Waves: []v1alpha1.Wave{
 		{Name: "first", Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"ring": "1"}},
 			MaxConcurrent: v1alpha1.IntOrPercent{Value: 30, Percent: true, Set: true}},

@@ -60,6 +60,7 @@ func art(rev string) Artifact {
 }
 
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &scenario{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

@@ -16,6 +16,7 @@ import (
 // release asking more than its project's maximum is not scheduled, with a problem naming the
 // field, the value and the maximum.
 func TestScheduleRenderBudget(t *testing.T) {
+	t.Parallel()
 	hub := v1alpha1.BudgetLimits{MemoryBytes: 256 << 20, CPUTime: 30 * time.Second, WallTime: 30 * time.Second, Objects: 10000, OutputBytes: 64 << 20}
 	mem := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 	team := teamA

@@ -10,6 +10,7 @@ import (
 
 // The scheduler's output survives the stored form.
 func TestDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := Schedule(fleet(
 		withVars(withPath(release("baseline"), "clusters/{{ .Cluster.Labels.region }}"), map[string]string{"x": "1"}),
 		release("apps", target("env", "production")),

@@ -13,6 +13,7 @@ import (
 // TestPathFastPath checks that executing a simple template directly gives what text/template
 // gives, error included, and that anything else goes to text/template.
 func TestPathFastPath(t *testing.T) {
+	t.Parallel()
 	clusters := []Cluster{
 		cluster("eu-1", "region", "eu", "env", "production"),
 		cluster("bare"),
@@ -65,6 +66,7 @@ func TestPathFastPath(t *testing.T) {
 // fleet built in code reaches Schedule without validation), and a path that resolves to more
 // than v1alpha1.MaxPathLength bytes is a problem for that cluster, not an assignment.
 func TestPathBounded(t *testing.T) {
+	t.Parallel()
 	bomb := withPath(release("bomb"), "{{range 1000000000}}aaaa{{end}}")
 	printf := withPath(release("printf"), `{{ printf "%0999999999d" 0 }}`)
 	long := withPath(release("long"), "{{ .Cluster.Labels.a }}{{ .Cluster.Labels.a }}")

@@ -13,6 +13,7 @@ import (
 // does not allow refuses the release, naming the field; the platform's own cross-source
 // values file, and a team's in a source it may use, are scheduled with the file resolved.
 func TestScheduleFileSourceRefs(t *testing.T) {
+	t.Parallel()
 	clusters := []Cluster{cluster("dev-1", "env", "dev")}
 	team := teamA
 	team.Spec.Sources = append(append([]string(nil), team.Spec.Sources...), "oci://registry.example.com/team-a/*")

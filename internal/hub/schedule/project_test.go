@@ -34,6 +34,7 @@ func inProject(r v1alpha1.Release, project, source, namespace string) v1alpha1.R
 }
 
 func TestScheduleProjects(t *testing.T) {
+	t.Parallel()
 	clusters := []Cluster{cluster("dev-1", "env", "dev"), cluster("prod-1", "env", "prod")}
 	projectFleet := func(projects []v1alpha1.Project, releases ...v1alpha1.Release) *v1alpha1.Fleet {
 		f := fleet(releases...)
@@ -154,6 +155,7 @@ func TestScheduleProjects(t *testing.T) {
 // The project's rules are part of the stored document, and a document without them (stored
 // before projects) still decodes.
 func TestProjectRulesEncode(t *testing.T) {
+	t.Parallel()
 	doc := desired.Document{Assignments: []desired.Assignment{{Release: "web", Source: "platform", Project: &teamARules}}}
 	data, err := desired.Encode(doc)
 	if err != nil {

@@ -84,6 +84,7 @@ func assigned(p Plan) map[string][]string {
 }
 
 func TestScheduleMatching(t *testing.T) {
+	t.Parallel()
 	clusters := []Cluster{
 		cluster("prod-eu", "env", "production", "region", "eu"),
 		cluster("prod-us", "env", "production", "region", "us", "tier", "1"),
@@ -149,6 +150,7 @@ func TestScheduleMatching(t *testing.T) {
 }
 
 func TestScheduleAssignment(t *testing.T) {
+	t.Parallel()
 	defaults := withPath(release("defaults"), "")
 	set := release("set")
 	set.Spec.Namespace = "platform-system"
@@ -183,6 +185,7 @@ func TestScheduleAssignment(t *testing.T) {
 }
 
 func TestSchedulePaths(t *testing.T) {
+	t.Parallel()
 	byRegion := withPath(release("baseline"), "clusters/{{ .Cluster.Labels.region }}/baseline")
 	prev := func(path string) map[string][]desired.Assignment {
 		return map[string][]desired.Assignment{"c": {{Release: "baseline", Revision: "main@sha1:0000", Path: path, Vars: map[string]string{"cluster_name": "c"}}}}
@@ -261,6 +264,7 @@ func TestSchedulePaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, assignmentsOnly(tt.previous), "r1")
 			paths, revs := []string{}, []string{}
 			for _, a := range p.Assignments[tt.cluster.Name] {
@@ -281,6 +285,7 @@ func TestSchedulePaths(t *testing.T) {
 }
 
 func TestScheduleVars(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		release  v1alpha1.Release
@@ -325,6 +330,7 @@ func TestScheduleVars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p := Schedule(fleet(tt.release), []Cluster{tt.cluster}, artifacts, nil, "r1")
 			as := p.Assignments[tt.cluster.Name]
 			if len(as) != 1 {
@@ -342,6 +348,7 @@ func TestScheduleVars(t *testing.T) {
 
 // TestScheduleRelabel feeds each plan back as the next call's previous, as the hub does.
 func TestScheduleRelabel(t *testing.T) {
+	t.Parallel()
 	f := fleet(
 		release("baseline", target("env", "production")),
 		release("canary", target("env", "production", "canary", "true")),
@@ -368,6 +375,7 @@ func TestScheduleRelabel(t *testing.T) {
 }
 
 func TestScheduleSourceMissing(t *testing.T) {
+	t.Parallel()
 	old := desired.Assignment{
 		Release: "baseline", Source: "platform", URL: "https://hub.example.com/artifacts/sha256:0000",
 		Revision: "main@sha1:0000", Digest: "sha256:0000", Path: "baseline", SelfHeal: true,
@@ -404,6 +412,7 @@ func TestScheduleSourceMissing(t *testing.T) {
 }
 
 func TestScheduleIsPure(t *testing.T) {
+	t.Parallel()
 	f := fleet(
 		withVars(release("b", target("env", "production")), map[string]string{"x": "1"}),
 		withPath(release("a"), "clusters/{{ .Cluster.Name }}"),
@@ -437,6 +446,7 @@ func TestScheduleIsPure(t *testing.T) {
 }
 
 func TestScheduleMalformedInput(t *testing.T) {
+	t.Parallel()
 	f := fleet(release("dup"), release("dup", target("env", "x")))
 	p := Schedule(f, []Cluster{cluster("a"), cluster("a", "env", "x"), {}}, artifacts, nil, "r1")
 	if diff := cmp.Diff(map[string][]string{"a": {"dup"}}, assigned(p)); diff != "" {
@@ -453,6 +463,7 @@ func TestScheduleMalformedInput(t *testing.T) {
 }
 
 func TestProblemString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		p    Problem
 		want string

@@ -13,6 +13,7 @@ import (
 // TestScheduleTombstones feeds each plan back as the next call's previous, as the hub does, and
 // checks that a release leaves a cluster only with a tombstone that names why.
 func TestScheduleTombstones(t *testing.T) {
+	t.Parallel()
 	baseline := release("baseline", target("env", "production"))
 	apps := release("apps", target("env", "production"))
 	stone := func(release, reason, rev string) desired.Tombstone {
@@ -70,6 +71,7 @@ func TestScheduleTombstones(t *testing.T) {
 }
 
 func TestTombstonesAreBounded(t *testing.T) {
+	t.Parallel()
 	var prev desired.Document
 	for i := range MaxTombstones + 10 {
 		prev.Assignments = append(prev.Assignments, desired.Assignment{Release: fmt.Sprintf("r%03d", i)})

@@ -72,6 +72,7 @@ func duBytes(t *testing.T, root string) int64 {
 // Git), or too many files. The checkout is refused with the source, revision and bound
 // named, and nothing large is written: the size is read from the object header first.
 func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
+	t.Parallel()
 	many := map[string]string{}
 	for i := range 20 {
 		many[fmt.Sprintf("file%02d.yaml", i)] = "kind: ConfigMap\n"
@@ -104,6 +105,7 @@ func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
 		want:   "source 'team-a-apps' at %s: more than 10 entries (files, directories, symlinks) at 'file10.yaml', over the 10 entries bound",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRepo(t)
 			commit := tt.commit(r)
 			cache := t.TempDir()
@@ -145,6 +147,7 @@ func TestCheckoutRefusesATreeOverItsBounds(t *testing.T) {
 }
 
 func TestCheckoutWithinItsBoundsWritesTheTree(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	commit := r.commit("small", map[string]string{"a.yaml": "kind: A\n", "dir/b.yaml": "kind: B\n"})
 	// Exactly at the bounds: 3 entries (a.yaml, dir, dir/b.yaml), 16 bytes, 8 bytes a file.

@@ -25,6 +25,7 @@ var manifests = map[string]string{
 }
 
 func TestCheckoutWritesTheCommittedTree(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit("first", manifests)
 	wantFirst := snapshot(t, r.dir)
@@ -77,6 +78,7 @@ func TestCheckoutWritesTheCommittedTree(t *testing.T) {
 }
 
 func TestCheckoutWithAFreshPollerFetches(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", manifests)
 	dst := filepath.Join(t.TempDir(), "tree")
@@ -89,6 +91,7 @@ func TestCheckoutWithAFreshPollerFetches(t *testing.T) {
 }
 
 func TestCheckoutRefuses(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	good := r.commit("good", manifests)
 	escaping := r.commit("escaping symlink", map[string]string{"apps/passwd": "->../../../etc/passwd"})

@@ -45,6 +45,7 @@ func sshCredentials(t *testing.T, hostPort string) Credentials {
 }
 
 func TestLoadCredentials(t *testing.T) {
+	t.Parallel()
 	key, pub := testSSHKey(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "id_ed25519"), key, 0o600); err != nil {
@@ -111,6 +112,7 @@ func TestLoadCredentials(t *testing.T) {
 }
 
 func TestCredentialsDoNotPrintSecrets(t *testing.T) {
+	t.Parallel()
 	key, _ := testSSHKey(t)
 	for _, c := range []Credentials{
 		{Token: "sekrit-token"},
@@ -126,6 +128,7 @@ func TestCredentialsDoNotPrintSecrets(t *testing.T) {
 }
 
 func TestCredentialsAuthMethod(t *testing.T) {
+	t.Parallel()
 	key, _ := testSSHKey(t)
 	tests := []struct {
 		name    string
@@ -144,6 +147,7 @@ func TestCredentialsAuthMethod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ep, err := endpoint(tt.url)
 			if err != nil {
 				t.Fatal(err)

@@ -32,6 +32,7 @@ func writePolicy(t *testing.T, config string, files map[string]string, fileDirs 
 }
 
 func TestPolicyNamedCredentials(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	srv := serveGit(t, filepath.Dir(r.dir), "deploy", "s3cret")
@@ -90,6 +91,7 @@ credentials:
 }
 
 func TestPolicyFileSources(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	allowed := filepath.Dir(r.dir)
@@ -120,6 +122,7 @@ func TestPolicyFileSources(t *testing.T) {
 }
 
 func TestPolicyCredentialsFileAllowed(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	srv := serveGit(t, filepath.Dir(r.dir), "deploy", "s3cret")
@@ -138,6 +141,7 @@ func TestPolicyCredentialsFileAllowed(t *testing.T) {
 }
 
 func TestLoadPolicyErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"ok.creds": "token: x\n"})
 	for _, tt := range []struct{ config, want string }{
@@ -158,6 +162,7 @@ func TestLoadPolicyErrors(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ in, want string }{
 		{"https://deploy:s3cret@git.example.com/r.git", "https://deploy:xxxxx@git.example.com/r.git"},
 		{"https://ghp_token123@github.com/o/r.git", "https://xxxxx@github.com/o/r.git"},
@@ -174,6 +179,7 @@ func TestRedact(t *testing.T) {
 // An HTTP error from go-git quotes the URL it requested, hiding a password but not a token
 // given as the user name: neither may reach the message.
 func TestFetchErrorRedactsURL(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "boom", http.StatusTeapot)
 	}))
@@ -195,6 +201,7 @@ func TestFetchErrorRedactsURL(t *testing.T) {
 // A source without credentials on the URL of one with them gets its own mirror: it cannot
 // check out what the other fetched.
 func TestMirrorPerCredentials(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"secret.txt": "private"})
 	srv := serveGit(t, filepath.Dir(r.dir), "deploy", "s3cret")

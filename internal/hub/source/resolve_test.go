@@ -27,6 +27,7 @@ func resolve(t *testing.T, p *Poller, g Git) Resolved {
 }
 
 func TestResolveFollowsBranch(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit("first commit\n\nwith a body\n", map[string]string{"a.yaml": "a: 1\n"})
 	srv := serveGit(t, filepath.Dir(r.dir), "", "")
@@ -80,6 +81,7 @@ func TestResolveFollowsBranch(t *testing.T) {
 }
 
 func TestResolveDefaultBranchIsRemoteHEAD(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit("on main", nil)
 	r.git("checkout", "-q", "-b", "trunk")
@@ -92,6 +94,7 @@ func TestResolveDefaultBranchIsRemoteHEAD(t *testing.T) {
 }
 
 func TestResolveTags(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	tagged := r.commit("release", map[string]string{"a": "1"})
 	r.git("tag", "light")
@@ -127,6 +130,7 @@ func TestResolveTags(t *testing.T) {
 }
 
 func TestResolveSemver(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	commits := map[string]string{}
 	for _, tag := range []string{"v1.0.0", "1.2.0", "v1.10.0", "v2.0.0-rc.1", "release-3", "latest", "v2.1.0", "v3.0"} {
@@ -172,6 +176,7 @@ func TestResolveSemver(t *testing.T) {
 }
 
 func TestResolvePinnedCommit(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	old := r.commit("old", map[string]string{"a": "1"})
 	r.commit("new", map[string]string{"a": "2"})
@@ -189,6 +194,7 @@ func TestResolvePinnedCommit(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.commit("only", map[string]string{"a": "1"})
 	missing := strings.Repeat("ab", 20)
@@ -213,6 +219,7 @@ func TestResolveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p := NewPoller(t.TempDir())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -225,6 +232,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestResolveOverHTTPWithBasicAuth(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	srv := serveGit(t, filepath.Dir(r.dir), "deploy", "s3cret")
@@ -264,6 +272,7 @@ func TestResolveOverHTTPWithBasicAuth(t *testing.T) {
 }
 
 func TestResolveUnreachableFailsWithinDeadline(t *testing.T) {
+	t.Parallel()
 	// A server that was stopped: connection refused, at once.
 	stopped := serveGit(t, t.TempDir(), "", "")
 	stopped.srv.Close()
@@ -310,6 +319,7 @@ func TestResolveUnreachableFailsWithinDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p := NewPoller(t.TempDir())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
@@ -330,6 +340,7 @@ func TestResolveUnreachableFailsWithinDeadline(t *testing.T) {
 }
 
 func TestResolveUnchangedRepositoryFetchesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit("first", map[string]string{"a": "1"})
 	r.git("tag", "-a", "v1.0.0", "-m", "annotated tags are advertised twice (peeled)")
@@ -383,6 +394,7 @@ func countObjects(t *testing.T, p *Poller) int {
 }
 
 func TestResolveMaxAgeSharesOneFetch(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	first := r.commit("first", nil)
 	srv := serveGit(t, filepath.Dir(r.dir), "", "")
@@ -410,6 +422,7 @@ func TestResolveMaxAgeSharesOneFetch(t *testing.T) {
 }
 
 func TestResolveConcurrently(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	r.git("tag", "v1.0.0")
@@ -444,6 +457,7 @@ func TestResolveConcurrently(t *testing.T) {
 }
 
 func TestResolveRecreatesDamagedMirror(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", nil)
 	cache := t.TempDir()
@@ -459,6 +473,7 @@ func TestResolveRecreatesDamagedMirror(t *testing.T) {
 }
 
 func TestResolveReusesMirrorAcrossPollers(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := r.commit("first", map[string]string{"a": "1"})
 	srv := serveGit(t, filepath.Dir(r.dir), "", "")

@@ -3,6 +3,7 @@ package source
 import "testing"
 
 func TestSameRepository(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want bool

@@ -9,6 +9,7 @@ import (
 // TestAdmit: an identical pending request is coalesced into (its id is the answer), and a
 // request past the bound per release or per principal is refused naming the bound.
 func TestAdmit(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
 	many := func(n int, f func(i int) Request) []Request {
 		out := make([]Request, n)

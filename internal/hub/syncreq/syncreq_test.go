@@ -10,6 +10,7 @@ import (
 )
 
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	clusters := []Cluster{
 		{Name: "c1", Releases: []string{"baseline", "web"}},

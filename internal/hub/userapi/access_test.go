@@ -155,6 +155,7 @@ func must(t *testing.T, err error) {
 // team-a never gets a byte of team-b's (its release b-web, its clusters b1 and b2, its
 // source) from any route, the dashboard's fleet document included.
 func TestRoleMatrix(t *testing.T) {
+	t.Parallel()
 	f := newAccessFleet(t)
 	principals := []string{"none", "bad", "viewer-a", "deployer-a", "viewer-all", "admin"} // admin last: it changes things
 	// want: the status per principal, in the order above. A row may call a route more than

@@ -20,6 +20,7 @@ import (
 // TestListAuditCheckpoints: checkpoints=false leaves out apply.verified records, the default
 // keeps them, and details come as JSON objects.
 func TestListAuditCheckpoints(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 // objects it detailed, drift an older agent reported without detail, and 404s that say what
 // is unknown.
 func TestAssignmentDetail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
 	if err != nil {

@@ -30,6 +30,7 @@ func (noDevice) PollDevice(context.Context, string) (string, access.Principal, e
 // bucket, and other addresses are untouched. (Each principal's limit on changing calls is
 // the httpapi.Server's, tested there.)
 func TestDeviceSignInRateLimit(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC))
 	api := New(Deps{
 		View:  func() controller.View { return controller.View{} },

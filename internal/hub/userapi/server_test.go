@@ -25,6 +25,7 @@ func (neverSeen) OutboxDepth(string) (int, bool)        { return 0, false }
 
 // TestAPIWithoutHub serves the user API from its Deps alone: a store, no hub.
 func TestAPIWithoutHub(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
 	if err != nil {

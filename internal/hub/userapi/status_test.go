@@ -17,6 +17,7 @@ import (
 )
 
 func TestRolloutNotice(t *testing.T) {
+	t.Parallel()
 	const (
 		fleetURL = "https://git.example.com/platform/fleet.git"
 		rejected = "272e309a4b1c5d6e7f8091a2b3c4d5e6f7089a1b"
@@ -71,6 +72,7 @@ func TestRolloutNotice(t *testing.T) {
 
 // The status a user and the dashboard read carries the rejected commit and the sentence.
 func TestStatusSaysTheRejectedCommitRollsOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "hub.db"))
 	if err != nil {

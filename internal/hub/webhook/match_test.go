@@ -3,6 +3,7 @@ package webhook
 import "testing"
 
 func TestKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ a, b string }{
 		{"https://github.com/Codertocat/platform.git", "https://github.com/codertocat/platform"},
 		{"https://github.com/Codertocat/platform.git", "git@github.com:Codertocat/platform.git"},
@@ -39,6 +40,7 @@ func TestKey(t *testing.T) {
 }
 
 func TestFollows(t *testing.T) {
+	t.Parallel()
 	type src struct{ branch, tag, semver, commit string }
 	tests := []struct {
 		name string

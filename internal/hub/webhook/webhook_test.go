@@ -20,6 +20,7 @@ func header(kv ...string) http.Header {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	// GitHub's documented example (docs.github.com, "Validating webhook deliveries").
 	const ghSecret, ghBody = "It's a Secret to Everybody", "Hello, World!"
 	const ghSig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
@@ -63,6 +64,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := Verify(tt.provider, tt.header, []byte(tt.body), tt.secret)
 			if tt.wantErr == "" {
 				if err != nil {
@@ -87,6 +89,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestSignatureHeaderMatchesGitHubExample(t *testing.T) {
+	t.Parallel()
 	got := SignatureHeader([]byte("Hello, World!"), "It's a Secret to Everybody")
 	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
 		t.Fatalf("SignatureHeader = %s, want %s", got, want)
@@ -103,6 +106,7 @@ func testdata(t *testing.T, name string) []byte {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		provider Provider
@@ -162,6 +166,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(tt.provider, tt.header, tt.body)
 			if tt.wantErr != "" {
 				if err == nil {
