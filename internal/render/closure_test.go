@@ -97,6 +97,7 @@ func helmFixtures(t *testing.T) []renderFixture {
 // be the same, byte for byte, or both renders fail with the same error; or Closure refuses
 // the path with the error the whole tree's render fails with.
 func TestClosureRendersAsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	fixtures := append(testdataFixtures(t), helmFixtures(t)...)
 	counts := map[string]int{}
 	for _, f := range fixtures {
@@ -222,6 +223,7 @@ func regularFiles(t *testing.T, root string, names []string) []string {
 
 // TestClosureLists pins what the closure of the kinds of path holds, and what it leaves out.
 func TestClosureLists(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		path string
 		want []string
@@ -243,6 +245,7 @@ func TestClosureLists(t *testing.T) {
 		{"closure/gone", nil},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
+			t.Parallel()
 			names, err := render.Closure(context.Background(), "testdata", tc.path, render.ClosureLimits{})
 			if err != nil {
 				t.Fatal(err)
@@ -283,6 +286,7 @@ func configMap(name string) string {
 // TestClosureRefuses: what would read outside the root, and what passes a bound, fails with
 // an error naming the file and the reason.
 func TestClosureRefuses(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte(configMap("secret")), 0o644); err != nil {
 		t.Fatal(err)
@@ -391,6 +395,7 @@ func TestClosureRefuses(t *testing.T) {
 // references are not in the closure and read nothing, and the closure's render refuses them
 // as the whole tree's does.
 func TestClosureLeavesOutWhatTheRenderRefuses(t *testing.T) {
+	t.Parallel()
 	root := writeFiles(t, map[string]string{
 		"apps/kustomization.yaml":      "resources:\n- cm.yaml\n- ../../outside\n- https://github.com/org/repo//deploy?ref=v1\n- /etc/passwd\n- missing.yaml\n",
 		"apps/cm.yaml":                 configMap("a"),
@@ -414,6 +419,7 @@ func TestClosureLeavesOutWhatTheRenderRefuses(t *testing.T) {
 // TestClosureOfEncryptedFiles: SOPS-encrypted files are read as any other file, so they are
 // in the closure as they are, and the closure decrypts and renders as the whole tree does.
 func TestClosureOfEncryptedFiles(t *testing.T) {
+	t.Parallel()
 	eu, us := sopsKey(t), sopsKey(t)
 	root := writeFiles(t, map[string]string{
 		"plain/cm.yaml":           configMap("app") + "---\n" + encryptFor(t, dbSecret, eu),
@@ -450,6 +456,7 @@ func TestClosureOfEncryptedFiles(t *testing.T) {
 // still makes its directory a kustomization for the renderer (which then fails), so the
 // closure keeps the link: without it, the copy would render as a plain directory.
 func TestClosureKeepsABrokenKustomizationLink(t *testing.T) {
+	t.Parallel()
 	root := writeFiles(t, map[string]string{
 		"apps/kustomization.yaml": "->gone.yaml",
 		"apps/cm.yaml":            configMap("a"),
@@ -462,6 +469,7 @@ func TestClosureKeepsABrokenKustomizationLink(t *testing.T) {
 // TestClosureRefusesAPluginConfigDirectory: a directory under generators is refused, by
 // Closure as by the render, whether or not a kustomization is in it.
 func TestClosureRefusesAPluginConfigDirectory(t *testing.T) {
+	t.Parallel()
 	root := writeFiles(t, map[string]string{
 		"apps/kustomization.yaml":      "generators:\n- gen\n",
 		"apps/gen/config.yaml":         configMap("x"),

@@ -65,6 +65,7 @@ func stringData(t *testing.T, objs []*unstructured.Unstructured, name string) ma
 }
 
 func TestRenderDecryptsSOPSDocuments(t *testing.T) {
+	t.Parallel()
 	eu, us := sopsKey(t), sopsKey(t)
 	vars := map[string]string{"cluster_name": "eu-1"}
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {who: \"${cluster_name}\"}\n"
@@ -133,6 +134,7 @@ func TestRenderDecryptsSOPSDocuments(t *testing.T) {
 }
 
 func TestRenderRefusesSOPSDocuments(t *testing.T) {
+	t.Parallel()
 	eu, us := sopsKey(t), sopsKey(t)
 	enc := encryptFor(t, dbSecret, us)
 	for _, tc := range []struct {
@@ -176,6 +178,7 @@ func TestRenderRefusesSOPSDocuments(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := writeTree(t, tc.files)
 			objs, err := render.Render(context.Background(), render.Options{Root: root, Path: "app", Decrypt: tc.decrypt})
 			if err == nil {

@@ -11,6 +11,7 @@ import (
 // gets one slot in turn with each other waiting project, however many it queued first; a
 // waiter that gives up takes no slot and leaves the others' order as it was.
 func TestFairSlotsTakeProjectsInTurn(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		queue  []string // projects queueing a render, in this order, while the one slot is held
@@ -38,6 +39,7 @@ func TestFairSlotsTakeProjectsInTurn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				f := newFair(1)
 				hold, err := f.acquire(context.Background(), "holder")

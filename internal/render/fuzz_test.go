@@ -24,6 +24,7 @@ func fuzzSeeds() map[string][]byte {
 // TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
 // (-write-fuzz-seeds rewrites it).
 func TestFuzzSeedCorpus(t *testing.T) {
+	t.Parallel()
 	fuzzseed.Check(t, "FuzzDecodeManifests", fuzzSeeds())
 }
 

@@ -48,6 +48,7 @@ func tinyChart(files map[string]string) map[string]string {
 // fail, with the error a user sees. Every error is a *render.Error naming the file or the
 // chart (name and version), and refusals wrap their sentinel.
 func TestRenderChartRefusals(t *testing.T) {
+	t.Parallel()
 	bomb := bombArchive(t, 4<<20) // 4 MiB of zeros in a few kilobytes
 	cases := []struct {
 		name  string
@@ -255,6 +256,7 @@ generated: "2024-01-01T00:00:00Z"
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := t.TempDir()
 			writeChartFiles(t, root, tinyChart(tc.files))
 			if tc.setup != nil {
@@ -303,6 +305,7 @@ generated: "2024-01-01T00:00:00Z"
 // The render is held at its start (WithRenderStarted) while the context is cancelled, so the
 // test does not depend on how long a template takes.
 func TestRenderChartStops(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeChartFiles(t, root, tinyChart(nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -338,6 +341,7 @@ func TestRenderChartStops(t *testing.T) {
 
 // TestRenderChartDefaultLimits pins the bounds the agent renders with.
 func TestRenderChartDefaultLimits(t *testing.T) {
+	t.Parallel()
 	l := render.DefaultHelmLimits
 	if l.ChartBytes != 20<<20 || l.ChartFiles != 5000 || l.ValuesBytes != 4<<20 || l.OutputBytes != 64<<20 {
 		t.Errorf("default limits = %+v, want 20 MiB and 5,000 files of chart, 4 MiB of values, 64 MiB of output", l)
@@ -347,6 +351,7 @@ func TestRenderChartDefaultLimits(t *testing.T) {
 // TestRenderChartSymlinkInside: a symlink that stays inside the root is followed, as Helm
 // follows it.
 func TestRenderChartSymlinkInside(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeChartFiles(t, root, tinyChart(nil))
 	symlinkT(t, "../../shared/cm.yaml", filepath.Join(root, "app", "templates", "shared.yaml"))

@@ -224,6 +224,7 @@ config:
 // reference `helm template NAME DIR --include-crds --skip-tests` on the same inputs, and
 // requires the same objects, field for field.
 func TestRenderChartMatchesHelmTemplate(t *testing.T) {
+	t.Parallel()
 	helm := helmBinary(t)
 	for _, tc := range chartCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,6 +292,7 @@ func TestRenderChartMatchesHelmTemplate(t *testing.T) {
 // TestRenderChartSemantics checks what the comparison cannot show by itself: the values
 // templates see (.Release, .Capabilities, lookup) and the order objects come out in.
 func TestRenderChartSemantics(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	webappChart(t, root)
 	objs, err := render.Render(context.Background(), render.Options{Root: root, Helm: &render.Helm{
@@ -370,6 +372,7 @@ func findObject(objs []*unstructured.Unstructured, kind, name string) *unstructu
 // would look like a change. Helm's loader collects subcharts from a map, so a chart with
 // several subcharts holding CRDs comes out of Helm in a varying order unless it is fixed.
 func TestRenderChartDeterministic(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	webappChart(t, root)
 	// Two more subcharts with CRDs, so that an unordered pass over subcharts shows.

@@ -20,6 +20,7 @@ import (
 // render.Render and with the reference helm template, and requires the same objects, or an
 // error from both.
 func TestRenderChartMatchesHelmOnHelmsCharts(t *testing.T) {
+	t.Parallel()
 	helm := helmBinary(t)
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "helm.sh/helm/v3").Output()
 	if err != nil {

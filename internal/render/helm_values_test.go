@@ -50,6 +50,7 @@ func renderEcho(t *testing.T, h render.Helm, vars map[string]string) map[string]
 // TestRenderChartValues: values files in order, then Values, then --set, merged as Helm merges
 // them, with the cluster's variables substituted in the text of values files and Values.
 func TestRenderChartValues(t *testing.T) {
+	t.Parallel()
 	got := renderEcho(t, render.Helm{
 		ValuesFiles: []render.ValuesFile{
 			{Name: "values/common.yaml", Data: []byte(`# host: ${commented_out_is_not_substituted}
@@ -89,6 +90,7 @@ nested:
 // a target) change the chart's CRDs and manifests, not its hooks, as a post-renderer given to
 // helm sees them.
 func TestRenderChartPostRender(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	webappChart(t, root)
 	h := &render.Helm{ReleaseName: "shop", Namespace: "web", IncludeCRDs: true, PostRender: []render.Patch{

@@ -10,6 +10,7 @@ import (
 // TestReadFile: a file is read only inside its artifact, whole, and bounded; each refusal
 // says why.
 func TestReadArtifactFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
 	for name, content := range map[string]string{"values/prod.yaml": "a: 1\n", "big.yaml": strings.Repeat("x", 11), "chart/Chart.yaml": "name: c\n"} {

@@ -64,6 +64,7 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) ma
 }
 
 func TestRenderPlainDirectory(t *testing.T) {
+	t.Parallel()
 	objs, err := render.Render(t.Context(), render.Options{Root: "testdata/plain"})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +110,7 @@ func TestRenderPlainDirectory(t *testing.T) {
 }
 
 func TestRenderKustomizationWithBaseInsideRoot(t *testing.T) {
+	t.Parallel()
 	objs, err := render.Render(t.Context(), render.Options{
 		Root: "testdata/overlay",
 		Path: "apps/prod",
@@ -149,6 +151,7 @@ func TestRenderKustomizationWithBaseInsideRoot(t *testing.T) {
 }
 
 func TestRenderKustomizationKeepsOriginAnnotationsTheUserAskedFor(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		"kustomization.yaml": "resources: [cm.yaml]\nbuildMetadata: [originAnnotations]\n",
 		"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
@@ -164,6 +167,7 @@ func TestRenderKustomizationKeepsOriginAnnotationsTheUserAskedFor(t *testing.T) 
 }
 
 func TestRenderSubstitution(t *testing.T) {
+	t.Parallel()
 	objs, err := render.Render(t.Context(), render.Options{
 		Root: "testdata/subst",
 		Vars: map[string]string{"cluster_name": "edge-1", "image_tag": "1.27.3"},
@@ -202,6 +206,7 @@ func TestRenderSubstitution(t *testing.T) {
 
 // TestRenderSubstitutionSyntax pins the variable syntax to Flux's postBuild.substitute.
 func TestRenderSubstitutionSyntax(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"name": "web", "empty": "", "multi": "a\nb"}
 	tests := []struct {
 		value string
@@ -235,6 +240,7 @@ func TestRenderSubstitutionSyntax(t *testing.T) {
 }
 
 func TestRenderRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// opts returns the options; fixtures that need symlinks or temporary files build them.
@@ -441,6 +447,7 @@ func TestRenderRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			objs, err := render.Render(t.Context(), tt.opts(t))
 			if err == nil {
 				t.Fatalf("no error; rendered %v", ids(objs))
@@ -474,6 +481,7 @@ func tree(files map[string]string, path string) func(*testing.T) render.Options 
 }
 
 func TestRenderErrorFields(t *testing.T) {
+	t.Parallel()
 	_, err := render.Render(t.Context(), render.Options{Root: "testdata/missingvar", Vars: map[string]string{"cluster_name": "edge-1"}})
 	var re *render.Error
 	if !errors.As(err, &re) {
@@ -487,6 +495,7 @@ func TestRenderErrorFields(t *testing.T) {
 }
 
 func TestRenderFollowsSymlinksInsideTheRoot(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		"shared/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n",
 		"apps/base/kustomization.yaml": "resources: [cm.yaml]\n",
@@ -516,6 +525,7 @@ func TestRenderFollowsSymlinksInsideTheRoot(t *testing.T) {
 }
 
 func TestRenderStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := render.Render(ctx, render.Options{Root: "testdata/plain"})
@@ -527,6 +537,7 @@ func TestRenderStopsWhenCancelled(t *testing.T) {
 // TestRenderConcurrentKustomizeBuilds runs builds in parallel so that the race detector sees kustomize's
 // process-wide state.
 func TestRenderConcurrentKustomizeBuilds(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -543,6 +554,7 @@ func TestRenderConcurrentKustomizeBuilds(t *testing.T) {
 }
 
 func TestRenderClusterVars(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		labels map[string]string
@@ -567,6 +579,7 @@ func TestRenderClusterVars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if diff := cmp.Diff(tt.want, render.ClusterVars("edge-1", tt.labels)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -577,6 +590,7 @@ func TestRenderClusterVars(t *testing.T) {
 // TestRenderSubstitutionKeepsQuotedStrings checks the Flux behaviour users rely on to keep a value a
 // string: a quoted "${port}" stays a string, an unquoted one becomes a number.
 func TestRenderSubstitutionKeepsQuotedStrings(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"port": "8080"}
 	cm := func(value string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  port: " + value + "\n"
@@ -640,6 +654,7 @@ items:
 }
 
 func TestRenderAccepts(t *testing.T) {
+	t.Parallel()
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\n"
 	tests := []struct {
 		name string
@@ -693,6 +708,7 @@ func TestRenderAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			objs, err := render.Render(t.Context(), tt.opts(t))
 			if err != nil {
 				t.Fatal(err)

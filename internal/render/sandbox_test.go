@@ -99,6 +99,9 @@ func peak(t testing.TB) int64 {
 
 // TestSandboxBombs: each bomb fails its own release with the bound it exceeded named, and
 // the test process (the agent, in production) never holds the bomb's memory.
+//
+// Serial, subtests too: it reads this process's peak resident size, which other tests'
+// renders would raise.
 func TestSandboxBombs(t *testing.T) {
 	budget := render.Budget{MemoryBytes: 128 << 20, CPUTime: 20 * time.Second, WallTime: 20 * time.Second}
 	for _, tc := range []struct {
@@ -136,6 +139,7 @@ func TestSandboxBombs(t *testing.T) {
 
 // TestSandboxBudgets: the output bounds and the time bounds are named with their values.
 func TestSandboxBudgets(t *testing.T) {
+	t.Parallel()
 	many := map[string]string{}
 	var b strings.Builder
 	for i := range 50 {
@@ -158,6 +162,7 @@ func TestSandboxBudgets(t *testing.T) {
 		{"cpu", spin, render.Budget{CPUTime: 300 * time.Millisecond}, "render of release a-web stopped: cpu budget 300ms exceeded (.)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root := sandboxTree(t, tc.files)
 			_, err := newSandbox(t, 1).Render(t.Context(), render.Options{Root: root, Budget: tc.budget, Project: "team", Release: "a-web"})
 			if err == nil || err.Error() != tc.want || !errors.Is(err, render.ErrBudget) {
@@ -195,6 +200,8 @@ func waitForChild(t *testing.T) {
 // render, a plain directory and a kustomization alike (the kustomization on a slot of its
 // own): no lock of the process, of kustomize or of the slots, lets one release hold the
 // others. The platform's renders must end while the team's spinner still runs.
+//
+// Serial: waitForChild would take another test's render process for the spinner's.
 func TestSandboxPlatformAlongsideBomb(t *testing.T) {
 	s := newSandbox(t, 2)
 	spinCtx, stopSpin := context.WithCancel(context.Background())
@@ -239,6 +246,7 @@ func TestSandboxPlatformAlongsideBomb(t *testing.T) {
 // TestSandboxMatchesRender: the child renders what Render does, errors keep their place and
 // cause, and decryption works across the pipe (the identity goes on stdin).
 func TestSandboxMatchesRender(t *testing.T) {
+	t.Parallel()
 	s := newSandbox(t, 2)
 	vars := map[string]string{"cluster_name": "eu-1", "region": "eu", "replicas": "2"}
 	for _, path := range []string{"plain", "overlay/apps/prod", "helm/charts"} {
@@ -293,6 +301,7 @@ func unstructuredString(obj map[string]any, fields ...string) (string, bool, err
 
 // TestRenderAliasBomb: the in-process Render refuses a billion-laughs document too.
 func TestRenderAliasBomb(t *testing.T) {
+	t.Parallel()
 	root := sandboxTree(t, aliasBomb())
 	_, err := render.Render(t.Context(), render.Options{Root: root})
 	if want := "render bomb.yaml:6: yaml: too many alias expansions"; err == nil || err.Error() != want {
@@ -304,6 +313,8 @@ func TestRenderAliasBomb(t *testing.T) {
 // whose one value refers a thousand times to a variable of 1 MiB would substitute to a GiB;
 // substitution stops at the output budget instead, naming it, and the process never holds
 // the GiB.
+//
+// Serial: it reads this process's peak resident size, which other tests' renders would raise.
 func TestSandboxSubstitutionBomb(t *testing.T) {
 	refs := strings.Repeat("${big}", 1024)
 	root := sandboxTree(t, map[string]string{"cms.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata: {a: \"" + refs + "\"}\n"})

@@ -213,6 +213,7 @@ func indent(s, by string) string {
 // switched off, which leaves only the sealed file system kustomize reads through: that is what
 // still holds when a future kustomize learns a field the checks do not know.
 func TestRenderSealed(t *testing.T) {
+	t.Parallel()
 	srv := newConnCounter(t)
 	refs := []string{
 		"http://" + srv.addr() + "/p.yaml",
@@ -266,6 +267,7 @@ func TestRenderSealed(t *testing.T) {
 // configs is refused: kustomize would build the configs, and a replacement in it can assemble a
 // URL that no file holds, so nothing could check them first.
 func TestRenderSealedConfigDirectory(t *testing.T) {
+	t.Parallel()
 	srv := newConnCounter(t)
 	addr := srv.addr()
 	files := map[string]string{
@@ -304,6 +306,7 @@ func TestRenderSealedConfigDirectory(t *testing.T) {
 // TestRenderSealedAllowsData checks that the seal does not refuse URLs that are data:
 // annotations, labels, configMapGenerator literals and inline patches.
 func TestRenderSealedAllowsData(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"kustomization.yaml": "resources: [base.yaml]\n" +
 			"commonAnnotations: {docs: \"https://wiki.example.com/x\"}\n" +
@@ -326,6 +329,7 @@ func TestRenderSealedAllowsData(t *testing.T) {
 // TestRenderRefusesAbsolutePaths checks that absolute paths in a plugin config are refused
 // before kustomize runs (kustomize would find nothing there in its in-memory copy anyway).
 func TestRenderRefusesAbsolutePaths(t *testing.T) {
+	t.Parallel()
 	for _, p := range pluginConfigs {
 		if p.wantChecked != "" || strings.HasSuffix(p.name, "value") {
 			continue

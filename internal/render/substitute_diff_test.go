@@ -237,6 +237,7 @@ func diffInputs(t testing.TB) map[string][]byte {
 // trip over the fuzz seeds, the render testdata and cases written for each rule, read as YAML
 // and as JSON, with and without the variables.
 func TestSubstitutionMatchesReference(t *testing.T) {
+	t.Parallel()
 	varSets := map[string]map[string]string{"none": nil, "stress": diffVars, "cluster": {"cluster_name": "edge-1", "image_tag": "1.27.3", "cluster_region": "eu"}}
 	decoded := 0
 	for name, data := range diffInputs(t) {
@@ -263,6 +264,7 @@ func TestSubstitutionMatchesReference(t *testing.T) {
 // TestSubstitutionOnValuesIsTaken checks that the common forms are substituted without the
 // round trip, so that the differential tests above compare two paths, not one with itself.
 func TestSubstitutionOnValuesIsTaken(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"cluster_name": "edge-1", "replicas": "3", "region": "eu west"}
 	tests := []struct {
 		name, body string
@@ -327,6 +329,7 @@ func FuzzSubstitutionMatchesReference(f *testing.F) {
 // TestFastReaderMatchesYAML holds decodeYAMLFast to yaml.v3 over the same inputs, and checks
 // that it reads the common forms (so that the comparison compares something).
 func TestFastReaderMatchesYAML(t *testing.T) {
+	t.Parallel()
 	read := 0
 	for name, data := range diffInputs(t) {
 		t.Run(name, func(t *testing.T) {
