@@ -55,6 +55,7 @@ const chartYAML = "apiVersion: v2\nname: evil\nversion: 1.0.0\n"
 // TestArchiveRefusals: what a chart never holds is refused with the entry named, through the
 // whole fetch, and nothing lands outside dst.
 func TestArchiveRefusals(t *testing.T) {
+	t.Parallel()
 	ok := tarEntry{name: "evil/Chart.yaml", typeflag: tar.TypeReg, body: chartYAML}
 	for _, tc := range []struct {
 		name  string
@@ -94,6 +95,7 @@ func TestArchiveRefusals(t *testing.T) {
 // TestArchiveWrongChart: an archive holding another chart or version than the index says is
 // refused.
 func TestArchiveWrongChart(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "", "")
 	r.addArchive(t, &chart.Metadata{Name: "podinfo", Version: "1.0.0", APIVersion: "v2"}, packageChart(t, newChart("podinfo", "0.1.0", 1)), "p.tgz", "")
 	r.addArchive(t, &chart.Metadata{Name: "web", Version: "1.0.0", APIVersion: "v2"}, packageChart(t, newChart("podinfo", "1.0.0", 1)), "w.tgz", "")

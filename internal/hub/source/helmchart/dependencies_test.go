@@ -79,6 +79,7 @@ func mustRead(t testing.TB, file string) []byte {
 // charts/, their own dependencies too, vendored ones are kept, Chart.yaml is left as it is, and
 // the agent renders the result as a chart whose dependencies were built.
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	fx := newDepFixture(t, nil)
 	dst := t.TempDir()
 	got, err := fx.fetcher(Options{}).Fetch(t.Context(), fx.source, "", dst)
@@ -132,6 +133,7 @@ func TestDependencies(t *testing.T) {
 // TestDependencyRefusals: a dependency that cannot be fetched fails the source with the chart
 // and the dependency named, and leaves dst empty.
 func TestDependencyRefusals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*chart.Chart)
@@ -149,6 +151,7 @@ func TestDependencyRefusals(t *testing.T) {
 		{name: "too large together", opts: Options{MaxUnpackedBytes: 1500}, want: ": dependency lib version 1.1.0 (repository https://127.0.0.1:"}, {name: "too large together, the message", opts: Options{MaxUnpackedBytes: 1500}, want: "unpacks to more bytes than the limit allows (the chart and its dependencies together)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fx := newDepFixture(t, tc.mutate)
 			dst := t.TempDir()
 			_, err := fx.fetcher(tc.opts).Fetch(t.Context(), fx.source, "", dst)

@@ -37,6 +37,7 @@ func countingListener(t *testing.T) (addr string, count func() int64) {
 // connection. The cloud metadata address is refused the same way, and so is a dependency's
 // own dependency on such a host.
 func TestDependencyHosts(t *testing.T) {
+	t.Parallel()
 	addr, dials := countingListener(t)
 	for _, tc := range []struct {
 		name  string

@@ -62,6 +62,7 @@ func (r *recorder) take() []string {
 // standing for "+"), the revision's digest is the chart layer's, credentials are needed and
 // sent, and an unchanged revision downloads no chart.
 func TestOCIChart(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{TLS: true, Users: map[string]string{"deploy": "s3cret"}})
 	archives := map[string][]byte{}
 	for _, v := range []string{"1.0.0", "1.4.0", "1.4.1+build.7", "2.0.0-beta.1"} {
@@ -117,6 +118,7 @@ func TestOCIChart(t *testing.T) {
 
 // TestOCINotAChart: an OCI artifact that is not a Helm chart is refused.
 func TestOCINotAChart(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{TLS: true})
 	pushChart(t, reg, "", "", "charts/podinfo", packageChart(t, newChart("podinfo", "1.0.0", 1)), "1.0.0")
 	f := New(Options{Transport: reg.Client.Transport})
@@ -133,6 +135,7 @@ func TestOCINotAChart(t *testing.T) {
 // TestOCIPlainHTTP: a registry on plain HTTP is refused unless the source says insecure, even
 // on a loopback address, where the registry client would try plain HTTP by itself.
 func TestOCIPlainHTTP(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{})
 	pushChart(t, reg, "", "", "charts/podinfo", packageChart(t, newChart("podinfo", "1.0.0", 1)), "1.0.0")
 	src := helmSource("oci://"+reg.Host+"/charts", "podinfo", "")

@@ -15,6 +15,7 @@ import (
 // when the range names one, and the revision is the version with the digest of the archive
 // that was unpacked into dst.
 func TestRepositoryVersions(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "", "")
 	archives := map[string][]byte{}
 	for _, v := range []string{"1.0.0", "1.2.0", "1.10.0", "2.0.0-rc.1", "0.9.0"} {
@@ -70,6 +71,7 @@ func TestRepositoryVersions(t *testing.T) {
 // one, nothing but the index is requested (revalidated by its ETag) and dst stays empty; an
 // index without digests costs a download, still reported as unchanged.
 func TestRepositoryUnchanged(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "", "")
 	data := r.add(t, newChart("podinfo", "6.5.4", 3), "")
 	f := New(Options{TLS: testTLS(t, r)})
@@ -117,6 +119,7 @@ func TestRepositoryUnchanged(t *testing.T) {
 // TestRepositoryDigestMismatch: an archive that is not the one the index states is refused,
 // and nothing is written.
 func TestRepositoryDigestMismatch(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "", "")
 	stated := strings.Repeat("ab", 32)
 	data := r.add(t, newChart("podinfo", "6.5.4", 1), stated)
@@ -135,6 +138,7 @@ func TestRepositoryDigestMismatch(t *testing.T) {
 // TestRepositoryCredentials: the named credentials reach the repository, and not a second host
 // the index sends the archive to; without them the repository's refusal is reported.
 func TestRepositoryCredentials(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "deploy", "s3cret")
 	elsewhere := startRepo(t, true, "", "")
 	c := newChart("podinfo", "6.5.4", 1)
@@ -180,6 +184,7 @@ func TestRepositoryCredentials(t *testing.T) {
 // TestRepositoryRefusals: plain HTTP without insecure, and indexes and archives over their
 // limits, are refused with the limit named; a repository URL with credentials in it too.
 func TestRepositoryRefusals(t *testing.T) {
+	t.Parallel()
 	plain := startRepo(t, false, "", "")
 	plain.add(t, newChart("podinfo", "1.0.0", 1), "")
 	r := startRepo(t, true, "", "")
@@ -243,6 +248,7 @@ func TestRepositoryRefusals(t *testing.T) {
 // TestRepositoryRedirects: a redirect to another host gets no credentials, and a redirect
 // from https to plain http is refused.
 func TestRepositoryRedirects(t *testing.T) {
+	t.Parallel()
 	r := startRepo(t, true, "deploy", "s3cret")
 	elsewhere := startRepo(t, true, "", "")
 	plain := startRepo(t, false, "", "")
