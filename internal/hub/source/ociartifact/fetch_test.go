@@ -14,6 +14,7 @@ import (
 // TestFetchSigned: artifacts as oras push and flux push artifact write them, signed by the
 // real cosign with the key the hub trusts, are unpacked, and the signer is what Verified says.
 func TestFetchSigned(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	for _, tc := range []struct {
 		name string
@@ -67,6 +68,7 @@ func TestFetchSigned(t *testing.T) {
 // verified with change: with the source's new key list (no download), and after a restart
 // whose key of the same name is another key (refused).
 func TestUnchangedReverified(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	other := ocitest.GenerateKeyPair(t)
 	otherKey, err := LoadKey("release", other.Public)

@@ -38,6 +38,7 @@ func pemPrivate(t *testing.T, priv any) []byte {
 // TestLoadKeyRefusals: what is not a usable public key fails the hub's start, naming the key
 // and the file.
 func TestLoadKeyRefusals(t *testing.T) {
+	t.Parallel()
 	p224, _ := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
 	rsa1024, _ := rsa.GenerateKey(rand.Reader, 1024)
 	ed, edPriv, _ := ed25519.GenerateKey(rand.Reader)
@@ -81,6 +82,7 @@ func TestLoadKeyRefusals(t *testing.T) {
 // artifacts the hub verifies with their public keys; a key of one kind does not verify
 // another's signature.
 func TestImportedKeys(t *testing.T) {
+	t.Parallel()
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)

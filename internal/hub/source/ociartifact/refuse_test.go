@@ -35,6 +35,7 @@ func wantError(t *testing.T, err error, parts ...string) {
 // TestSignatureRefusals: an artifact that is not signed as the source says is refused before
 // anything is unpacked, naming the source, the keys, the digest and why.
 func TestSignatureRefusals(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	other := ocitest.GenerateKeyPair(t)
 	push := func(repo, tag string) string {
@@ -111,6 +112,7 @@ func copySignature(t *testing.T, fx *fixture, repo, from, to string) {
 
 // TestArtifactShapeRefusals: what is not one artifact layer is refused naming the digest.
 func TestArtifactShapeRefusals(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	fetch := func(repo string) error {
 		_, err := fx.f.Fetch(t.Context(), ociSource(fx.reg.Host, repo, v1alpha1.OCISource{Tag: "v1"}), "", emptyDir(t))
@@ -161,6 +163,7 @@ func TestArtifactShapeRefusals(t *testing.T) {
 // TestLayerBounds: a hostile layer (too big, a bomb, paths out of the tree, devices) is
 // refused and nothing is written outside the destination.
 func TestLayerBounds(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{MaxLayerBytes: 64 << 10, Unpack: artifact.Limits{MaxBytes: 1 << 20, MaxFiles: 100}})
 	random := make([]byte, 128<<10) // incompressible
 	rand.Read(random)

@@ -12,6 +12,7 @@ import (
 // trusted key is fetched; a newer unsigned one is skipped (and said so in Verified), a
 // pre-release only when the range names one.
 func TestSemverPicksNewestSigned(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	const repo = "team/versions"
 	digests := map[string]string{}
@@ -72,6 +73,7 @@ func TestSemverPicksNewestSigned(t *testing.T) {
 // TestDigestAndLatest: a digest pin fetches that manifest whatever the tags say (revision:
 // the digest alone); no tag, semver or digest means "latest".
 func TestDigestAndLatest(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, Options{})
 	const repo = "team/pinned"
 	old := ocitest.PushFlux(t, fx.reg, repo, "latest", map[string]string{"v.yaml": "old\n"}, ocitest.Push{})

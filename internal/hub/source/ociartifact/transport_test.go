@@ -22,6 +22,7 @@ import (
 // source says insecure, even on a loopback address (where go-containerregistry would fall
 // back to http:// on its own).
 func TestPlainHTTPNeedsInsecure(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{})
 	ocitest.PushFlux(t, reg, "team/app", "v1", map[string]string{"deploy.yaml": deployment}, ocitest.Push{})
 	f, err := New(Options{})
@@ -61,6 +62,7 @@ func policy(t *testing.T, hosts string) *source.Policy {
 // TestCredentials: named credentials reach the registry they are for, and no other host:
 // not a registry the source names, nor a token service a registry names.
 func TestCredentials(t *testing.T) {
+	t.Parallel()
 	reg := registrytest.Start(t, registrytest.Options{TLS: true, Users: map[string]string{"ci": "s3cret"}})
 	ocitest.PushFlux(t, reg, "team/app", "v1", map[string]string{"deploy.yaml": deployment}, ocitest.Push{Credential: auth.Credential{Username: "ci", Password: "s3cret"}})
 
