@@ -12,6 +12,7 @@ import (
 // The agent verb's flags default to the agent package's defaults: one place says what an
 // agent started without them uses.
 func TestAgentFlagDefaults(t *testing.T) {
+	t.Parallel()
 	def := agent.DefaultOptions()
 	f := newAgentCommand(streams{out: io.Discard, errOut: io.Discard}).Flags()
 	for _, tc := range []struct {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDetailString(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 300)
 	tests := []struct {
 		name   string
@@ -31,6 +32,7 @@ func TestDetailString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := detailString(tt.detail)
 			if got != tt.want {
 				t.Errorf("detailString:\n got %s\nwant %s", got, tt.want)
@@ -45,6 +47,7 @@ func TestDetailString(t *testing.T) {
 // TestAuditOutput reads a real hub's audit trail as a user does: the table shows fields,
 // never Go syntax, and -o json carries each detail as an object.
 func TestAuditOutput(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	conn := []string{"--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath}
 	run := func(args ...string) string {

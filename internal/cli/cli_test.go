@@ -9,6 +9,7 @@ import (
 )
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -48,6 +49,7 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			code := Run(t.Context(), tt.args, &out, &errOut)
 			if code != tt.wantCode {
@@ -68,6 +70,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestVersionJSON(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if code := Run(t.Context(), []string{"version", "-o", "json"}, &out, &out); code != 0 {
 		t.Fatalf("exit code %d: %s", code, out.String())

@@ -19,6 +19,7 @@ import (
 // flotilla drift names the manager behind each drifted field, and --suggest prints the
 // ignore rule or respectManagers entry that silences it, as YAML a Release's spec takes.
 func TestDriftManagersAndSuggestions(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 3, Releases: 1})
 	// Reports as an agent sends them: the drift summary and the object details with values
 	// and managers. Cluster 1 reports the same replicas drift, from the same manager.

@@ -18,6 +18,7 @@ import (
 
 // Usage errors exit 2 before any connection; --help has examples.
 func TestFreezeUsage(t *testing.T) {
+	t.Parallel()
 	hub := []string{"--hub", "https://127.0.0.1:1", "--token", "t"}
 	tests := []struct {
 		name     string
@@ -43,6 +44,7 @@ func TestFreezeUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			code := Run(t.Context(), tt.args, &out, &errOut)
 			if code != tt.wantCode || !strings.Contains(out.String()+errOut.String(), tt.want) {
@@ -55,6 +57,7 @@ func TestFreezeUsage(t *testing.T) {
 // freeze, freeze list, unfreeze, cluster suspend and resume against a real hub: what the
 // CLI prints, and what reaches the clusters' desired states.
 func TestFreezeCommands(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 2})
 	run := func(t *testing.T, wantCode int, args ...string) string {
 		t.Helper()

@@ -21,6 +21,7 @@ import (
 // TestHubRotateAdminToken: the command prints a new token that the replicas sharing the
 // store take, and refuses what it cannot rotate with what to do instead.
 func TestHubRotateAdminToken(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string

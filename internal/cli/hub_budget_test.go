@@ -12,6 +12,7 @@ import (
 // an example; a value no render could run under is a usage error (exit 2) naming the flag
 // and the value.
 func TestHubRenderBudgetFlags(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), args, &out, &errOut)

@@ -12,6 +12,7 @@ import (
 // example; PINGs that would keep a dead connection's cluster reachable past
 // --unreachable-after are a usage error (exit 2) that names the three values.
 func TestHubAgentPing(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), args, &out, &errOut)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseSinkHeaders(t *testing.T) {
+	t.Parallel()
 	token := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(token, []byte("Bearer from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -33,6 +34,7 @@ func TestParseSinkHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			o := audit.SinkOptions{URL: tt.url}
 			err := parseSinkHeaders(&o, tt.values)
 			if tt.wantErr != "" {

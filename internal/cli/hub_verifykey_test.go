@@ -13,6 +13,7 @@ import (
 // repeated name is a usage error (exit 2); a file that is not a public key fails the start
 // (exit 1) naming the key and the file.
 func TestHubVerifyKey(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := Run(context.Background(), args, &out, &errOut)

@@ -11,6 +11,7 @@ import (
 // TestImageCommandRefusals checks each way flotilla image build and push can be called wrong:
 // usage mistakes exit 2 before any work, bad inputs exit 1 naming the input.
 func TestImageCommandRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "flotilla")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {

@@ -16,6 +16,7 @@ const importTestdata = "../importer/testdata/"
 // TestImportCommand runs `flotilla import` as a user does: exit codes, where the fleet and
 // the report go, and that the written fleet loads as the hub loads it.
 func TestImportCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -44,6 +45,7 @@ func TestImportCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			args := tt.args
 			dir := filepath.Join(t.TempDir(), "fleet")
 			if tt.out {
@@ -90,6 +92,7 @@ func TestImportCommand(t *testing.T) {
 
 // TestImportReportJSON: --report json puts nothing but a JSON array on stderr.
 func TestImportReportJSON(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	code := Run(t.Context(), []string{"import", "flux", importTestdata + "flux", "--report", "json", "-o", t.TempDir()}, &out, &errOut)
 	if code != 3 {
@@ -115,6 +118,7 @@ func TestImportReportJSON(t *testing.T) {
 // TestImportKeepsHandWrittenFiles: -o into a fleet directory never overwrites a file the
 // importer did not write.
 func TestImportKeepsHandWrittenFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mine := filepath.Join(dir, "sources.yaml")
 	if err := os.WriteFile(mine, []byte("# mine\n"), 0o644); err != nil {

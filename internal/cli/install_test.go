@@ -70,6 +70,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestAgentInstallRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tok := newTestJoinToken(t)
 	good := writeFile(t, dir, "good", tok+"\n")
@@ -99,6 +100,7 @@ func TestAgentInstallRefusals(t *testing.T) {
 		{"the agent with an empty token file", []string{"agent", "--hub", hub, "--state-dir", dir, "--join-token-file", empty}, "--join-token-file " + empty + " is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			code := Run(t.Context(), tc.args, &out, &errOut)
 			if code != 2 || !strings.Contains(errOut.String(), tc.want) {
@@ -112,6 +114,7 @@ func TestAgentInstallRefusals(t *testing.T) {
 }
 
 func TestReadJoinTokenFile(t *testing.T) {
+	t.Parallel()
 	tok := newTestJoinToken(t)
 	p := writeFile(t, t.TempDir(), "token", "  "+tok+"\r\n")
 	got, err := readJoinTokenFile(p, nil)
@@ -128,6 +131,7 @@ func TestReadJoinTokenFile(t *testing.T) {
 }
 
 func TestAgentInstallHelp(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := Run(t.Context(), []string{"agent", "install", "--help"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -148,6 +152,7 @@ func TestAgentInstallHelp(t *testing.T) {
 // run changes nothing, the token is in the Secret only, and what --dry-run -o yaml prints is
 // exactly what it applies (kubectl applies it cleanly, and an install over it changes nothing).
 func TestAgentInstallCluster(t *testing.T) {
+	t.Parallel()
 	clusters := clustertest.StartAll(t, "agent-install", "agent-install-kubectl")
 	c, other := clusters["agent-install"], clusters["agent-install-kubectl"]
 	ctx := t.Context()

@@ -239,6 +239,7 @@ func groupSummary(p hubclient.Plan) []string {
 // an unchanged branch and an unchanged upload plan to nothing; an invalid candidate is
 // reported with its file and line.
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	f := startPlanHub(t)
 	repoDir := f.repo.dir
 	// Nothing a plan does is stored: no desired state changes, no artifact is added, and
@@ -490,6 +491,7 @@ func checkGolden(t *testing.T, name, got, repoDir string) {
 }
 
 func TestPlanHelp(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := Run(t.Context(), []string{"plan", "--help"}, &out, &errOut); code != 0 {
 		t.Fatalf("plan --help: exit %d: %s", code, errOut.String())
@@ -504,6 +506,7 @@ func TestPlanHelp(t *testing.T) {
 // TestPlanMarkdownLimit: a plan far larger than a pull-request comment is cut under
 // GitHub's limit, at a group's end, and says what was left out.
 func TestPlanMarkdownLimit(t *testing.T) {
+	t.Parallel()
 	p := hubclient.Plan{Candidate: "upload", Revision: "r1", Changes: true, Truncated: []string{"12 more groups of changes"}}
 	for i := range 300 {
 		p.Groups = append(p.Groups, hubclient.PlanGroup{Release: fmt.Sprintf("r%03d", i), Change: hubclient.PlanChanged,
@@ -527,6 +530,7 @@ func TestPlanMarkdownLimit(t *testing.T) {
 
 // TestReadCandidate: the upload of a candidate directory is bounded, and says why not.
 func TestReadCandidate(t *testing.T) {
+	t.Parallel()
 	write := func(t *testing.T, dir string, files map[string]string) {
 		for name, content := range files {
 			p := filepath.Join(dir, filepath.FromSlash(name))

@@ -17,6 +17,7 @@ import (
 // show, in code blocks and inline code, against the command tree: the verb exists and every
 // flag it uses is one of that verb's flags (as --help lists them).
 func TestDocumentedCommandLines(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../../docs/*.md")
 	files = append([]string{"../../README.md"}, files...)
 	root := NewRootCommand(io.Discard, io.Discard)

@@ -15,6 +15,7 @@ import (
 // TestReconcileCommand drives `flotilla reconcile` as a script would, against a real API
 // server: its printed summary, its JSON and its exit codes.
 func TestReconcileCommand(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "cli-reconcile"})
 	dir := t.TempDir()
 	write := func(name, content string) {

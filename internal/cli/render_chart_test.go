@@ -134,6 +134,7 @@ spec:
 // TestRenderCommandChartEqualsHelmTemplate: `flotilla render` on a chart prints what `helm
 // template NAME DIR --include-crds --skip-tests` prints for the same flags, object for object.
 func TestRenderCommandChartEqualsHelmTemplate(t *testing.T) {
+	t.Parallel()
 	helm := referenceHelm(t)
 	root := chartTree(t)
 	flags := []string{"--namespace", "web", "--set", "cache.size=5Gi", "--set", "replicas=3",
@@ -193,6 +194,7 @@ func TestRenderCommandChartEqualsHelmTemplate(t *testing.T) {
 // TestRenderCommandChartErrors: chart flags on a directory that is no chart are usage errors;
 // a chart that fails says which chart; a values file's undefined variable names it.
 func TestRenderCommandChartErrors(t *testing.T) {
+	t.Parallel()
 	root := chartTree(t)
 	for _, tc := range []struct {
 		name  string
@@ -209,6 +211,7 @@ func TestRenderCommandChartErrors(t *testing.T) {
 		{"invalid release name", []string{root, "--path", "charts/shop", "--release-name", "UPPER"}, false, "chart shop 1.4.0:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := runRender(t, tc.args...)
 			if err == nil {
 				t.Fatal("render succeeded")

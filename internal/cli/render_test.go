@@ -68,6 +68,7 @@ func runRender(t *testing.T, args ...string) (string, error) {
 }
 
 func TestRenderCommandPrintsYAMLDocuments(t *testing.T) {
+	t.Parallel()
 	root := renderTree(t)
 	tests := []struct {
 		name string
@@ -122,6 +123,7 @@ metadata:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := runRender(t, tt.args...)
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +136,7 @@ metadata:
 }
 
 func TestRenderCommandPrintsAJSONList(t *testing.T) {
+	t.Parallel()
 	got, err := runRender(t, renderTree(t), "--path", "web", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +159,7 @@ func TestRenderCommandPrintsAJSONList(t *testing.T) {
 }
 
 func TestRenderCommandErrors(t *testing.T) {
+	t.Parallel()
 	root := renderTree(t)
 	tests := []struct {
 		name      string
@@ -173,6 +177,7 @@ func TestRenderCommandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			out, err := runRender(t, tt.args...)
 			if err == nil {
 				t.Fatalf("no error; output:\n%s", out)
@@ -189,6 +194,7 @@ func TestRenderCommandErrors(t *testing.T) {
 }
 
 func TestRenderCommandHelp(t *testing.T) {
+	t.Parallel()
 	out, err := runRender(t, "--help")
 	if err != nil {
 		t.Fatal(err)

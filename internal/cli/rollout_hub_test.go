@@ -18,6 +18,7 @@ import (
 // a viewer may not approve; an admin approves, pauses and resumes; a second approval and an
 // unknown release are refused with the hub's reason.
 func TestRolloutCommandsAgainstHub(t *testing.T) {
+	t.Parallel()
 	f := hubtest.StartRollout(t, "waves:\n- {name: canary, selector: {matchLabels: {ring: canary}}}\n- {name: rest, approval: required}",
 		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}, "b": {"region": "us"}})
 	f.ReportReady(t, "can-1", f.Desired(t, "can-1"))
@@ -94,6 +95,7 @@ func TestRolloutCommandsAgainstHub(t *testing.T) {
 // cluster of the later wave keeps the stable revision, and `flotilla status` says why, in the
 // scheduler's words, as the assignment's "rollout" in JSON.
 func TestStatusRolloutLine(t *testing.T) {
+	t.Parallel()
 	f := hubtest.StartRollout(t, "waves:\n- {name: canary, selector: {matchLabels: {ring: canary}}}\n- {name: rest}",
 		map[string]map[string]string{"can-1": {"ring": "canary"}, "a": {"region": "eu"}})
 	first := f.Desired(t, "can-1")

@@ -44,6 +44,7 @@ func rolloutInProgress(now time.Time) phase.RolloutView {
 // three revisions, a block per wave with its approval and failures, each cluster's phase and
 // message, and the events.
 func TestPrintRollout(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
 	printRollout(&b, rolloutInProgress(now), now)
@@ -114,6 +115,7 @@ func squeeze(s string) string {
 }
 
 func TestPrintRollouts(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	halted := phase.RolloutView{Release: "api", Phase: "Halted", Message: "wave canary: 1 failure, at most 0", Revision: "v2", StableRevision: "v1",
 		Waves: []phase.WaveView{{Name: "canary", Phase: "Halted", Clusters: []phase.RolloutClusterView{{Cluster: "c1", Phase: "Failed"}}}}}
@@ -139,6 +141,7 @@ db       Completed    -                       v9                      -       1/
 // TestRolloutUsage: mistakes in calling the commands exit 2 with a message naming them,
 // before any request to a hub.
 func TestRolloutUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

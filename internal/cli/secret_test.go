@@ -21,6 +21,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestSecretEncryptRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "db.yaml")
 	cm := filepath.Join(dir, "cm.yaml")
@@ -64,6 +65,7 @@ func TestSecretEncryptRefusals(t *testing.T) {
 // secret encrypt --recipient writes what the real sops decrypts; render prints its ciphertext
 // unless --decrypt with a key that can read it.
 func TestSecretEncryptAndRender(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k, _ := secrets.NewKey()
 	other, _ := secrets.NewKey()

@@ -20,6 +20,7 @@ import (
 // `flotilla status` as a user would: the phase, the applied revision, and the line saying what
 // it waits for; -o json carries it in "waiting".
 func TestStatusWaiting(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	const window = `window "business-hours" opens 22:00 Europe/Berlin`
 	desired := f.Seeded[0] // cluster-0000, Ready on the desired revision

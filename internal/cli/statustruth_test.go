@@ -161,6 +161,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 }
 
 func TestStatusHeader(t *testing.T) {
+	t.Parallel()
 	const inForce = "1a2b3c4d5e6f7081920a1b2c3d4e5f6071829304"
 	tests := []struct {
 		name  string
@@ -183,6 +184,7 @@ func TestStatusHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var b bytes.Buffer
 			printStatusHeader(&b, hubclient.StatusView{Fleet: tt.fleet})
 			if b.String() != tt.want {

@@ -16,6 +16,7 @@ import (
 // TestSyncCommand requests syncs with the CLI against a real hub: the answer names the
 // request, an override is on the audit trail with its actor and reason, and refusals say why.
 func TestSyncCommand(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	run := func(t *testing.T, wantCode int, args ...string) string {
 		t.Helper()
@@ -64,6 +65,7 @@ func TestSyncCommand(t *testing.T) {
 }
 
 func TestSyncHelp(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := Run(t.Context(), []string{"sync", "--help"}, &out, &errOut); code != 0 {
 		t.Fatalf("sync --help: exit %d: %s", code, errOut.String())
@@ -76,6 +78,7 @@ func TestSyncHelp(t *testing.T) {
 }
 
 func TestReadWebhookSecrets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -112,6 +115,7 @@ func TestReadWebhookSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := readWebhookSecrets(tt.values)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {

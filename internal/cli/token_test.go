@@ -12,6 +12,7 @@ import (
 // TestTokenCommands creates, lists, uses, rotates and revokes a named token with the CLI
 // against a real hub.
 func TestTokenCommands(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	run := func(t *testing.T, token string, wantCode int, args ...string) string {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 // TestViews runs the fleet views against a real hub with a seeded fleet of 60 clusters x 3
 // releases (see hubtest.Seed for the mix) and checks what a user reads.
 func TestViews(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 60, Releases: 3})
 	conn := []string{"--hub", f.APIURL, "--token", f.AdminToken, "--ca", f.CAPath}
 	run := func(t *testing.T, wantCode int, args ...string) (string, string) {

@@ -9,6 +9,7 @@ import (
 // TestAgentBinary: what a user of flotilla-agent sees: its verbs, usage errors with exit
 // code 2 that name what is wrong, and a refused join token file.
 func TestAgentBinary(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args    []string
 		code    int
