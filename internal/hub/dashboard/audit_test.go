@@ -20,6 +20,7 @@ import (
 // as the record holds them (not JSON-escaped, not markup), and that checkpoint records stay
 // hidden until "Show checkpoints" is ticked.
 func TestAuditView(t *testing.T) {
+	t.Parallel()
 	f := hubtest.Start(t, hubtest.Options{Clusters: 2, Releases: 1})
 	// The hub's own log file (in its data dir, beside the CA): records appended here are
 	// what the audit API serves.

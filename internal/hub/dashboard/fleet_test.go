@@ -9,6 +9,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		a         hubclient.AssignmentView
@@ -28,6 +29,7 @@ func TestClassify(t *testing.T) {
 		{"a health the page does not know is not healthy", hubclient.AssignmentView{Phase: hubclient.PhaseReady, Health: "Terminating"}, Ready, FlagHealthInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, flags := Classify(tc.a)
 			if got != tc.want || flags != tc.wantFlags {
 				t.Errorf("Classify = %s, %b; want %s, %b", got, flags, tc.want, tc.wantFlags)
@@ -37,6 +39,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	const r1, r2 = "main@sha1:1111111", "main@sha1:2222222"
 	st := hubclient.StatusView{
 		Fleet:    hubclient.FleetStatus{Revision: "main@sha1:f"},

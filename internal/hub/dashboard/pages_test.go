@@ -9,6 +9,7 @@ import (
 )
 
 func TestPages(t *testing.T) {
+	t.Parallel()
 	pages, err := Pages()
 	if err != nil {
 		t.Fatal(err)

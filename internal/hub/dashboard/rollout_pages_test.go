@@ -11,6 +11,7 @@ import (
 // The rollout view's files are served like the others and load nothing from elsewhere; the
 // page links them.
 func TestRolloutPages(t *testing.T) {
+	t.Parallel()
 	pages, err := Pages()
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 // holds back (phase Waiting) on the matrix and on the release-on-cluster view, checks that a
 // viewer gets no buttons, and that a deployer of another project is shown the hub's 403.
 func TestRolloutLanes(t *testing.T) {
+	t.Parallel()
 	// id2 views the platform project (web's) and deploys another: the page shows it the
 	// buttons, and the hub refuses it.
 	iss := oidctest.Start(t, "flotilla", map[string][]string{"id2": {"sre", "team-z-dev"}})

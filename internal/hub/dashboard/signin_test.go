@@ -19,6 +19,7 @@ import (
 // a user would in another tab), then with a named token of a project that has no cluster:
 // the header names each principal and its role, and the second sees no cluster of the fleet.
 func TestSignIn(t *testing.T) {
+	t.Parallel()
 	iss := oidctest.Start(t, "flotilla", map[string][]string{"id1": {"sre"}})
 	f := hubtest.Start(t, hubtest.Options{Clusters: 4, Releases: 1, Hub: hub.Options{OIDC: access.OIDCOptions{
 		Issuer: iss.URL, ClientID: "flotilla", CAFile: iss.CAFile, GroupRoles: []string{"sre=viewer:platform"},

@@ -57,6 +57,7 @@ func body(t *testing.T, resp served) string {
 }
 
 func TestSnapshots(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	var mu sync.Mutex
 	calls, value := 0, "one"
@@ -173,6 +174,7 @@ func TestSnapshots(t *testing.T) {
 }
 
 func TestAcceptsGzip(t *testing.T) {
+	t.Parallel()
 	for header, want := range map[string]bool{
 		"":                    false,
 		"gzip":                true,
