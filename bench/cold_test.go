@@ -19,6 +19,7 @@ import (
 // replicas' shares add up to the fleet (each replica served some of it). Time is not asserted:
 // the 10,000-agent figures come from the command itself.
 func TestBenchCold(t *testing.T) {
+	t.Parallel()
 	bin := buildCmd(t, "flotilla-bench")
 	const agents = 20
 	tests := []struct {

@@ -24,6 +24,7 @@ import (
 // directory and the base (no other cluster's), and only clusters whose desired state names
 // an artifact download it. Bigger shapes run with `flotilla-bench fleet` only.
 func TestFleetSimulator(t *testing.T) {
+	t.Parallel()
 	const clusters, releases, objects = 5, 2, 5
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
 		Binary: buildCmd(t, "flotilla-bench"), Dir: t.TempDir(),

@@ -19,6 +19,7 @@ import (
 // from one address (20), which every simulated agent shares. The figures themselves come from
 // `flotilla-bench fleet --clusters 100 --webhook` (docs/webhooks.md).
 func TestFleetSimulatorWebhook(t *testing.T) {
+	t.Parallel()
 	const clusters, rounds = 25, 2
 	rep, err := fleetsim.Run(t.Context(), fleetsim.Options{
 		Binary: buildCmd(t, "flotilla-bench"), Dir: t.TempDir(),

@@ -26,6 +26,7 @@ import (
 )
 
 func TestManifestsPassServerSideDryRun(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "deploy"})
 	// The manifests live in flotilla-system, where no release may write: the test keeps its
 	// own inventories elsewhere.
@@ -115,6 +116,7 @@ func wantReplicatedHub(t *testing.T, objs []*unstructured.Unstructured) {
 // applied as its ServiceAccount and recorded in an inventory, a platform release is denied
 // until platform-admin.yaml is applied, and the agent's rules hold no wildcard.
 func TestAgentLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "deploy-rbac"})
 	ctx := t.Context()
 	admin, err := reconcile.New(c.RESTConfig(), reconcile.Config{InventoryNamespace: "deploy-test"}, nil)

@@ -9,6 +9,7 @@ import (
 // DirRevision must change exactly when what LoadDir could read changes: hidden files and
 // directories are skipped by both.
 func TestDirRevision(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) {
 		t.Helper()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDurationRoundTrip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration
@@ -24,6 +25,7 @@ func TestDurationRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
 			var d Duration
 			if err := json.Unmarshal([]byte(`"`+tt.in+`"`), &d); err != nil {
 				t.Fatal(err)
@@ -50,6 +52,7 @@ func TestDurationRoundTrip(t *testing.T) {
 }
 
 func TestDurationRejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{`60`, `"60"`, `"1 minute"`, `true`} {
 		var d Duration
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
@@ -59,6 +62,7 @@ func TestDurationRejects(t *testing.T) {
 }
 
 func TestReleaseYAMLRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := Release{
 		APIVersion: APIVersion, Kind: KindRelease,
 		Metadata: ObjectMeta{Name: "baseline"},
@@ -115,6 +119,7 @@ spec:
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	var zero ReleaseSpec
 	set := ReleaseSpec{SelfHeal: new(false), Timeout: Duration{time.Minute}, Interval: Duration{time.Hour}}
 	type defaults struct {

@@ -64,6 +64,7 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 // TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
 // (-write-fuzz-seeds rewrites it).
 func TestFuzzSeedCorpus(t *testing.T) {
+	t.Parallel()
 	fuzzseed.Check(t, "FuzzParseFleet", fuzzSeeds(t))
 }
 

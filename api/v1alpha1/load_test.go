@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadDir(t *testing.T) {
+	t.Parallel()
 	got, err := LoadDir("testdata/fleet")
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +123,7 @@ func TestLoadDir(t *testing.T) {
 }
 
 func TestLoadDirInvalid(t *testing.T) {
+	t.Parallel()
 	_, err := LoadDir("testdata/invalid")
 	var invalid *InvalidError
 	if !errors.As(err, &invalid) {
@@ -158,6 +160,7 @@ func TestLoadDirInvalid(t *testing.T) {
 }
 
 func TestLoadDirMissing(t *testing.T) {
+	t.Parallel()
 	_, err := LoadDir("testdata/does-not-exist")
 	if err == nil {
 		t.Fatal("LoadDir of a missing directory: want an error")

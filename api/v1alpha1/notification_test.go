@@ -12,6 +12,7 @@ func notification(spec string) string {
 }
 
 func TestParseNotification(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/notifications.yaml"
 	tests := []struct {
 		name string
@@ -50,6 +51,7 @@ func TestParseNotification(t *testing.T) {
 }
 
 func TestNotificationDefaults(t *testing.T) {
+	t.Parallel()
 	var s NotificationSpec
 	if got := s.EventsOrDefault(); !cmp.Equal(got, []string{"failed", "drifted", "skewed", "unreachable", "recovered", "rollout"}) {
 		t.Errorf("default events = %v", got)

@@ -27,6 +27,7 @@ func release(name, spec string) string {
 const validSpec = "  source: platform\n  targets: [{selector: {}}]\n"
 
 func TestParseInvalid(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	const s = "fleet/sources.yaml"
 	tests := []struct {
@@ -226,6 +227,7 @@ func TestParseInvalid(t *testing.T) {
 }
 
 func TestInvalidErrorMessage(t *testing.T) {
+	t.Parallel()
 	_, err := Parse(map[string][]byte{
 		"fleet/releases.yaml": []byte(release("baseline", "  source: platform\n  targets: [{selector: {}}]\n") +
 			"---\n" + release("apps", "  source: platform\n")),
@@ -242,6 +244,7 @@ fleet/releases.yaml line 8: Release/apps: spec.source: source "platform" is not 
 }
 
 func TestParseEmpty(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		files map[string][]byte
@@ -253,6 +256,7 @@ func TestParseEmpty(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(tt.files)
 			if err != nil {
 				t.Fatal(err)
@@ -265,6 +269,7 @@ func TestParseEmpty(t *testing.T) {
 }
 
 func TestValidateBuiltInCode(t *testing.T) {
+	t.Parallel()
 	f := &Fleet{
 		Sources:  []Source{{Metadata: ObjectMeta{Name: "platform"}, Spec: SourceSpec{Git: &GitSource{URL: "https://x"}}}},
 		Releases: []Release{{Spec: ReleaseSpec{Source: "platform", Targets: []Target{{}}}}},
@@ -290,6 +295,7 @@ var ignoreLine = cmpopts.IgnoreFields(Problem{}, "Line")
 // A problem names the line where its object's document starts, after comments and blank
 // lines, in every document of a file.
 func TestProblemLines(t *testing.T) {
+	t.Parallel()
 	file := `# releases of the platform team
 
 apiVersion: flotilla.dev/v1alpha1

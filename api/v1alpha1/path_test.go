@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckPath(t *testing.T) {
+	t.Parallel()
 	const want = ": a path template can use .Cluster.Name and .Cluster.Labels.<key>"
 	const use = ` is not allowed: a path template can use .Cluster.Name, .Cluster.Labels.<key> and index .Cluster.Labels "<key>"`
 	tests := []struct {
@@ -58,6 +59,7 @@ func TestCheckPath(t *testing.T) {
 // TestExecutePathBounded checks that a resolved path longer than MaxPathLength is an error,
 // whatever the cluster's labels hold.
 func TestExecutePathBounded(t *testing.T) {
+	t.Parallel()
 	tmpl, err := ReleaseSpec{Path: "clusters/{{ .Cluster.Labels.a }}{{ .Cluster.Labels.a }}"}.PathTemplate()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,7 @@ func TestExecutePathBounded(t *testing.T) {
 }
 
 func TestPathTemplateMissingLabel(t *testing.T) {
+	t.Parallel()
 	tmpl, err := ReleaseSpec{Path: "clusters/{{ .Cluster.Labels.region }}"}.PathTemplate()
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +89,7 @@ func TestPathTemplateMissingLabel(t *testing.T) {
 }
 
 func TestSplitDocuments(t *testing.T) {
+	t.Parallel()
 	in := "# header\n---\na: 1\n--- # second\nb: 2\n---\n# empty\n---   \nc: |\n  ---- not a marker\n...\n"
 	type doc struct {
 		Index int

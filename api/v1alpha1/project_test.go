@@ -32,6 +32,7 @@ func problemsOf(t *testing.T, err error) []string {
 }
 
 func TestParseProjects(t *testing.T) {
+	t.Parallel()
 	const f, s = "fleet/projects.yaml", "fleet/sources.yaml"
 	tests := []struct {
 		name string
@@ -156,6 +157,7 @@ func TestParseProjects(t *testing.T) {
 }
 
 func TestMatchURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, url string
 		want         bool
@@ -185,6 +187,7 @@ func TestMatchURL(t *testing.T) {
 }
 
 func TestParseTenant(t *testing.T) {
+	t.Parallel()
 	const f = "tenant/fleet.yaml"
 	team := Project{Metadata: ObjectMeta{Name: "team-a"}, Spec: ProjectSpec{
 		Sources:        []string{"platform", "https://git.example.com/team-a/*"},

@@ -14,6 +14,7 @@ var hubBudget = BudgetLimits{MemoryBytes: 256 << 20, CPUTime: 30 * time.Second, 
 // TestRenderBudget: a Project lowers the hub's budget (never raises it); a Release asks
 // within its project's maximum or is refused with the field, the value and the maximum.
 func TestRenderBudget(t *testing.T) {
+	t.Parallel()
 	const project = `apiVersion: flotilla.dev/v1alpha1
 kind: Project
 metadata: {name: team-a}

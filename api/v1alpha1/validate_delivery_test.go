@@ -10,6 +10,7 @@ import (
 )
 
 func TestValidateDelivery(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	long := strings.Repeat("a", MaxHelmReleaseNameLength+1)
 	tests := []struct {

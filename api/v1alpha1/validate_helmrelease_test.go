@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidateReleaseHelm(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	doc := func(helm string) string {
 		return release("shop", validSpec+"  path: charts/shop\n  helm:\n"+helm)

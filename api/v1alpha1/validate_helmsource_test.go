@@ -7,6 +7,7 @@ import (
 )
 
 func TestValidateHelmSource(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/charts.yaml"
 	doc := func(spec string) string {
 		return "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: podinfo}\nspec:\n  helm:\n" + spec

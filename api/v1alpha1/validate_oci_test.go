@@ -7,6 +7,7 @@ import (
 )
 
 func TestValidateOCISource(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/oci.yaml"
 	doc := func(spec string) string {
 		return "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: app}\nspec:\n  oci:\n" + spec

@@ -14,6 +14,7 @@ import (
 // a slower poll than the platform's. (Validation dials nothing; that the hub refuses a
 // chart dependency before dialling is TestDependencyHosts, with a listener that counts.)
 func TestParseTenantReferences(t *testing.T) {
+	t.Parallel()
 	const f = "tenant/fleet.yaml"
 	const addr = "127.0.0.1:9"
 	team := Project{Metadata: ObjectMeta{Name: "team-a"}, Spec: ProjectSpec{
@@ -121,6 +122,7 @@ func TestParseTenantReferences(t *testing.T) {
 // TestDependencyHostsValidation: spec.helm.dependencyHosts are host names, host:port or
 // *.domain; a URL or a path is refused, naming the entry.
 func TestDependencyHostsValidation(t *testing.T) {
+	t.Parallel()
 	const f = "fleet.yaml"
 	doc := "apiVersion: flotilla.dev/v1alpha1\nkind: Source\nmetadata: {name: chart}\nspec:\n  helm: {repository: 'https://charts.example.com', chart: web, dependencyHosts: [charts.bitnami.com, 'host:8443', '*.example.com', 'https://evil/', 'a*b']}\n"
 	_, err := Parse(map[string][]byte{f: []byte(doc)})

@@ -35,6 +35,7 @@ func parseProblems(t *testing.T, f, docs string) []Problem {
 }
 
 func TestParseRollout(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	web := func(rollout string) string { return release("web", validSpec+"  rollout:\n"+rollout) }
 	p := func(field, msg string) Problem { return Problem{f, "Release/web", field, msg, 0} }
@@ -98,6 +99,7 @@ func TestParseRollout(t *testing.T) {
 
 // A fleet built in code can hold values YAML cannot: they are refused too.
 func TestValidateRolloutInCode(t *testing.T) {
+	t.Parallel()
 	fleet := &Fleet{
 		Sources: []Source{{Metadata: ObjectMeta{Name: "platform"}, Spec: SourceSpec{Git: &GitSource{URL: "https://git.example.com/p.git"}}}},
 		Releases: []Release{{Metadata: ObjectMeta{Name: "web"}, Spec: ReleaseSpec{Source: "platform", Targets: []Target{{}}, Rollout: &Rollout{
@@ -115,6 +117,7 @@ func TestValidateRolloutInCode(t *testing.T) {
 }
 
 func TestParseIgnoreAndManagers(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	p := func(field, msg string) Problem { return Problem{f, "Release/web", field, msg, 0} }
 	tests := []struct {
@@ -188,6 +191,7 @@ func make129() []byte {
 }
 
 func TestParseDependsOn(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/releases.yaml"
 	rel := func(name string, deps string) string {
 		spec := validSpec
@@ -240,6 +244,7 @@ func TestParseDependsOn(t *testing.T) {
 }
 
 func TestParseWindow(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/windows.yaml"
 	p := func(field, msg string) Problem { return Problem{f, "Window/quiet", field, msg, 0} }
 	tests := []struct {
@@ -303,6 +308,7 @@ func TestParseWindow(t *testing.T) {
 }
 
 func TestParseWindowNames(t *testing.T) {
+	t.Parallel()
 	_, err := Parse(map[string][]byte{
 		"fleet/sources.yaml": []byte(platformSource),
 		"fleet/a.yaml":       []byte(window("quiet", validWindow) + "---\n" + window("quiet", validWindow)),
@@ -320,6 +326,7 @@ func TestParseWindowNames(t *testing.T) {
 
 // A parsed window keeps every field as written.
 func TestParseWindowFields(t *testing.T) {
+	t.Parallel()
 	fleet, err := Parse(map[string][]byte{"fleet/w.yaml": []byte(window("hours", "  type: allow\n  schedule: '0 22 * * *'\n  duration: 6h\n  timeZone: Europe/Berlin\n"+
 		"  releases: ['team-a-*']\n  clusterSelector: {matchLabels: {env: production}}\n  blocks: [revisions, selfHeal]\n"))})
 	if err != nil {
@@ -338,6 +345,7 @@ func TestParseWindowFields(t *testing.T) {
 // A tenant's fleet repository holds no Windows: a window's releases are globs and its
 // clusters a selector, so a team's window could hold back other teams' releases.
 func TestParseTenantWindow(t *testing.T) {
+	t.Parallel()
 	const f = "tenant/fleet.yaml"
 	team := Project{Metadata: ObjectMeta{Name: "team-a"}, Spec: ProjectSpec{
 		Sources: []string{"platform"}, Namespaces: []string{"team-a"},
@@ -359,6 +367,7 @@ func TestParseTenantWindow(t *testing.T) {
 
 // Windows an agent would refuse (internal/window.Check bounds them) are refused here first.
 func TestParseWindowBounds(t *testing.T) {
+	t.Parallel()
 	const f = "fleet/windows.yaml"
 	p := func(field, msg string) Problem { return Problem{f, "Window/quiet", field, msg, 0} }
 	many := "  releases: ["
@@ -400,6 +409,7 @@ func TestParseWindowBounds(t *testing.T) {
 
 // The fleet objects docs/windows.md shows are valid.
 func TestWindowsDocExamples(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../docs/windows.md")
 	if err != nil {
 		t.Fatal(err)
@@ -419,6 +429,7 @@ func TestWindowsDocExamples(t *testing.T) {
 }
 
 func TestParseTooManyWindows(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := range 501 {
 		if i > 0 {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestClusterVariables(t *testing.T) {
+	t.Parallel()
 	got := ClusterVariables("eu-1", map[string]string{
 		"topology.kubernetes.io/region": "eu",
 		"a.b":                           "dot",
@@ -25,6 +26,7 @@ func TestClusterVariables(t *testing.T) {
 }
 
 func TestMergeVariables(t *testing.T) {
+	t.Parallel()
 	cluster := map[string]string{"cluster_name": "eu-1", "cluster_label_region": "eu"}
 	release := map[string]string{"cluster_label_region": "default", "cluster_label_zone": "a", "tier": "gold"}
 	got := MergeVariables(cluster, release)
@@ -38,6 +40,7 @@ func TestMergeVariables(t *testing.T) {
 }
 
 func TestLabelSelectorMatches(t *testing.T) {
+	t.Parallel()
 	labels := map[string]string{"env": "production", "region": "eu"}
 	tests := []struct {
 		sel  LabelSelector

@@ -10,6 +10,7 @@ import (
 // simulator, the demo or the dashboard, no cloud SDK, grpc, sops's library, SQL driver or
 // Helm's action package: each would grow every edge cluster's binary for code it never runs.
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	const m = "github.com/flotilla/flotilla/internal/"
 	deptest.Check(t, ".", []deptest.Rule{
 		{Prefix: m + "hub/", Why: "the hub's code"},
@@ -40,6 +41,7 @@ func TestDependencies(t *testing.T) {
 // it, unless told not to by the tag in GOTAGS), which cost 10 MB of symbol tables and about
 // 20 MiB of resident memory at start; this fails if the tag is dropped or kustomize renames it.
 func TestMakefileTags(t *testing.T) {
+	t.Parallel()
 	tags, err := deptest.MakefileTags("../../Makefile")
 	if err != nil {
 		t.Fatal(err)

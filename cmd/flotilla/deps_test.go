@@ -10,6 +10,7 @@ import (
 // clusters or the benchmark verbs (flotilla-bench has them), nor sops's library, Helm's
 // action package or the browser tests' driver.
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	const m = "github.com/flotilla/flotilla/internal/"
 	deptest.Check(t, ".", []deptest.Rule{
 		{Prefix: m + "fleetsim", Why: "the simulator (flotilla-bench)"},

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVerifier(t *testing.T) {
+	t.Parallel()
 	content := []byte("some artifact bytes")
 	sum := sha256.Sum256(content)
 	right := "sha256:" + hex.EncodeToString(sum[:])
@@ -62,6 +63,7 @@ func TestVerifier(t *testing.T) {
 }
 
 func TestVerifyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.tar.gz")
 	var buf bytes.Buffer

@@ -42,6 +42,7 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 // TestFuzzSeedCorpus checks that the committed seed corpus is what fuzzSeeds builds
 // (-write-fuzz-seeds rewrites it).
 func TestFuzzSeedCorpus(t *testing.T) {
+	t.Parallel()
 	fuzzseed.Check(t, "FuzzUnpack", fuzzSeeds(t))
 }
 
@@ -163,6 +164,7 @@ func storedGzip(data []byte) []byte {
 }
 
 func TestStoredGzip(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 0xffff, 0x10000, 200_000} {
 		data := bytes.Repeat([]byte("tar"), n/3+1)[:n]
 		gz, err := gzip.NewReader(bytes.NewReader(storedGzip(data)))

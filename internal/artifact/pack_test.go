@@ -54,6 +54,7 @@ func packBytes(t *testing.T, dir string) ([]byte, string, int64) {
 }
 
 func TestPackIsDeterministic(t *testing.T) {
+	t.Parallel()
 	// The same tree, created in opposite orders, with other permissions
 	// than the fixed ones and different file times.
 	a, b := t.TempDir(), t.TempDir()
@@ -111,6 +112,7 @@ func TestPackIsDeterministic(t *testing.T) {
 }
 
 func TestPackFormat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTree(t, dir, sampleTree, sortedKeys(sampleTree))
 	raw, _, _ := packBytes(t, dir)
@@ -172,6 +174,7 @@ func TestPackFormat(t *testing.T) {
 }
 
 func TestPackRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T, dir string)
@@ -233,6 +236,7 @@ func TestPackRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "tree")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -257,6 +261,7 @@ func TestPackRefuses(t *testing.T) {
 }
 
 func TestPackHonoursContext(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTree(t, dir, sampleTree, sortedKeys(sampleTree))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -267,6 +272,7 @@ func TestPackHonoursContext(t *testing.T) {
 }
 
 func TestCheckSymlink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, target string
 		ok           bool

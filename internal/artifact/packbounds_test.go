@@ -12,6 +12,7 @@ import (
 // Packing is bounded as agents' unpacking is: a sparse 65 MiB file (no disk to make) and
 // 10,001 entries are refused before anything is written, naming the file and the bound.
 func TestPackRefusesATreeOverTheUnpackBounds(t *testing.T) {
+	t.Parallel()
 	lim := DefaultLimits()
 	for _, tt := range []struct {
 		name  string
@@ -64,6 +65,7 @@ func TestPackRefusesATreeOverTheUnpackBounds(t *testing.T) {
 		want: "pack %s: 10001 entries, over the 10000 entries bound",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			tt.setup(t, dir)
 			n := &countingWriter{w: io.Discard}

@@ -20,6 +20,7 @@ func packFiles(t *testing.T, dir string, names []string) (string, []byte) {
 }
 
 func TestPackFilesOfEverythingIsPack(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tree := map[string]string{}
 	for k, v := range sampleTree {
@@ -40,6 +41,7 @@ func TestPackFilesOfEverythingIsPack(t *testing.T) {
 }
 
 func TestPackFilesSelection(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	writeTree(t, a, sampleTree, sortedKeys(sampleTree))
 	// b holds only the selected files, in another order and with other modes.
@@ -68,6 +70,7 @@ func TestPackFilesSelection(t *testing.T) {
 }
 
 func TestPackFilesRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTree(t, dir, sampleTree, sortedKeys(sampleTree))
 	for _, tc := range []struct{ name, want string }{
@@ -87,6 +90,7 @@ func TestPackFilesRefuses(t *testing.T) {
 }
 
 func TestStorePutFiles(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	dir := t.TempDir()
 	writeTree(t, dir, sampleTree, sortedKeys(sampleTree))

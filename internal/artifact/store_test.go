@@ -28,6 +28,7 @@ func treeWith(t *testing.T, files map[string]string) string {
 }
 
 func TestStorePutDir(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	dir := treeWith(t, sampleTree)
 	ctx := context.Background()
@@ -81,6 +82,7 @@ func TestStorePutDir(t *testing.T) {
 }
 
 func TestStoreConcurrentPutDir(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	dir := treeWith(t, sampleTree)
 	other := treeWith(t, map[string]string{"x": "y"})
@@ -116,6 +118,7 @@ func TestStoreConcurrentPutDir(t *testing.T) {
 }
 
 func TestStorePutDirFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	dir := treeWith(t, map[string]string{"l": "->/etc/passwd"})
 	if _, _, err := s.PutDir(context.Background(), dir); err == nil {
@@ -141,6 +144,7 @@ func assertNoTemp(t *testing.T, s *Store) {
 }
 
 func TestStoreGC(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	ctx := context.Background()
 	var digests []string
@@ -179,6 +183,7 @@ func TestStoreGC(t *testing.T) {
 }
 
 func TestStorePathRejectsBadDigests(t *testing.T) {
+	t.Parallel()
 	s := newTestStore(t)
 	hex := strings.Repeat("ab", 32)
 	good := "sha256:" + hex

@@ -19,6 +19,7 @@ import (
 )
 
 func TestPackUnpackRoundTrip(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	writeTree(t, src, sampleTree, sortedKeys(sampleTree))
 	raw, _, _ := packBytes(t, src)
@@ -55,6 +56,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 }
 
 func TestUnpackIntoExistingEmptyDir(t *testing.T) {
+	t.Parallel()
 	raw := buildTarGz(t, reg("a", "1"))
 	dst := t.TempDir()
 	if err := Unpack(context.Background(), bytes.NewReader(raw), dst, Limits{}); err != nil {
@@ -69,6 +71,7 @@ func TestUnpackIntoExistingEmptyDir(t *testing.T) {
 }
 
 func TestUnpackRefuses(t *testing.T) {
+	t.Parallel()
 	small := Limits{MaxFiles: 3, MaxBytes: 10, MaxFileBytes: 6}
 	tests := []struct {
 		name    string
@@ -111,6 +114,7 @@ func TestUnpackRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			base := t.TempDir()
 			dst := filepath.Join(base, "out")
 			raw := buildTarGz(t, tt.entries...)
@@ -132,6 +136,7 @@ func TestUnpackRefuses(t *testing.T) {
 }
 
 func TestUnpackErrorEmptiesExistingDst(t *testing.T) {
+	t.Parallel()
 	dst := t.TempDir()
 	raw := buildTarGz(t, reg("a/b", "1"), reg("c", "2"), reg("../x", "3"))
 	if err := Unpack(context.Background(), bytes.NewReader(raw), dst, Limits{}); err == nil {
@@ -143,6 +148,7 @@ func TestUnpackErrorEmptiesExistingDst(t *testing.T) {
 }
 
 func TestUnpackNotGzip(t *testing.T) {
+	t.Parallel()
 	dst := filepath.Join(t.TempDir(), "out")
 	err := Unpack(context.Background(), strings.NewReader("not a tarball"), dst, Limits{})
 	if err == nil || !strings.Contains(err.Error(), "gzip") {
@@ -213,6 +219,7 @@ func bombOf(t *testing.T, typeflag byte, n int, size int64) (io.Reader, *atomic.
 }
 
 func TestUnpackStopsGzipBomb(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxFiles: 100, MaxFileBytes: 1 << 20, MaxBytes: 4 << 20}
 	tests := []struct {
 		name     string
@@ -259,6 +266,7 @@ func TestUnpackStopsGzipBomb(t *testing.T) {
 }
 
 func TestUnpackHonoursContext(t *testing.T) {
+	t.Parallel()
 	r, _ := bomb(t, 1, 1<<30)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 )
 
 func TestStep(t *testing.T) {
+	t.Parallel()
 	const every = time.Hour
 	at := t0.Add
 	ready := func(d time.Duration) Check {
@@ -119,6 +120,7 @@ func TestStep(t *testing.T) {
 }
 
 func TestVerifiedEvent(t *testing.T) {
+	t.Parallel()
 	cp := Checkpoint{Revision: "main@sha1:aaa", Digest: "sha256:111", Phase: "Ready", Since: t0}
 	w := Window{From: t0.Add(10 * time.Minute), To: t0.Add(time.Hour), Count: 6}
 	got := VerifiedEvent("agent:c1", "c1", "web", cp, w)

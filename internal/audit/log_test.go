@@ -64,6 +64,7 @@ func fill(t testing.TB, l *Log, n int) []Record {
 }
 
 func TestAppendChainsRecords(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	recs := fill(t, l, 3)
 	for i, r := range recs {
@@ -99,6 +100,7 @@ func TestAppendChainsRecords(t *testing.T) {
 }
 
 func TestHashIsCanonical(t *testing.T) {
+	t.Parallel()
 	e := Event{Time: t0, Actor: "admin", Action: "cluster.added", Cluster: "eu"}
 	a, _ := canonicalDetail(map[string]any{"b": 1, "a": map[string]any{"y": 2, "x": 1}})
 	b, _ := canonicalDetail(map[string]any{"a": map[string]any{"x": 1, "y": 2}, "b": 1})
@@ -129,6 +131,7 @@ func TestHashIsCanonical(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	fill(t, l, 12)
 	if _, err := l.Append(t.Context(), Event{Time: t0.Add(time.Hour), Actor: "admin", Action: "cluster.added", Cluster: "c9"}); err != nil {
@@ -185,6 +188,7 @@ func TestList(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		tamper  func(t *testing.T, path string, recs []Record)
@@ -249,6 +253,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			l, path := openTest(t)
 			recs := fill(t, l, 5)
 			if tt.tamper != nil {
@@ -276,6 +281,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestVerifyEmptyLog(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	if n, err := l.Verify(t.Context()); n != 0 || err != nil {
 		t.Errorf("Verify = %d, %v", n, err)
@@ -286,6 +292,7 @@ func TestVerifyEmptyLog(t *testing.T) {
 }
 
 func TestConcurrentAppendsKeepTheChain(t *testing.T) {
+	t.Parallel()
 	l, path := openTest(t)
 	const goroutines, each = 20, 10
 	var wg sync.WaitGroup

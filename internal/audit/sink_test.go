@@ -151,6 +151,7 @@ func checkStream(t *testing.T, got []sinkRecord, n int) {
 // and the log closed and reopened (a hub restart) in the middle; every record arrives once, in
 // order.
 func TestSinkOutageAndRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.db")
 	l, err := Open(t.Context(), path)
 	if err != nil {
@@ -255,6 +256,7 @@ func TestSinkOutageAndRestart(t *testing.T) {
 // fake clock: the sink must still be waiting after 999ms, and sends again once the second
 // is up.
 func TestSinkHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	fill(t, l, 2)
 	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
@@ -305,6 +307,7 @@ func TestSinkHonoursRetryAfter(t *testing.T) {
 // TestSinkOptions: JSON arrays, headers, batches halved on 413, records over a batch's size
 // sent alone, and bad options refused.
 func TestSinkOptions(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	fill(t, l, 9)
 	rv := &receiver{t: t, answer: func(_ int, recs []sinkRecord) (int, string) {
@@ -351,6 +354,7 @@ func TestSinkOptions(t *testing.T) {
 // TestSinkCursorPerURL: another sink URL starts from the beginning; credentials in the URL
 // do not name a different cursor.
 func TestSinkCursorPerURL(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	fill(t, l, 3)
 	rv := &receiver{t: t}
@@ -376,6 +380,7 @@ func TestSinkCursorPerURL(t *testing.T) {
 // unnamed (a receiver would take it for another hub's records): the attempt fails with
 // reason "chain" and is retried.
 func TestSinkRefusesToSendWithoutItsChain(t *testing.T) {
+	t.Parallel()
 	l, _ := openTest(t)
 	fill(t, l, 2)
 	rv := &receiver{t: t, answer: func(int, []sinkRecord) (int, string) { return http.StatusOK, "" }}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestStep(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		attempt int
 		want    time.Duration
@@ -29,6 +30,7 @@ func TestStep(t *testing.T) {
 }
 
 func TestDelay(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		attempt int
 		jitter  float64
@@ -45,6 +47,7 @@ func TestDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("attempt %d jitter %v", tt.attempt, tt.jitter), func(t *testing.T) {
+			t.Parallel()
 			got := Delay(tt.attempt, time.Second, time.Minute, tt.jitter)
 			if got.Round(time.Millisecond) != tt.want.Round(time.Millisecond) {
 				t.Errorf("Backoff = %v, want %v", got, tt.want)
@@ -54,6 +57,7 @@ func TestDelay(t *testing.T) {
 }
 
 func TestSpread(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		d      time.Duration
 		jitter float64
@@ -72,6 +76,7 @@ func TestSpread(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		jitter float64
@@ -103,6 +108,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in   string
@@ -124,6 +130,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in   string

@@ -16,6 +16,7 @@ import (
 // promise, calls console.error and fetches a URL answered with 401: the first three are
 // script errors, the 401 is not.
 func TestScriptErrors(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
@@ -56,6 +57,7 @@ func TestScriptErrors(t *testing.T) {
 // TestUntrustedCertificate: without the server's key in TrustSPKI, the browser refuses it; the
 // tests trust exactly the hub they start, not any certificate.
 func TestUntrustedCertificate(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("<p id=ok>reached</p>"))
 	}))

@@ -101,6 +101,7 @@ func (f *fixture) write(t *testing.T, ds desired.State, ca *pki.CA) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var progress []int64
 	var buf bytes.Buffer
@@ -203,6 +204,7 @@ func resign(t *testing.T, es []entry, ca *pki.CA, edit func(m map[string]any)) [
 }
 
 func TestReadRefuses(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	other := newCA(t)
 	good := f.write(t, f.desired, f.ca)
@@ -330,6 +332,7 @@ func TestReadRefuses(t *testing.T) {
 }
 
 func TestWriteRefusesCorruptArtifact(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := f.desired.Assignments[0].Digest
 	path, err := f.store.Path(d)
@@ -351,6 +354,7 @@ func TestWriteRefusesCorruptArtifact(t *testing.T) {
 }
 
 func TestReadWithoutCA(t *testing.T) {
+	t.Parallel()
 	if _, err := Read(context.Background(), bytes.NewReader(nil), ReadOptions{}); err == nil || !strings.Contains(err.Error(), "no CA") {
 		t.Fatalf("error %v, want one saying there is no CA", err)
 	}

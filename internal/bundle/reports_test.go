@@ -47,6 +47,7 @@ func testReports() []*agentv1.Report {
 }
 
 func TestReportsRoundTrip(t *testing.T) {
+	t.Parallel()
 	ca := newCA(t)
 	certPEM, key := newAgent(t, ca, "edge-1")
 	var buf bytes.Buffer
@@ -74,6 +75,7 @@ func TestReportsRoundTrip(t *testing.T) {
 }
 
 func TestReadReportsRefuses(t *testing.T) {
+	t.Parallel()
 	ca := newCA(t)
 	certPEM, key := newAgent(t, ca, "edge-1")
 	otherCert, _ := newAgent(t, ca, "edge-1")
@@ -114,6 +116,7 @@ func TestReadReportsRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ReadReports(bytes.NewReader(tt.file()), tt.lim)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ReadReports: error %v, want one containing %q", err, tt.want)
@@ -123,6 +126,7 @@ func TestReadReportsRefuses(t *testing.T) {
 }
 
 func TestWriteReportsRefusesDisorder(t *testing.T) {
+	t.Parallel()
 	ca := newCA(t)
 	certPEM, key := newAgent(t, ca, "edge-1")
 	rs := testReports()

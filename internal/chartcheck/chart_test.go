@@ -150,8 +150,10 @@ func namespaced(kind string) bool {
 }
 
 func TestChartLints(t *testing.T) {
+	t.Parallel()
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
+			t.Parallel()
 			l := action.NewLint()
 			l.Strict, l.Namespace = true, vs.namespace
 			res := l.Run([]string{chartDir}, parseValues(t, vs.values))
@@ -169,6 +171,7 @@ func TestChartLints(t *testing.T) {
 }
 
 func TestChartRenders(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
@@ -264,6 +267,7 @@ func argsOf(t *testing.T, o *unstructured.Unstructured) []string {
 }
 
 func TestChartHub(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	t.Run("SQLite: one replica of a Deployment on a volume", func(t *testing.T) {
 		objs, _, err := renderChart(c, "flotilla-system", parseValues(t, valueSets[0].values))
@@ -366,6 +370,7 @@ func equalMaps(a, b map[string]string) bool {
 // The agent's join token reaches it as a file from its Secret: never an argument (process
 // listings show those) nor an environment variable.
 func TestChartAgentTokenOnlyFromSecretFile(t *testing.T) {
+	t.Parallel()
 	objs, _, err := renderChart(loadChart(t), "flotilla-system", parseValues(t, valueSets[2].values))
 	if err != nil {
 		t.Fatal(err)
@@ -411,6 +416,7 @@ func TestChartAgentTokenOnlyFromSecretFile(t *testing.T) {
 // The chart's agent has exactly deploy/agent's rights: the same rules, and the platform
 // binding to the same ClusterRole as platform-admin.yaml.
 func TestChartAgentRBACMatchesDeployAgent(t *testing.T) {
+	t.Parallel()
 	objs, _, err := renderChart(loadChart(t), "flotilla-system", parseValues(t, valueSets[2].values))
 	if err != nil {
 		t.Fatal(err)
@@ -465,6 +471,7 @@ func compareRBAC(t *testing.T, got, want []*unstructured.Unstructured) {
 }
 
 func TestChartRefusals(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	for _, tc := range []struct {
 		name, namespace, values, want string
@@ -505,6 +512,7 @@ agent: {enabled: true, hubURL: "https://hub.example.com:8443", joinToken: {value
 
 // Every object of every value set is accepted by a real API server (server-side dry-run).
 func TestChartServerSideDryRun(t *testing.T) {
+	t.Parallel()
 	cl := clustertest.Start(t, localcluster.Options{Name: "chart"})
 	a, err := install.NewApplier(cl.RESTConfig())
 	if err != nil {
@@ -541,6 +549,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 // gives REGISTRY/flotilla-agent), and an agent kept on the CLI's image (agents installed
 // before flotilla-agent) runs `flotilla agent`.
 func TestChartAgentImage(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	for _, tt := range []struct {
 		name, values, image string

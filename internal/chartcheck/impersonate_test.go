@@ -9,6 +9,7 @@ import (
 // The chart grants impersonation only on the ServiceAccounts agent.impersonate lists; every
 // ServiceAccount is an explicit choice (any).
 func TestChartAgentImpersonation(t *testing.T) {
+	t.Parallel()
 	const base = "hub: {enabled: false}\nagent: {enabled: true, hubURL: 'https://hub.example.com:8443', impersonate: "
 	for _, tc := range []struct {
 		name, impersonate string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestFake(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	f := NewFake(start)
 	a := f.After(time.Second)
@@ -41,6 +42,7 @@ func TestFake(t *testing.T) {
 }
 
 func TestFakeTimerStopAndReset(t *testing.T) {
+	t.Parallel()
 	f := NewFake(time.Unix(0, 0))
 	tm := f.NewTimer(time.Second)
 	if !tm.Stop() {

@@ -11,6 +11,7 @@ import (
 // The try-step that commits to the fleet repository works however often it runs: each run
 // makes a new commit (a second run used to fail with "nothing to commit").
 func TestTryCommitIsRepeatable(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join(t.TempDir(), "fleet-repo")
 	if err := createFleetRepo(repo); err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestTryCommitIsRepeatable(t *testing.T) {
 
 // Sourcing demo.env exports every variable, the kubeconfig of each cluster included.
 func TestEnvFileExportsEverything(t *testing.T) {
+	t.Parallel()
 	env := envFile([][2]string{
 		{"FLOTILLA_HUB", "https://127.0.0.1:8444"}, {"FLOTILLA_DASHBOARD", "https://127.0.0.1:8444/#token=ab%2Bc"},
 		{"KUBECONFIG_CLUSTER_1", "/tmp/demo/clusters/cluster-1/kubeconfig"}, {"KUBECONFIG_CLUSTER_2", "/tmp/my demo/cluster 2/kubeconfig"},

@@ -13,6 +13,7 @@ import (
 // which userapi may link for the records (a removed cluster's go with it), but which links
 // none of the others.
 func TestUserFacingAPIsArePeers(t *testing.T) {
+	t.Parallel()
 	const m = "github.com/flotilla/flotilla/internal/hub/"
 	apis := []string{"userapi", "opsapi", "bundleapi"}
 	for _, api := range append(apis, "agekeys") {

@@ -9,6 +9,7 @@ import (
 // TestLayers: the hub and the agent share the renderer (internal/render), the desired-state
 // model (internal/desired) and the wire types, and neither reaches into the other.
 func TestLayers(t *testing.T) {
+	t.Parallel()
 	const m = "github.com/flotilla/flotilla/internal/"
 	t.Run("the hub imports nothing of the agent", func(t *testing.T) {
 		deptest.Check(t, m+"hub/...", []deptest.Rule{{Prefix: m + "agent", Why: "the agent's code (share through internal/render and the proto)"}})

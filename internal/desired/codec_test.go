@@ -8,6 +8,7 @@ import (
 )
 
 func TestEncodeDeterministic(t *testing.T) {
+	t.Parallel()
 	varsForward := map[string]string{}
 	varsBackward := map[string]string{}
 	keys := []string{"cluster_name", "cluster_label_region", "replicas", "a", "z", "m"}
@@ -38,6 +39,7 @@ func TestEncodeDeterministic(t *testing.T) {
 }
 
 func TestEncodeFormat(t *testing.T) {
+	t.Parallel()
 	got, err := Encode(Document{Assignments: []Assignment{{
 		Release: "baseline", Source: "platform", URL: "https://hub/a?x=1&y=<2>", Revision: "main@sha1:1111",
 		Digest: "sha256:aaaa", Path: "clusters/eu", Namespace: "platform-system", SelfHeal: true,
@@ -65,6 +67,7 @@ func TestEncodeFormat(t *testing.T) {
 }
 
 func TestDecodeMinimal(t *testing.T) {
+	t.Parallel()
 	got, err := Decode([]byte(`[{"release":"a"}]`))
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +78,7 @@ func TestDecodeMinimal(t *testing.T) {
 }
 
 func TestEncodeDecodeErrors(t *testing.T) {
+	t.Parallel()
 	dup := []Assignment{{Release: "a"}, {Release: "b"}, {Release: "a"}}
 	if _, err := Encode(Document{Assignments: dup}); err == nil || err.Error() != `release "a": assigned more than once` {
 		t.Errorf("Encode of a duplicate: got %v", err)

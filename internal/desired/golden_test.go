@@ -15,6 +15,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/full.json from Encod
 // moved here): a stored document must decode, and an unchanged desired state must not get a
 // new generation because its bytes changed.
 func TestEncodeGolden(t *testing.T) {
+	t.Parallel()
 	doc := filled[Document]()
 	got, err := Encode(doc)
 	if err != nil {

@@ -29,6 +29,7 @@ var hubOnly = map[string]string{
 // anyone writing a test for it.
 
 func TestGoProtoGo(t *testing.T) {
+	t.Parallel()
 	want := filled[State]()
 	m, err := ToProto(want.Cluster, want.Generation, want.Document)
 	if err != nil {
@@ -45,6 +46,7 @@ func TestGoProtoGo(t *testing.T) {
 }
 
 func TestProtoGoProto(t *testing.T) {
+	t.Parallel()
 	want := filledProto()
 	s, err := FromProto(want)
 	if err != nil {
@@ -61,6 +63,7 @@ func TestProtoGoProto(t *testing.T) {
 
 // Every proto field has a Go counterpart the conversion fills.
 func TestToProtoSetsEveryField(t *testing.T) {
+	t.Parallel()
 	doc := filled[State]()
 	m, err := ToProto(doc.Cluster, doc.Generation, doc.Document)
 	if err != nil {
@@ -73,6 +76,7 @@ func TestToProtoSetsEveryField(t *testing.T) {
 
 // Every Go field has a proto counterpart the conversion reads.
 func TestFromProtoSetsEveryField(t *testing.T) {
+	t.Parallel()
 	s, err := FromProto(filledProto())
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +87,7 @@ func TestFromProtoSetsEveryField(t *testing.T) {
 }
 
 func TestFromProtoRefusesBadHelmValues(t *testing.T) {
+	t.Parallel()
 	m := &agentv1.DesiredState{Cluster: "eu-1", Generation: 4, Assignments: []*agentv1.Assignment{
 		{Release: "web", Helm: &agentv1.HelmRelease{ValuesJson: []byte(`{"replicas":`)}},
 	}}
@@ -96,6 +101,7 @@ func TestFromProtoRefusesBadHelmValues(t *testing.T) {
 // Helm values keep their numbers exactly: an agent must render what the hub scheduled, and a
 // float64 would round 2^53+1.
 func TestHelmValuesNumbersSurvive(t *testing.T) {
+	t.Parallel()
 	const values = `{"big":9007199254740993,"ratio":0.1}`
 	m := &agentv1.DesiredState{Assignments: []*agentv1.Assignment{{Release: "web", Helm: &agentv1.HelmRelease{ValuesJson: []byte(values)}}}}
 	s, err := FromProto(m)
@@ -272,6 +278,7 @@ func clearHubOnly(v reflect.Value) {
 // A project without a ServiceAccount (the platform's) reaches the agent without one: the agent
 // then applies with its own identity, not as an empty name.
 func TestProjectWithoutServiceAccount(t *testing.T) {
+	t.Parallel()
 	doc := Document{Assignments: []Assignment{{Release: "web", Vars: map[string]string{}, Project: &project.Rules{Name: "platform"}}}}
 	m, err := ToProto("eu-1", 1, doc)
 	if err != nil {
@@ -289,6 +296,7 @@ func TestProjectWithoutServiceAccount(t *testing.T) {
 // A gate's duration the agent cannot take stays one that window.Check refuses, whatever the
 // number on the wire: the gate then holds back everything it may cover (fail closed).
 func TestFromProtoKeepsBadGateDurationsBad(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		seconds int64
 		want    string
@@ -314,6 +322,7 @@ func TestFromProtoKeepsBadGateDurationsBad(t *testing.T) {
 // What an agent keeps of a document from a hub older than tombstones still says so when read
 // back: it must not make that hub's next document look like one that removes on purpose.
 func TestStateToProtoKeepsExplicitRemovals(t *testing.T) {
+	t.Parallel()
 	for _, explicit := range []bool{false, true} {
 		want := State{Cluster: "eu-1", Generation: 3, ExplicitRemovals: explicit,
 			Document: Document{Assignments: []Assignment{{Release: "web", Vars: map[string]string{}}}}}
@@ -334,6 +343,7 @@ func TestStateToProtoKeepsExplicitRemovals(t *testing.T) {
 // One assignment converts as it does inside a document, both ways, and bad Helm values are
 // refused naming the release.
 func TestAssignmentProto(t *testing.T) {
+	t.Parallel()
 	want := filled[Assignment]()
 	m, err := AssignmentToProto(want)
 	if err != nil {
@@ -357,6 +367,7 @@ func TestAssignmentProto(t *testing.T) {
 // An assignment without project rules is the built-in platform project (everything allowed,
 // the agent's own identity): it must not turn into rules of an unnamed project on the way.
 func TestNoProjectStaysNone(t *testing.T) {
+	t.Parallel()
 	m, err := AssignmentToProto(Assignment{Release: "web", Vars: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPoll(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		holdsAt int // the poll at which cond first holds; 0: never
@@ -23,6 +24,7 @@ func TestPoll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				polls := 0
 				err := Poll(context.Background(), tt.timeout, func() error {
@@ -47,6 +49,7 @@ func TestPoll(t *testing.T) {
 }
 
 func TestPollEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)

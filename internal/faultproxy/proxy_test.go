@@ -40,6 +40,7 @@ func echoServer(t *testing.T) string {
 }
 
 func TestProxyCountsCutsAndBlackholes(t *testing.T) {
+	t.Parallel()
 	p, err := Start(echoServer(t))
 	if err != nil {
 		t.Fatal(err)

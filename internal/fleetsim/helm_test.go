@@ -14,6 +14,7 @@ import (
 // OBJECTS objects carrying the cluster's own values (its name, and the replica count of its
 // label), and a new chart version changes every object.
 func TestFleetChartRendersPerCluster(t *testing.T) {
+	t.Parallel()
 	opts := Options{Objects: 20, ObjectSize: 512}
 	renderFor := func(version string, cluster int) map[string]string {
 		dir := t.TempDir()

@@ -17,6 +17,7 @@ func configMap(name, value string) *unstructured.Unstructured {
 }
 
 func TestMemCluster(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name    string
 		objects []*unstructured.Unstructured

@@ -3,6 +3,7 @@ package fleetsim
 import "testing"
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		samples []float64
@@ -23,6 +24,7 @@ func TestSummarize(t *testing.T) {
 	}{"nearest rank of 100", hundred, Latencies{P50: 50, P99: 99, Max: 100, Samples: 100}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := summarize(tt.samples); got != tt.want {
 				t.Errorf("summarize = %+v, want %+v", got, tt.want)
 			}

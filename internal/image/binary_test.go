@@ -56,6 +56,7 @@ func goBuild(t *testing.T, dir, out string, cgo string, args ...string) string {
 }
 
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	dir, commit, when := tinyModule(t)
 	static := goBuild(t, dir, "static", "0", "-trimpath", "-buildvcs=true")
 	b, err := Inspect(static)
@@ -84,6 +85,7 @@ func TestInspect(t *testing.T) {
 		{"no VCS stamp", goBuild(t, dir, "novcs", "0", "-buildvcs=false"), "no VCS revision stamped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Inspect(tc.path)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Inspect(%s): %v, want an error containing %q", tc.path, err, tc.want)

@@ -12,6 +12,7 @@ import (
 // this package builds for, so that `make image` and the manifests agree on a name: the hub's
 // image for hubs, the agent's own for agents.
 func TestDeployNamesTheImage(t *testing.T) {
+	t.Parallel()
 	for dir, want := range map[string]struct{ name, repo string }{
 		"hub": {"flotilla", Repository}, "hub-ha": {"flotilla", Repository}, "agent": {"flotilla-agent", AgentRepository},
 	} {

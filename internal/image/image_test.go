@@ -84,6 +84,7 @@ func layerEntries(t *testing.T, img v1.Image) map[string]entry {
 }
 
 func TestImageContents(t *testing.T) {
+	t.Parallel()
 	bin := fakeBinary(t, "#!fake flotilla")
 	ca := writeCA(t, 2)
 	for _, tc := range []struct {
@@ -164,6 +165,7 @@ func TestImageContents(t *testing.T) {
 }
 
 func TestBuildIsReproducible(t *testing.T) {
+	t.Parallel()
 	bin := fakeBinary(t, strings.Repeat("flotilla", 4096))
 	ca := writeCA(t, 1)
 	ref := name.MustParseReference(Repository + ":v0.1.0").(name.Tag)
@@ -210,6 +212,7 @@ func TestBuildIsReproducible(t *testing.T) {
 }
 
 func TestWriteAndLoad(t *testing.T) {
+	t.Parallel()
 	bin := fakeBinary(t, "flotilla")
 	img, err := Build(bin, Options{Version: "v0.1.0"})
 	if err != nil {
@@ -313,6 +316,7 @@ func TestWriteAndLoad(t *testing.T) {
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
 			err := r.run(t)
 			if err == nil || !strings.Contains(err.Error(), r.want) {
 				t.Errorf("error %v, want one containing %q", err, r.want)
@@ -322,6 +326,7 @@ func TestWriteAndLoad(t *testing.T) {
 }
 
 func TestCABundleRefusals(t *testing.T) {
+	t.Parallel()
 	bin := fakeBinary(t, "flotilla")
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
@@ -388,6 +393,7 @@ func writeCA(t *testing.T, n int) string {
 // TestAgentImage: the agent's binary is /flotilla-agent and the entrypoint, with nothing of
 // the CLI's; a main package whose name is no program name is refused.
 func TestAgentImage(t *testing.T) {
+	t.Parallel()
 	bin := fakeBinary(t, "#!fake agent")
 	bin.Program = "flotilla-agent"
 	img, err := Build(bin, Options{Version: "v0.1.0"})

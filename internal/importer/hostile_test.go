@@ -11,6 +11,7 @@ import (
 // refuses, and cycles never panic the importer nor make it write a fleet the hub refuses:
 // what cannot be converted is reported.
 func TestHostileInputs(t *testing.T) {
+	t.Parallel()
 	const app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n"
 	const appset = "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\n"
 	const proj = "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: p, namespace: argocd}\n"
@@ -43,6 +44,7 @@ func TestHostileInputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			p := filepath.Join(dir, "in.yaml")
 			if err := os.WriteFile(p, []byte(tt.yaml), 0o644); err != nil {
@@ -76,6 +78,7 @@ func TestHostileInputs(t *testing.T) {
 // TestFluxDefaultBranch: a GitRepository without ref follows master, as in Flux, not the
 // remote's HEAD (which is what a Source without a ref would follow).
 func TestFluxDefaultBranch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "in.yaml")
 	if err := os.WriteFile(p, []byte("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: r, namespace: f}\nspec: {url: https://g.example.com/r.git}\n"), 0o644); err != nil {
@@ -90,6 +93,7 @@ func TestFluxDefaultBranch(t *testing.T) {
 // TestUnknownFieldsReported: a field the converter does not know is a left-out line with its
 // path, wherever it is, never dropped silently.
 func TestUnknownFieldsReported(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "in.yaml")
 	if err := os.WriteFile(p, []byte(`apiVersion: argoproj.io/v1alpha1

@@ -48,8 +48,10 @@ func run(t *testing.T, input string, convert func([]*Object) *Result) *Result {
 // TestGolden converts each input, loads the output as the hub does (zero problems), and
 // compares the files and the report with the golden ones.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			res := run(t, tc.input, tc.convert)
 			if err := res.Check(); err != nil {
 				t.Fatal(err)
@@ -105,6 +107,7 @@ func TestGolden(t *testing.T) {
 
 // TestReportLines asserts the findings a user must see, whatever the golden files say.
 func TestReportLines(t *testing.T) {
+	t.Parallel()
 	type line struct {
 		object, field string
 		level         Level
@@ -197,6 +200,7 @@ func TestReportLines(t *testing.T) {
 
 // TestConversions checks converted values a user relies on.
 func TestConversions(t *testing.T) {
+	t.Parallel()
 	argo := run(t, cases[0].input, cases[0].convert)
 	flux := run(t, cases[3].input, cases[3].convert)
 	rel := func(res *Result, name string) v1alpha1.ReleaseSpec {
@@ -287,6 +291,7 @@ func gitDirReleases(res *Result) string {
 // TestNoSecretValue: no value of any input Secret, nor the password of a URL, reaches the
 // fleet files or either form of the report.
 func TestNoSecretValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, tc.input, tc.convert)
@@ -319,6 +324,7 @@ func TestNoSecretValue(t *testing.T) {
 }
 
 func TestReportJSON(t *testing.T) {
+	t.Parallel()
 	res := run(t, cases[3].input, cases[3].convert)
 	var b bytes.Buffer
 	if err := res.Report.WriteJSON(&b); err != nil {
@@ -342,6 +348,7 @@ func TestReportJSON(t *testing.T) {
 
 // TestLimits: every bound refuses its input with a message that names it.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)
@@ -406,6 +413,7 @@ func blockNest(n int) string {
 }
 
 func TestBadDocuments(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("foo: [unclosed\n---\njust: a map\n---\n- a list\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -427,6 +435,7 @@ func TestBadDocuments(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"guestbook", "guestbook"},
 		{"Billing_API", "billing-api"},
@@ -457,6 +466,7 @@ func TestNames(t *testing.T) {
 }
 
 func TestSubstitute(t *testing.T) {
+	t.Parallel()
 	cluster := paramSet{vals: map[string]string{"path": "apps/a", "path.basename": "a", "path.segments[1]": "a", "values.x": "y"}, cluster: &v1alpha1.LabelSelector{}}
 	tests := []struct {
 		in    string
@@ -483,6 +493,7 @@ func TestSubstitute(t *testing.T) {
 }
 
 func TestWriteRefusesHandWrittenFiles(t *testing.T) {
+	t.Parallel()
 	res := run(t, cases[2].input, cases[2].convert)
 	dir := t.TempDir()
 	if _, err := res.Write(dir); err != nil {

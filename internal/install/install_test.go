@@ -29,6 +29,7 @@ func testToken(t *testing.T) string {
 }
 
 func TestManifestsRefuse(t *testing.T) {
+	t.Parallel()
 	tok := testToken(t)
 	for _, tc := range []struct {
 		name string
@@ -47,6 +48,7 @@ func TestManifestsRefuse(t *testing.T) {
 		{"image with spaces", Options{HubURLs: []string{"https://hub:8443"}, JoinToken: tok, Image: "x y"}, `--image "x y": not an image reference`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Manifests(tc.o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
@@ -57,6 +59,7 @@ func TestManifestsRefuse(t *testing.T) {
 
 // The token is in the Secret, and in nothing else: not the Deployment's args or env.
 func TestManifestsTokenOnlyInSecret(t *testing.T) {
+	t.Parallel()
 	tok := testToken(t)
 	objs, err := Manifests(Options{HubURLs: []string{"https://hub.example.com:8443"}, JoinToken: tok + "\n"})
 	if err != nil {
@@ -95,6 +98,7 @@ func TestManifestsTokenOnlyInSecret(t *testing.T) {
 // The install gives the agent exactly deploy/agent's rights (and platform-admin.yaml's with
 // --platform-admin), so the two ways to install it cannot drift apart.
 func TestManifestsRBACMatchesDeployAgent(t *testing.T) {
+	t.Parallel()
 	objs, err := Manifests(Options{HubURLs: []string{"https://hub:8443"}, JoinToken: testToken(t), PlatformAdmin: true})
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +151,7 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 // Against a real API server: the first install creates every object, a second changes
 // nothing (no resource version moves), and an added option changes only its object.
 func TestApplyIdempotent(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "install"})
 	ctx := t.Context()
 	a, err := NewApplier(c.RESTConfig())
@@ -285,6 +290,7 @@ func resourceVersions(t *testing.T, cs kubernetes.Interface) map[string]string {
 // A namespace of its own for the agent: its inventories' Role stays in flotilla-system, which
 // the install creates too.
 func TestManifestsOtherNamespace(t *testing.T) {
+	t.Parallel()
 	objs, err := Manifests(Options{Namespace: "edge-agent", HubURLs: []string{"https://hub:8443"}, JoinToken: testToken(t), StateVolume: StateEmptyDir})
 	if err != nil {
 		t.Fatal(err)
@@ -313,6 +319,7 @@ func TestManifestsOtherNamespace(t *testing.T) {
 }
 
 func TestDefaultImage(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]string{
 		"v1.2.3":          "ghcr.io/flotilla/flotilla-agent:v1.2.3",
 		"dev":             "ghcr.io/flotilla/flotilla-agent:" + DefaultImageTag,
@@ -330,6 +337,7 @@ func TestDefaultImage(t *testing.T) {
 // TestAgentVerb: the agent's own image runs the agent from its entrypoint; the CLI's image
 // (what agents ran before flotilla-agent), or a mirror of it, needs the agent verb.
 func TestAgentVerb(t *testing.T) {
+	t.Parallel()
 	for image, want := range map[string][]string{
 		"ghcr.io/flotilla/flotilla-agent:v1.2.3":                                     nil,
 		"registry.corp:5000/mirror/flotilla-agent@sha256:" + strings.Repeat("a", 64): nil,

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBucketsEvictIdleKeys(t *testing.T) {
+	t.Parallel()
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := New[string](c, 20, 40, 0) // idle after 40/20 = 2s: a bucket that old is full again
 	for i := range 10_000 {
@@ -33,6 +34,7 @@ func TestBucketsEvictIdleKeys(t *testing.T) {
 }
 
 func TestBucketsBoundTheKeys(t *testing.T) {
+	t.Parallel()
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := New[string](c, 1, 1, 2)
 	b.Get("a")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestServingCertificateVerifiesForLoopbackNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files, err := writePKI(dir, time.Now())
 	if err != nil {
@@ -53,6 +54,7 @@ func TestServingCertificateVerifiesForLoopbackNames(t *testing.T) {
 }
 
 func TestFailedChecksKeepsOnlyFailures(t *testing.T) {
+	t.Parallel()
 	body := "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]poststarthook/rbac ok\nreadyz check failed\n"
 	got := failedChecks([]byte(body))
 	want := "[-]etcd failed: reason withheld; readyz check failed"

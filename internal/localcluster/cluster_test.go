@@ -23,6 +23,7 @@ import (
 )
 
 func TestTwoClustersInParallel(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clusters, err := localcluster.StartAll(ctx, []localcluster.Options{{Name: "east"}, {Name: "west"}})
 	if err != nil {
@@ -95,6 +96,7 @@ func TestTwoClustersInParallel(t *testing.T) {
 }
 
 func TestMissingBinaryIsAClearError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		present []string // executables placed in the bin dir
@@ -105,6 +107,7 @@ func TestMissingBinaryIsAClearError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			binDir := t.TempDir()
 			for _, name := range tt.present {
 				if err := os.WriteFile(filepath.Join(binDir, name), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
@@ -133,6 +136,7 @@ func TestMissingBinaryIsAClearError(t *testing.T) {
 }
 
 func TestNotReadyWhenEtcdFails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fail  func(t *testing.T, c *localcluster.Cluster)
@@ -182,6 +186,7 @@ func TestNotReadyWhenEtcdFails(t *testing.T) {
 }
 
 func TestRestartAPIServer(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "restart"})
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	cm := corev1ac.ConfigMap("kept", "default").WithData(map[string]string{"k": "v"})

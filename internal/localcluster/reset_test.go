@@ -48,6 +48,7 @@ rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
 `
 
 func TestResetReturnsToTheBaseline(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, localcluster.Options{Name: "reset"})
 	if err := c.MarkBaseline(t.Context()); err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ type step struct {
 }
 
 func TestEvaluate(t *testing.T) {
+	t.Parallel()
 	web := healthy("web", "c1")
 	db := healthy("db", "c2")
 	all := Rules{SkewAfter: 10 * time.Minute, FlapWindow: 5 * time.Minute}
@@ -191,6 +192,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var st State
 			for i, s := range tt.steps {
 				// State goes through JSON at every step, as the hub persists it.
@@ -230,6 +232,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestStateKeepsOnlyWhatMatters(t *testing.T) {
+	t.Parallel()
 	r := Rules{FlapWindow: time.Minute, SkewAfter: time.Minute}
 	web, db := healthy("web", "c1"), healthy("db", "c1")
 	st, _ := Evaluate(r, State{}, Snapshot{Time: t0, Assignments: []Assignment{failed(web), db}, ReachabilityKnown: true})
@@ -247,6 +250,7 @@ func TestStateKeepsOnlyWhatMatters(t *testing.T) {
 }
 
 func TestEvaluateDoesNotChangeItsInput(t *testing.T) {
+	t.Parallel()
 	r := Rules{FlapWindow: time.Minute}
 	st, _ := Evaluate(r, State{}, Snapshot{Time: t0, Assignments: []Assignment{failed(healthy("web", "c1"))}, ReachabilityKnown: true})
 	before, _ := json.Marshal(st)

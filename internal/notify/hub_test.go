@@ -73,6 +73,7 @@ type webhookMessage struct {
 // the hub restarts while it is failed, and it recovers. Each receiver gets exactly one
 // "failed" and one "recovered": no repeat per evaluation, none after the restart.
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	rv := &hookReceiver{bodies: map[string][][]byte{}}
 	srv := httptest.NewServer(rv)
 	defer srv.Close()

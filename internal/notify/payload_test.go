@@ -25,6 +25,7 @@ func sampleMessage() Message {
 }
 
 func TestWebhookBody(t *testing.T) {
+	t.Parallel()
 	body, err := WebhookBody(sampleMessage())
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +67,7 @@ func TestWebhookBody(t *testing.T) {
 }
 
 func TestSlackBody(t *testing.T) {
+	t.Parallel()
 	body, err := SlackBody(sampleMessage())
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func TestSlackBody(t *testing.T) {
 }
 
 func TestSlackLineEscapesAgentText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		e    Event
@@ -130,6 +133,7 @@ func TestSlackLineEscapesAgentText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := SlackLine(tt.e)
 			if got != tt.want {
 				t.Errorf("SlackLine:\n got %q\nwant %q", got, tt.want)

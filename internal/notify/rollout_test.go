@@ -10,6 +10,7 @@ import (
 // A rollout event reads as a step of the release's rollout, not as an assignment's condition,
 // and what an actor or a wave name carries is escaped like an agent's text.
 func TestRolloutEventPayloads(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	e := Event{Type: Rollout, Release: "web", Time: at, RolloutEvent: "halted", Wave: "canary",
 		Message: "halted in wave canary: 1 of 1 clusters failed (0 allowed)"}

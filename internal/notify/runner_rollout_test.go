@@ -12,6 +12,7 @@ import (
 // Rollout events go to the notifications that listen to every event or to "rollout", for the
 // releases they select; the queue between the controller and the notifier is bounded.
 func TestRolloutNotifications(t *testing.T) {
+	t.Parallel()
 	n := &Runner{}
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	n.Rollout("web", phase.RolloutEvent{At: at, Type: "halted", Wave: "canary", Message: "halted"})

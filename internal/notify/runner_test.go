@@ -8,6 +8,7 @@ import (
 )
 
 func TestAssignmentOf(t *testing.T) {
+	t.Parallel()
 	seen := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name      string
@@ -22,6 +23,7 @@ func TestAssignmentOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			a := assignmentOf(tt.v, map[string]string{"env": "prod"})
 			if a.Phase != tt.wantPhase || !a.LastSeen.Equal(tt.wantSeen) || a.ClusterLabels["env"] != "prod" || a.Reachable != tt.v.Reachable {
 				t.Errorf("assignmentOf = %+v; want phase %s, last seen %v", a, tt.wantPhase, tt.wantSeen)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSender(t *testing.T) {
+	t.Parallel()
 	fast := SenderOptions{Attempts: 4, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	tests := []struct {
 		name       string
@@ -76,6 +77,7 @@ func TestSender(t *testing.T) {
 }
 
 func TestCheckURL(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		url      string
 		insecure bool

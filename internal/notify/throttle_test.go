@@ -10,6 +10,7 @@ import (
 )
 
 func TestThrottle(t *testing.T) {
+	t.Parallel()
 	// Two messages at once, then one every 30s.
 	th := NewThrottle("ops", v1alpha1.RateLimit{Messages: 2, Per: v1alpha1.Duration{Duration: time.Minute}})
 	ev := func(types ...string) []Event {
@@ -56,6 +57,7 @@ func TestThrottle(t *testing.T) {
 }
 
 func TestThrottleReturn(t *testing.T) {
+	t.Parallel()
 	th := NewThrottle("ops", v1alpha1.RateLimit{Messages: 1, Per: v1alpha1.Duration{Duration: time.Second}})
 	th.Suppress([]Event{{Type: Drifted}})
 	m, ok := th.Offer(t0, []Event{{Type: Failed}})

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDatabasesAreSeparateAndDropped(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	var first string
 	t.Run("first", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestSignAgentCSR(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	key, err := NewAgentKey()
 	if err != nil {
@@ -90,6 +91,7 @@ func TestSignAgentCSR(t *testing.T) {
 }
 
 func TestSignAgentCSRErrors(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	key, err := NewAgentKey()
 	if err != nil {
@@ -152,6 +154,7 @@ func TestSignAgentCSRErrors(t *testing.T) {
 }
 
 func TestCreateCSRErrors(t *testing.T) {
+	t.Parallel()
 	key, err := NewAgentKey()
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +171,7 @@ func TestCreateCSRErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := CreateCSR(tt.key, tt.cluster)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("CreateCSR() error = %s, want it to contain %q", errString(err), tt.wantErr)
@@ -177,6 +181,7 @@ func TestCreateCSRErrors(t *testing.T) {
 }
 
 func TestClusterFromCertificate(t *testing.T) {
+	t.Parallel()
 	uris := func(ss ...string) []*url.URL {
 		var us []*url.URL
 		for _, s := range ss {
@@ -209,6 +214,7 @@ func TestClusterFromCertificate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if tt.cert != nil && tt.cert.SerialNumber == nil {
 				tt.cert.SerialNumber = bigOne()
 			}
@@ -227,6 +233,7 @@ func TestClusterFromCertificate(t *testing.T) {
 }
 
 func TestNeedsRenewal(t *testing.T) {
+	t.Parallel()
 	start := testNow
 	cert := &x509.Certificate{NotBefore: start, NotAfter: start.Add(3 * time.Hour)}
 	// A lifetime not divisible by three: two thirds of 3h+2ns is 2h+1.33ns, first reached at 2h+2ns.
@@ -270,6 +277,7 @@ func TestNeedsRenewal(t *testing.T) {
 }
 
 func TestSignAgentRenewalNamesTheReplacedSerial(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ca, err := LoadOrCreateCA(t.TempDir(), now)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestLoadOrCreateCA(t *testing.T) {
+	t.Parallel()
 	t.Run("creates the directory and files with the right modes", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "state", "pki")
 		if _, err := LoadOrCreateCA(dir, testNow); err != nil {
@@ -90,6 +91,7 @@ func TestLoadOrCreateCA(t *testing.T) {
 }
 
 func TestLoadOrCreateCAErrors(t *testing.T) {
+	t.Parallel()
 	other := newTestCA(t)
 	serving, err := other.ServingCertificate([]string{"hub"}, time.Hour, testNow)
 	if err != nil {
@@ -158,6 +160,7 @@ func TestLoadOrCreateCAErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			if _, err := LoadOrCreateCA(dir, testNow); err != nil {
 				t.Fatal(err)

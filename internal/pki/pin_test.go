@@ -11,6 +11,7 @@ import (
 // TestPinnedVerifier runs real TLS handshakes on 127.0.0.1 between a server presenting
 // various chains and an agent that knows only a fingerprint prefix.
 func TestPinnedVerifier(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	other := newTestCA(t)
 	serving := func(ca *CA) tls.Certificate {
@@ -69,6 +70,7 @@ func TestPinnedVerifier(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			now := tt.now
 			if now.IsZero() {
 				now = testNow
@@ -97,6 +99,7 @@ func TestPinnedVerifier(t *testing.T) {
 
 // TestPinnedVerifierWallClock checks the exported verifier, which reads the wall clock.
 func TestPinnedVerifierWallClock(t *testing.T) {
+	t.Parallel()
 	ca, err := LoadOrCreateCA(t.TempDir(), time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestServingCertificate(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	hosts := []string{"hub.example.com", "127.0.0.1", "::1", "localhost", "10.1.2.3"}
 	cert, err := ca.ServingCertificate(hosts, 30*24*time.Hour, testNow)
@@ -46,6 +47,7 @@ func TestServingCertificate(t *testing.T) {
 }
 
 func TestServingCertificateErrors(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	tests := []struct {
 		name    string

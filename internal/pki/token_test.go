@@ -13,6 +13,7 @@ import (
 const testFingerprint = "0123456789abcdef0123456789abcdef" + "fedcba9876543210fedcba9876543210"
 
 func TestJoinTokenRoundTrip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cluster string
@@ -26,6 +27,7 @@ func TestJoinTokenRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			tok, err := NewJoinToken(tt.cluster, testFingerprint)
 			if err != nil {
 				t.Fatal(err)
@@ -50,6 +52,7 @@ func TestJoinTokenRoundTrip(t *testing.T) {
 }
 
 func TestNewJoinToken(t *testing.T) {
+	t.Parallel()
 	a, err := NewJoinToken("prod", strings.ToUpper(testFingerprint))
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +91,7 @@ func TestNewJoinToken(t *testing.T) {
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := NewJoinToken(tt.cluster, tt.fingerprint)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("NewJoinToken() error = %s, want it to contain %q", errString(err), tt.wantErr)
@@ -97,6 +101,7 @@ func TestNewJoinToken(t *testing.T) {
 }
 
 func TestParseJoinTokenErrors(t *testing.T) {
+	t.Parallel()
 	valid := JoinToken{
 		ID:            "0123456789abcdef",
 		Secret:        base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("s", 32))),
@@ -156,6 +161,7 @@ func TestParseJoinTokenErrors(t *testing.T) {
 }
 
 func TestSecretHash(t *testing.T) {
+	t.Parallel()
 	tok, err := NewJoinToken("prod", testFingerprint)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVerifyAgent(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	other := newTestCA(t)
 	good := newAgentCert(t, ca, "prod.eu-west-1", 24*time.Hour)
@@ -63,6 +64,7 @@ func TestVerifyAgent(t *testing.T) {
 // TestVerifyAgentOverTLS runs the hub's side of mutual TLS as the hub would: the TLS layer
 // demands a certificate, and the handler decides with VerifyAgent at the hub's clock.
 func TestVerifyAgentOverTLS(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	other := newTestCA(t)
 	good := newAgentCert(t, ca, "edge-42", 24*time.Hour)

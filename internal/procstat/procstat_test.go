@@ -8,6 +8,7 @@ import (
 )
 
 func TestOwnProcess(t *testing.T) {
+	t.Parallel()
 	pid := os.Getpid()
 	rss, err := Bytes(pid, Resident)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestIdentityRule(t *testing.T) {
+	t.Parallel()
 	team := func(saName string) Rules {
 		return Rules{Name: "team-a", Namespaces: []string{"team-a"},
 			ServiceAccount: &v1alpha1.ServiceAccountRef{Namespace: "tenants", Name: saName}}
@@ -73,6 +74,7 @@ func TestIdentityRule(t *testing.T) {
 			"{apiVersion: v1, kind: Pod, spec: " + podSpec("serviceAccountName: deployer, ") + "}", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var m map[string]any
 			if err := yaml.Unmarshal([]byte(tc.obj), &m); err != nil {
 				t.Fatal(err)
@@ -85,6 +87,7 @@ func TestIdentityRule(t *testing.T) {
 }
 
 func TestServiceAccountRule(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ns, name string
 		agent    []string

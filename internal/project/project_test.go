@@ -7,6 +7,7 @@ import (
 )
 
 func TestAllowsKind(t *testing.T) {
+	t.Parallel()
 	const rbac, adm, crd = "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io"
 	team := Rules{Name: "team-a"}
 	tests := []struct {
@@ -48,6 +49,7 @@ func TestAllowsKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := tt.rules.AllowsKind(tt.group, tt.kind, tt.namespaced); got != tt.want {
 				t.Errorf("AllowsKind(%q, %q, %v) = %v, want %v (rule: %q)", tt.group, tt.kind, tt.namespaced, got, tt.want,
 					tt.rules.KindRule(tt.group, tt.kind, tt.namespaced))
@@ -60,6 +62,7 @@ func TestAllowsKind(t *testing.T) {
 }
 
 func TestAllowsNamespace(t *testing.T) {
+	t.Parallel()
 	r := Rules{Namespaces: []string{"team-a", "team-a-*", "*-sandbox", "pre-*-post"}}
 	tests := []struct {
 		ns   string
@@ -92,6 +95,7 @@ func TestAllowsNamespace(t *testing.T) {
 }
 
 func TestGlob(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, s string
 		want       bool

@@ -14,11 +14,13 @@ import (
 // TestPushPullByDigest pushes an image over plain HTTP and over TLS and reads it back by
 // digest: what a test of OCI sources or of flotilla's image relies on.
 func TestPushPullByDigest(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		tls  bool
 	}{{"http", false}, {"tls", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			reg := Start(t, Options{TLS: tc.tls})
 			if tc.tls != strings.HasPrefix(reg.URL, "https://") || (reg.CAFile != "") != tc.tls {
 				t.Fatalf("TLS %v: URL %s, CA file %q", tc.tls, reg.URL, reg.CAFile)
@@ -62,6 +64,7 @@ func TestPushPullByDigest(t *testing.T) {
 // TestTLSRefusesUntrustedClient checks the TLS registry serves a certificate only its own
 // client trusts: a test that forgets to pass the CA fails instead of silently using HTTP.
 func TestTLSRefusesUntrustedClient(t *testing.T) {
+	t.Parallel()
 	reg := Start(t, Options{TLS: true})
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, reg.URL+"/v2/", nil)
 	if err != nil {
@@ -88,6 +91,7 @@ func TestTLSRefusesUntrustedClient(t *testing.T) {
 // TestUsers checks that a registry with users refuses an anonymous push and a wrong password,
 // and takes the right one.
 func TestUsers(t *testing.T) {
+	t.Parallel()
 	reg := Start(t, Options{TLS: true, Users: map[string]string{"ci": "s3cret"}})
 	img, err := random.Image(512, 1)
 	if err != nil {

@@ -34,6 +34,7 @@ func newKey(t *testing.T) Key {
 }
 
 func TestEncryptDecryptRoundTrip(t *testing.T) {
+	t.Parallel()
 	a, b := newKey(t), newKey(t)
 	for _, tc := range []struct {
 		format, doc string
@@ -83,6 +84,7 @@ func TestEncryptDecryptRoundTrip(t *testing.T) {
 }
 
 func TestDecryptRefusals(t *testing.T) {
+	t.Parallel()
 	a, other := newKey(t), newKey(t)
 	enc, err := Encrypt([]byte(plainSecret), "yaml", []string{a.Recipient}, now)
 	if err != nil {
@@ -124,6 +126,7 @@ func TestDecryptRefusals(t *testing.T) {
 }
 
 func TestEncryptRefusals(t *testing.T) {
+	t.Parallel()
 	a := newKey(t)
 	for _, tc := range []struct {
 		name, doc  string
@@ -142,6 +145,7 @@ func TestEncryptRefusals(t *testing.T) {
 		{"not YAML", "a: [", []string{a.Recipient}, "parse:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Encrypt([]byte(tc.doc), "yaml", tc.recipients, now)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
@@ -151,6 +155,7 @@ func TestEncryptRefusals(t *testing.T) {
 }
 
 func TestIdentityFile(t *testing.T) {
+	t.Parallel()
 	k := newKey(t)
 	got, err := ParseIdentity(FormatIdentity(k))
 	if err != nil || got != k {

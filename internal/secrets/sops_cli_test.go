@@ -32,6 +32,7 @@ data:
 // The agent decrypts what the real sops CLI encrypts for its recipient: a plain directory and
 // a kustomization, through render as the agent renders.
 func TestAgentDecryptsFilesTheSOPSCLIEncrypted(t *testing.T) {
+	t.Parallel()
 	cluster, other := mustKey(t), mustKey(t)
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "db.yaml")
@@ -82,6 +83,7 @@ func TestAgentDecryptsFilesTheSOPSCLIEncrypted(t *testing.T) {
 // A multi-document file the sops CLI encrypted as a whole (one MAC over every document)
 // decrypts as a whole; documents encrypted one by one and put in one file decrypt one by one.
 func TestAgentDecryptsMultiDocumentFiles(t *testing.T) {
+	t.Parallel()
 	cluster := mustKey(t)
 	dir := t.TempDir()
 	two := filepath.Join(dir, "two.yaml")
@@ -133,6 +135,7 @@ func TestAgentDecryptsMultiDocumentFiles(t *testing.T) {
 
 // The real sops CLI decrypts what Encrypt writes, with the key of any recipient.
 func TestSOPSCLIDecryptsWhatFlotillaEncrypts(t *testing.T) {
+	t.Parallel()
 	a, b := mustKey(t), mustKey(t)
 	enc, err := secrets.Encrypt([]byte(secretDoc), "yaml", []string{a.Recipient, b.Recipient}, time.Now())
 	if err != nil {

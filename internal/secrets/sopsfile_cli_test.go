@@ -122,6 +122,7 @@ func asJSON(t *testing.T, yamlDoc string) []byte {
 // CLI itself decrypts, and what sopsfile encrypts the CLI decrypts to the original; a value
 // swapped or a clear value edited is refused here.
 func TestSOPSFormatAgainstTheCLI(t *testing.T) {
+	t.Parallel()
 	k := mustKey(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key.txt")

@@ -3,6 +3,7 @@ package textcut
 import "testing"
 
 func TestCutKeepsValidUTF8(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int

@@ -12,6 +12,7 @@ import (
 // first clone builds it into the cache, a second clone (another bin/) links the same build
 // without building, and a changed pin builds a new entry beside the old one.
 func TestToolCacheBuildsOncePerPin(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tools := filepath.Join(root, "tools")
 	for _, f := range []string{"cache.sh", "build-cli.sh"} {

@@ -25,6 +25,7 @@ func allow(name, schedule string, d time.Duration, tz string, blocks ...string) 
 }
 
 func TestEvaluate(t *testing.T) {
+	t.Parallel()
 	berlin := "Europe/Berlin"
 	business := allow("business-hours", "0 22 * * *", 4*time.Hour, berlin)
 	weekend := deny("weekend", "0 18 * * 5", 60*time.Hour, berlin) // Friday 18:00 to Monday 06:00
@@ -227,6 +228,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			release := tt.release
 			if release == "" {
 				release = "web"
@@ -241,6 +243,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	valid := deny("w", "0 22 * * 1-5", time.Hour, "Europe/Berlin")
 	tests := []struct {
 		name string
@@ -304,6 +307,7 @@ func FuzzCheck(f *testing.F) {
 // minute, for random schedules, durations and instants in UTC (where wall-clock and instants
 // agree, so the scan is plainly right).
 func TestStateAgainstAMinuteScan(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(13, 13))
 	field := func(lo, hi int) string {
 		switch rng.IntN(4) {

@@ -9,6 +9,7 @@ import (
 // TestBenchFleetHelm: --helm is documented with an example, and combining it with the push
 // baseline or the webhook mode is a usage error that says why.
 func TestBenchFleetHelm(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -25,6 +26,7 @@ func TestBenchFleetHelm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			if code := Run(t.Context(), tt.args, &out, &errOut); code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d (stderr: %s)", code, tt.wantCode, errOut.String())

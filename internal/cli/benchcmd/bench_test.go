@@ -7,6 +7,7 @@ import (
 )
 
 func TestBenchCommands(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -39,6 +40,7 @@ func TestBenchCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var out, errOut bytes.Buffer
 			if code := Run(t.Context(), tt.args, &out, &errOut); code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d (stderr: %s)", code, tt.wantCode, errOut.String())

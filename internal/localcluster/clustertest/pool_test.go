@@ -28,6 +28,7 @@ func (o *oneTest) end() {
 }
 
 func TestPoolReusesOnlyWhatItCouldReset(t *testing.T) {
+	t.Parallel()
 	pool := clustertest.NewPool("pooltest")
 	t.Cleanup(func() {
 		if _, err := pool.Close(); err != nil {

@@ -22,6 +22,7 @@ func encryptForTest(t *testing.T, plain string, r Rules) string {
 // Each hostile or unsupported input is refused with what is wrong, and none of its values
 // reaches the error.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	enc := encryptForTest(t, "a: hunter2\nb: 3\n", Rules{})
 	bomb := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
 	for i := 'b'; i <= 'h'; i++ {
@@ -50,6 +51,7 @@ func TestRefusals(t *testing.T) {
 		{name: "the MAC edited", doc: strings.Replace(enc, "lastmodified: \"2023", "lastmodified: \"2022", 1), want: "cannot decrypt the stored MAC"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			d, err := Parse([]byte(tt.doc), "yaml")
 			if err == nil && !tt.parse {
 				_, err = d.Decrypt(testKey)
@@ -67,6 +69,7 @@ func TestRefusals(t *testing.T) {
 // A value changed after encryption, added or reordered fails the MAC; with
 // mac_only_encrypted a value in clear may change.
 func TestMAC(t *testing.T) {
+	t.Parallel()
 	enc := encryptForTest(t, "data:\n  a: hunter2\n  b: \"2\"\nname: web\n", Rules{EncryptedRegex: "^data$"})
 	only := encryptForTest(t, "data:\n  a: hunter2\nname: web\n", Rules{EncryptedRegex: "^data$", MACOnlyEncrypted: true})
 	lines := strings.Split(enc, "\n")

@@ -13,6 +13,7 @@ var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 // A record the hub cannot read holds back everything it could cover, as the controller and
 // the operator API both read it.
 func TestDecodeHoldsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
 	f, err := DecodeFreeze("frz-bad", []byte(`{"reason": 7}`), now)
 	if err == nil || !strings.Contains(err.Error(), `freeze record "frz-bad"`) {
 		t.Fatalf("DecodeFreeze error %v, want one naming the record", err)
@@ -37,6 +38,7 @@ func TestDecodeHoldsWhatItCannotRead(t *testing.T) {
 }
 
 func TestFreezeGate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		f                Freeze
@@ -51,6 +53,7 @@ func TestFreezeGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got := tt.f.Covers(tt.labels); got != tt.covers {
 				t.Errorf("Covers(%v) = %v, want %v", tt.labels, got, tt.covers)
 			}
@@ -70,6 +73,7 @@ func TestFreezeGate(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	if r, err := CheckReason("  incident 4711 \n", true); err != nil || r != "incident 4711" {
 		t.Errorf("CheckReason trims to %q, %v; want %q", r, err, "incident 4711")
 	}
