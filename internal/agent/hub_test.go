@@ -86,30 +86,7 @@ func (h *fakeHub) identity(dir, cluster string) {
 	h.mu.Lock()
 	h.cluster = cluster
 	h.mu.Unlock()
-	key, err := pki.NewAgentKey()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	csr, err := pki.CreateCSR(key, cluster)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	certPEM, _, _, err := h.ca.SignAgentCSR(csr, cluster, 24*time.Hour, time.Now())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	st, err := openState(dir)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer st.close()
-	if err := st.saveIdentity(&identity{Cluster: cluster, HubURL: h.srv.URL, KeyPEM: keyPEM, CertPEM: certPEM, CAPEM: h.ca.CertPEM()}); err != nil {
-		h.t.Fatal(err)
-	}
+	writeIdentity(h.t, h.ca, dir, cluster, h.srv.URL)
 }
 
 // addArtifact packs files (slash-separated path -> content) and serves the artifact; it
@@ -264,5 +241,35 @@ func (h *fakeHub) holds(what string, cond func() bool) func() error {
 			return nil
 		}
 		return fmt.Errorf("%s: not yet\n%s", what, h.dump())
+	}
+}
+
+// writeIdentity writes into dir the identity an agent of cluster has after joining the hub
+// at hubURL whose agent CA is ca.
+func writeIdentity(t *testing.T, ca *pki.CA, dir, cluster, hubURL string) {
+	t.Helper()
+	key, err := pki.NewAgentKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := pki.CreateCSR(key, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _, _, err := ca.SignAgentCSR(csr, cluster, 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if err := st.saveIdentity(&identity{Cluster: cluster, HubURL: hubURL, KeyPEM: keyPEM, CertPEM: certPEM, CAPEM: ca.CertPEM()}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -430,30 +430,7 @@ func newMemHub(t *testing.T) *memHub {
 // identity writes into dir the identity an agent of cluster has after joining this hub.
 func (h *memHub) identity(dir, cluster string) {
 	h.t.Helper()
-	key, err := pki.NewAgentKey()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	csr, err := pki.CreateCSR(key, cluster)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	certPEM, _, _, err := h.ca.SignAgentCSR(csr, cluster, 24*time.Hour, time.Now())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	st, err := openState(dir)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer st.close()
-	if err := st.saveIdentity(&identity{Cluster: cluster, HubURL: "https://hub.scenario.invalid", KeyPEM: keyPEM, CertPEM: certPEM, CAPEM: h.ca.CertPEM()}); err != nil {
-		h.t.Fatal(err)
-	}
+	writeIdentity(h.t, h.ca, dir, cluster, "https://hub.scenario.invalid")
 }
 
 // version is the digest of an artifact whose path/cm.yaml is a ConfigMap with data.version v,
