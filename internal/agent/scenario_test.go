@@ -75,6 +75,7 @@ type scenario struct {
 }
 
 func newScenario(t *testing.T) *scenario {
+	// synctest bubble: this Sleep moves the bubble's fake clock to the scenario's start, no real wait.
 	time.Sleep(time.Until(scenarioStart))
 	s := &scenario{t: t, dir: filepath.Join(t.TempDir(), "state"), hub: newMemHub(t), target: &memTarget{}}
 	s.hub.identity(s.dir, "edge-scen")
@@ -121,6 +122,7 @@ func (s *scenario) run(d *datadriven.TestData) (string, error) {
 		if at.Before(time.Now()) {
 			return "", fmt.Errorf("clock %s: the clock does not go back (it is %s)", arg(0), time.Now().UTC().Format(time.RFC3339))
 		}
+		// synctest bubble: the fake clock jumps to at, no real wait.
 		time.Sleep(time.Until(at))
 		return s.step(), nil
 	case "tick":
@@ -128,6 +130,7 @@ func (s *scenario) run(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		// synctest bubble: the fake clock moves on by dur, no real wait.
 		time.Sleep(dur)
 		return s.step(), nil
 	case "desired":
