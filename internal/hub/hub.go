@@ -398,9 +398,10 @@ func (h *Hub) newController() error {
 			h.watchers.Notify(cluster)
 			h.dashboardChanged()
 		},
-		Metrics: h.metrics.controller,
-		Clock:   h.clock,
-		Logger:  h.log,
+		TookOver: h.tookOver,
+		Metrics:  h.metrics.controller,
+		Clock:    h.clock,
+		Logger:   h.log,
 	}
 	d.OCI = h.oci
 	d.Helm = h.helm

@@ -28,6 +28,7 @@ import (
 
 	"github.com/flotilla/flotilla/internal/agent"
 	"github.com/flotilla/flotilla/internal/hub/agentapi"
+	"github.com/flotilla/flotilla/internal/hub/replica"
 	"github.com/flotilla/flotilla/internal/hub/store"
 	"github.com/flotilla/flotilla/internal/hubclient"
 	agentv1 "github.com/flotilla/flotilla/proto/flotilla/agent/v1"
@@ -103,7 +104,7 @@ func runHub(t testing.TB, opts Options, st store.Store) (*testHub, func()) {
 			t.Fatalf("hub %s holds only the admin token's hash, and no replica before it on %v made the token", opts.Replica.ID, st)
 		}
 		token = tok.(string)
-	} else if _, shared := st.(*store.Postgres); shared {
+	} else if _, shared := st.(replica.SharedStore); shared {
 		replicaTokens.LoadOrStore(databaseOf(st), token)
 	}
 	api, err := hubclient.NewClient(hubclient.Config{Hub: h.APIURL(), Token: token, CAFile: h.CAPath()})

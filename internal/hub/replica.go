@@ -107,6 +107,25 @@ func (h *Hub) reloadAdminToken(ctx context.Context) {
 // its cluster is gone), the controller reschedules if it holds the lease, and otherwise
 // adopts the holder's fleet view.
 func (h *Hub) resync(ctx context.Context) {
+	h.rereadWatches(ctx)
+	h.ctrl.Wake()
+	h.ctrl.AdoptView(ctx)
+	h.reloadAdminToken(ctx) // a rotation may be among the missed notifications
+}
+
+// tookOver runs when this replica takes the controller lease from another. A holder that died
+// may have stored desired states whose notifications were still in its outbox: every replica
+// (this one now, the others through a resync notification) has its watch streams re-read
+// their desired states, so that no agent is left on a revision the store no longer assigns.
+func (h *Hub) tookOver(ctx context.Context) {
+	h.log.Info("took the controller lease: every replica's watches re-read their desired states")
+	h.rereadWatches(ctx)
+	h.repl.Publish(replica.Event{Kind: replica.EventResync})
+}
+
+// rereadWatches has every watch stream here re-read its desired state, and ends those of
+// clusters that are gone; certificates are checked against the store again.
+func (h *Hub) rereadWatches(ctx context.Context) {
 	h.auth.ForgetAll() // a removal may be among the missed notifications
 	// One read of every cluster rather than one per open watch: 10,000 agents resync at once.
 	var registered map[string]bool
@@ -123,9 +142,6 @@ func (h *Hub) resync(ctx context.Context) {
 		}
 		h.watchers.NotifyLocal(c)
 	}
-	h.ctrl.Wake()
-	h.ctrl.AdoptView(ctx)
-	h.reloadAdminToken(ctx) // a rotation may be among the missed notifications
 }
 
 // IsLeader reports whether this replica holds the controller lease (always, for a single hub).

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,15 @@ func startReplica(t testing.TB, dsn, fleet, id string) *hubReplica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startReplicaOn(t, st, fleet, id)
+}
+
+// startReplicaOn starts a hub named id on st, which it closes when it stops.
+func startReplicaOn(t testing.TB, st interface {
+	store.Store
+	Close() error
+}, fleet, id string) *hubReplica {
+	t.Helper()
 	opts := Options{
 		DataDir: filepath.Join(t.TempDir(), id), Fleet: fleet, AgentAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0",
 		FleetInterval: 200 * time.Millisecond, Replica: ReplicaOptions{ID: id, LeaseTTL: 3 * time.Second, SecretsKeyFile: testSecretsKeyFile(t)},
@@ -625,6 +635,66 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 	ds := w.next(t, "desired state after replica-2 reconnected")
 	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
 		t.Errorf("after reconnecting: generation %d with %d assignments, want above %d with none",
+			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
+	}
+}
+
+// mutedStore is a replica's PostgreSQL store whose change notifications, once muted, never
+// leave: what a replica that dies with notifications still in its outbox leaves behind.
+type mutedStore struct {
+	*store.Postgres
+	muted atomic.Bool
+}
+
+func (m *mutedStore) Publish(ctx context.Context, payloads ...string) error {
+	if m.muted.Load() {
+		return nil
+	}
+	return m.Postgres.Publish(ctx, payloads...)
+}
+
+// TestTakeOverAnnouncesWhatTheHolderBeforeStored: the lease holder stores a cluster's new
+// desired state, and its notification never leaves (it died with it queued). The replica that
+// takes the lease finds nothing to reschedule, since the store already holds what its plan
+// computes; the watch stream on it must still hand the agent the new state.
+func TestTakeOverAnnouncesWhatTheHolderBeforeStored(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	fleet, _ := replicaFleet(t)
+
+	pg, err := store.OpenPostgres(t.Context(), dsn, store.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &mutedStore{Postgres: pg}
+	r1 := startReplicaOn(t, st, fleet, "replica-1")
+	eventually.Within(t, time.Minute, leads(r1))
+	r2 := startReplica(t, dsn, fleet, "replica-2")
+	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
+	w := openWatch(t, a.on(r2))
+	var first *agentv1.DesiredState
+	for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
+	}
+
+	st.muted.Store(true)
+	if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Within(t, time.Minute, func() error {
+		ds, err := r1.store.GetDesiredState(t.Context(), "edge-1")
+		if err != nil {
+			return fmt.Errorf("edge-1's desired state on replica-1: %w", err)
+		}
+		if ds.Generation <= first.GetGeneration() {
+			return fmt.Errorf("replica-1 stores edge-1's desired state at generation %d, want above %d", ds.Generation, first.GetGeneration())
+		}
+		return nil
+	})
+	r1.stop()
+	eventually.Within(t, time.Minute, leads(r2))
+	ds := w.next(t, "desired state after replica-2 took the lease")
+	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
+		t.Errorf("after the take-over: generation %d with %d assignments, want above %d with none",
 			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
 	}
 }

@@ -105,9 +105,14 @@ type Deps struct {
 
 	// DesiredChanged is called for every cluster whose stored desired state changed.
 	DesiredChanged func(cluster string)
-	Metrics        Metrics
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	// TookOver is called when this replica takes the lease from another, before its first
+	// reschedule. The holder before may have stored desired states whose change
+	// notifications were still queued when it died; no reschedule here announces them again,
+	// since they are already stored, so the replicas' watches must re-read what they serve.
+	TookOver func(ctx context.Context)
+	Metrics  Metrics
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Options say where the fleet configuration is and how often to read it.
@@ -311,6 +316,9 @@ func (c *Controller) Run(ctx context.Context) {
 				lastFleetCheck = time.Time{}
 				clear(c.polled)
 				c.plan = nil
+				if c.d.TookOver != nil {
+					c.d.TookOver(ctx)
+				}
 				c.Wake() // clusters may have changed while no replica held the lease
 			}
 			continue
