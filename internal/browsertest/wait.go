@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,6 +40,33 @@ func WaitText(tb testing.TB, tab context.Context, timeout time.Duration, sel, wa
 		}
 		if !strings.Contains(got, want) {
 			return fmt.Errorf("%s: %q, want it to contain %q", sel, got, want)
+		}
+		return nil
+	})
+}
+
+// Click clicks the first element matching each CSS selector, in order, in one evaluation in
+// the tab, once the first selector matches (within a minute). A page that renders itself
+// again (the dashboard's live views) may replace an element between chromedp's finding its
+// node and clicking it, and such a click fails ("Could not find node with given id") or goes
+// nowhere; no render comes between the statements of one script. An element the click before
+// creates (a confirmation button) is found by the next selector.
+func Click(tb testing.TB, tab context.Context, sels ...string) {
+	tb.Helper()
+	list, err := json.Marshal(sels)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	js := fmt.Sprintf(`((sels) => { for (const [i, s] of sels.entries()) { const e = document.querySelector(s); if (!e) return i; e.click(); } return -1; })(%s)`, list)
+	eventually.Within(tb, time.Minute, func() error {
+		missing, err := chromedp.Run(tab, chromedp.Evaluate[int](js))
+		switch {
+		case err != nil:
+			tb.Fatalf("click %q: %v", sels, err)
+		case missing == 0:
+			return fmt.Errorf("click %q: nothing matches %s yet", sels, sels[0])
+		case missing > 0:
+			tb.Fatalf("click %q: clicked %s, then nothing matched %s", sels, sels[missing-1], sels[missing])
 		}
 		return nil
 	})

@@ -106,7 +106,7 @@ func TestRolloutLanes(t *testing.T) {
 	browsertest.Screenshot(t, tab, "dashboard-rollout-waiting-approval", true)
 
 	// The lane's button approves the wave: the hub names who approved it.
-	run(chromedp.Click(chromedp.CSS(rest + ` button[data-action="approve"]`)))
+	browsertest.Click(t, tab, rest+` button[data-action="approve"]`)
 	waitText("#rollout-outcome", "approve rest: done")
 	waitText(rest+` [data-field="approval"]`, "approved by token:admin")
 	f.WaitRollout(t, "progressing on wave rest", func(v phase.RolloutView) bool { return v.Phase == "Progressing" })
@@ -114,8 +114,7 @@ func TestRolloutLanes(t *testing.T) {
 	waitText(`#rollout-events`, "approved: wave rest approved (by token:admin)")
 
 	// A refused action shows the hub's reason: nothing completed, nothing to go back to.
-	run(chromedp.Click(chromedp.CSS(`#rollout-actions button[data-action="rollback"]`)))
-	run(chromedp.Click(chromedp.CSS(`#rollout-actions button[data-action="rollback"][data-confirm="yes"]`)))
+	browsertest.Click(t, tab, `#rollout-actions button[data-action="rollback"]`, `#rollout-actions button[data-action="rollback"][data-confirm="yes"]`)
 	waitText("#rollout-outcome", "rollback refused: ")
 	waitText("#rollout-outcome", "nothing to roll back to")
 	if cls := attr("#rollout-outcome", "class"); cls != "errtext" {
@@ -171,7 +170,7 @@ func TestRolloutLanes(t *testing.T) {
 	waitText("#whoami", "oidc:id2")
 	run(chromedp.Evaluate[chromedp.Void](`location.hash = '#/rollout/web'`))
 	waitText(`#rollout-actions button[data-action="pause"]`, "Pause")
-	run(chromedp.Click(chromedp.CSS(`#rollout-actions button[data-action="pause"]`)))
+	browsertest.Click(t, tab, `#rollout-actions button[data-action="pause"]`)
 	waitText("#rollout-outcome", "pause refused: oidc:id2 (")
 	waitText("#rollout-outcome", "may not POST /api/v1/rollouts/web/pause: it needs deployer of the release's project")
 	browsertest.Screenshot(t, tab, "dashboard-rollout-refused", false)
