@@ -252,6 +252,7 @@ spec:
 var adoptedManagers = []string{"argocd-controller", "kustomize-controller", "kubectl-client-side-apply", "helm"}
 
 func TestAdoptTakesOverWithoutRecreating(t *testing.T) {
+	t.Parallel()
 	for _, helmRelease := range []string{"", "legacy"} {
 		t.Run("helmRelease="+helmRelease, func(t *testing.T) {
 			ns := uniqueName("adopt")
@@ -379,6 +380,7 @@ func TestAdoptTakesOverWithoutRecreating(t *testing.T) {
 }
 
 func TestAdoptRefusedWhileOldToolActive(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName("adopt-active")
 	old := newOldTool(t)
 	before := oldToolObjects(t, old, ns)
@@ -438,6 +440,7 @@ func TestAdoptRefusedWhileOldToolActive(t *testing.T) {
 }
 
 func TestAdoptRulesRefused(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	cases := []struct {
 		adopt *Adopt
@@ -460,6 +463,7 @@ func TestAdoptRulesRefused(t *testing.T) {
 
 // The Helm Secrets adoption deletes are held to the release's bounds.
 func TestAdoptHelmStorageBounds(t *testing.T) {
+	t.Parallel()
 	teamA := &project.Rules{Name: "team-a", Namespaces: []string{"team-a"}}
 	noSecrets := &project.Rules{Name: "team-a", Namespaces: []string{"team-a"}, Deny: []v1alpha1.GroupKind{{Kind: "Secret"}}}
 	cases := []struct {
@@ -492,6 +496,7 @@ func TestAdoptHelmStorageBounds(t *testing.T) {
 
 // Without adopt a conflict names the tool that holds the field.
 func TestConflictNamesTheTool(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		manager, metadata, want string
 	}{

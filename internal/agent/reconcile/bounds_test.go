@@ -17,6 +17,7 @@ import (
 )
 
 func TestCheckBounds(t *testing.T) {
+	t.Parallel()
 	teamA := &project.Rules{Name: "team-a", Namespaces: []string{"team-a", "team-a-*"},
 		Allow: []v1alpha1.GroupKind{{Group: "", Kind: "Namespace"}}}
 	obj := func(group, kind, ns, name string, namespaced bool) *item {
@@ -147,6 +148,7 @@ func configMapExists(t *testing.T, ns, name string) bool {
 // object and the rule, before anything is read as the ServiceAccount or written; a set within
 // the bounds converges.
 func TestProjectBounds(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	a := newTeam(t, "team-a", configMapRule(allConfigMapVerbs...))
 	b := newTeam(t, "team-b", configMapRule(allConfigMapVerbs...))
@@ -232,6 +234,7 @@ subjects: [{kind: ServiceAccount, namespace: ` + a.ns + `, name: deployer}]
 // TestImpersonation: a project's objects are applied, pruned, read and removed as its
 // ServiceAccount, so that the API server's RBAC judges them; the inventory is the agent's.
 func TestImpersonation(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	// No delete yet: pruning must fail as the ServiceAccount would.
 	a := newTeam(t, "imp", configMapRule("get", "list", "watch", "create", "update", "patch"))

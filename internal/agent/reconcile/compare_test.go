@@ -19,6 +19,7 @@ func decrypted(u *unstructured.Unstructured, app string) *unstructured.Unstructu
 }
 
 func TestChangedFieldsValues(t *testing.T) {
+	t.Parallel()
 	obj := func(kind string, data map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "x"}, "data": data}}
 		return u

@@ -34,6 +34,7 @@ data: {mode: production}
 // Drift is a change made by hand: Update operations by kubectl or any client. Each case
 // makes one such change between two reconciles of the same desired state.
 func TestDriftByHand(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		drift func(t *testing.T, ns string)
@@ -194,6 +195,7 @@ func TestDriftByHand(t *testing.T) {
 }
 
 func TestConflicts(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 
 	t.Run("another field manager owns the field", func(t *testing.T) {
@@ -295,6 +297,7 @@ func ptr[T any](v T) *T { return &v }
 // An object deleted by hand with self-heal off stays deleted; a health wait does not sit out
 // its timeout for it but reports it NotFound at once.
 func TestDeletedWithoutSelfHealIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("deleted")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Wait: true, Timeout: time.Hour}

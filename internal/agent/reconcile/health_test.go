@@ -16,6 +16,7 @@ import (
 // No kubelet or controller manager runs, so the test plays the Deployment controller: it
 // writes the status that makes the Deployment ready or failed.
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	ready := func(d *appsv1.Deployment) {
 		d.Status = appsv1.DeploymentStatus{
 			ObservedGeneration: d.Generation,

@@ -166,6 +166,7 @@ func chartObjects(image string) string {
 // inventoried, not compared and not re-run while the set stays the same (a drift check), and
 // run again when it changes (an upgrade), the Job anew.
 func TestHooksRunAroundTheRelease(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("hooks")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Hooks: true, Prune: true, Timeout: time.Minute}
@@ -281,6 +282,7 @@ func configMapValue(t *testing.T, ns, name, key string) (string, bool) {
 // rest is applied, with the Job's reason; the next reconcile runs it again (nothing was
 // recorded as done), still as an install: the release was never installed.
 func TestFailedHookFailsTheRelease(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("hookfail")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Hooks: true, Timeout: time.Minute}
@@ -313,6 +315,7 @@ func TestFailedHookFailsTheRelease(t *testing.T) {
 // TestHookDeletePolicies: before-hook-creation (the default) keeps the finished hook until
 // the next run; hook-succeeded deletes it after success; hook-failed after failure.
 func TestHookDeletePolicies(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	for _, tc := range []struct {
 		name, policy string
@@ -347,6 +350,7 @@ func TestHookDeletePolicies(t *testing.T) {
 // TestHooksOnlyWithOptionAndForKnownEvents: delete, rollback, test and unknown hooks are never
 // applied; without Options.Hooks (not a chart) the annotation means nothing.
 func TestHooksOnlyWithOptionAndForKnownEvents(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	const set = `
 apiVersion: v1
@@ -415,6 +419,7 @@ metadata: {name: plain}
 // release (made by hand, or another release's) fails the release and leaves the object alone,
 // although before-hook-creation would delete a hook of its own.
 func TestHookNeverReplacesAnotherObject(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("hooksteal")
 	cs := clientset(t)
@@ -445,6 +450,7 @@ func TestHookNeverReplacesAnotherObject(t *testing.T) {
 // TestHooksObeyProjectBounds: a hook outside the project's namespaces fails the whole set
 // before anything is written, as any object of it would.
 func TestHooksObeyProjectBounds(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	a := newTeam(t, "hookteam", configMapRule(allConfigMapVerbs...))
 	other := uniqueName("elsewhere")
@@ -496,6 +502,7 @@ metadata: {name: settings}
 // TestResourcePolicyKeep: an object annotated helm.sh/resource-policy: keep is not pruned when
 // it leaves the set, as with flotilla.dev/prune: disabled.
 func TestResourcePolicyKeep(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("keep")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Prune: true}
@@ -525,6 +532,7 @@ metadata: {name: stays}
 // TestObjectBecomingAHookIsNotPruned: an object of the release that a new chart version
 // turns into a hook is replaced by the hook and then neither pruned nor inventoried.
 func TestObjectBecomingAHookIsNotPruned(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("tohook")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, Prune: true, Hooks: true}
@@ -540,6 +548,7 @@ func TestObjectBecomingAHookIsNotPruned(t *testing.T) {
 
 // TestHookDone: how each kind of hook counts as finished.
 func TestHookDone(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, doc    string
 		done, failed bool

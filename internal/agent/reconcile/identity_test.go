@@ -18,6 +18,7 @@ import (
 // fails the whole set before anything is written; a workload with another ServiceAccount
 // applies.
 func TestIdentityBounds(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	workloads := rbacv1.PolicyRule{APIGroups: []string{"apps", "batch"}, Resources: []string{"deployments", "cronjobs"}, Verbs: allConfigMapVerbs}
 	core := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "secrets"}, Verbs: allConfigMapVerbs}

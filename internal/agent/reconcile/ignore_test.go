@@ -12,6 +12,7 @@ import (
 )
 
 func TestPointers(t *testing.T) {
+	t.Parallel()
 	doc := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{"example.com/ca": "x", "a~b": "tilde", "~1": "literal"}},
 		"spec": map[string]any{
@@ -71,6 +72,7 @@ func TestPointers(t *testing.T) {
 }
 
 func TestDriftPointer(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ path, want, err string }{
 		{path: ".spec.replicas", want: "/spec/replicas"},
 		{path: ".spec.template.spec.containers[0].image", want: "/spec/template/spec/containers/0/image"},
@@ -108,6 +110,7 @@ func TestDriftPointer(t *testing.T) {
 }
 
 func TestGlob(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pattern, name string
 		want          bool
@@ -133,6 +136,7 @@ func TestGlob(t *testing.T) {
 }
 
 func TestIgnoreRulesRefused(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("ignore-refused")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true,
@@ -208,6 +212,7 @@ func keptOver(t *testing.T, r *Reconciler, n int, ns, set string, opts Options, 
 // An HPA owns the replicas of its Deployment: Flotilla must not scale it back, and must not
 // write at all, however often it reconciles.
 func TestHPAScaleIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	cases := []struct {
 		name   string
@@ -249,6 +254,7 @@ func TestHPAScaleIsLeftAlone(t *testing.T) {
 // `kubectl scale` writes through the scale subresource too, so its count is kept like an
 // HPA's.
 func TestKubectlScaleIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("kscale")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, SelfHeal: true}
@@ -260,6 +266,7 @@ func TestKubectlScaleIsLeftAlone(t *testing.T) {
 // Ignore rules on fields another client changed with an ordinary update (kubectl edit, a
 // controller's Update), matched by target, with escaped keys and list indexes.
 func TestIgnoreRules(t *testing.T) {
+	t.Parallel()
 	const set = `
 apiVersion: apps/v1
 kind: Deployment
@@ -335,6 +342,7 @@ data: {mode: production, level: info}
 // release changes it later, even while flotilla is still its only owner: never removed (a
 // Deployment without replicas falls back to 1) and never taken back.
 func TestIgnoredFieldSetOnCreate(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("ignore-create")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, SelfHeal: true,
@@ -366,6 +374,7 @@ func TestIgnoredFieldSetOnCreate(t *testing.T) {
 // Fields of a respected manager (a glob) are left alone; without the glob they are drift that
 // names the manager.
 func TestRespectManagers(t *testing.T) {
+	t.Parallel()
 	// Flotilla keeps fields of its own (level): an object whose every field another manager
 	// took costs one apply for flotilla to hold the object again (ownsByApply).
 	const set = `
@@ -418,6 +427,7 @@ data: {mode: production, level: info}
 // The manager named for a drifted field is the one whose managedFields entry holds it, or
 // holds the list around it as a whole; several sharing a value are all named.
 func TestManagerOf(t *testing.T) {
+	t.Parallel()
 	live := &unstructured.Unstructured{}
 	err := live.UnmarshalJSON([]byte(managedDeployment))
 	if err != nil {
@@ -452,6 +462,7 @@ func TestManagerOf(t *testing.T) {
 // the desired state by key, not by their position live: the operator put its own variable
 // first and changed another, and flotilla keeps both without touching the rest.
 func TestRespectedListElementsFoundByKey(t *testing.T) {
+	t.Parallel()
 	const set = `
 apiVersion: apps/v1
 kind: Deployment

@@ -15,6 +15,7 @@ import (
 // namespace the same run creates, must leave no trace in any inventory, so that every other
 // release on the cluster carries on and the fixed manifest recovers on the next reconcile.
 func TestBadInputNeverTouchesAnotherRelease(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	other, monitoring := uniqueName("other"), uniqueName("monitoring")
 	otherOpts := Options{Name: other, Namespace: other, CreateNamespace: true, Prune: true}
@@ -50,6 +51,7 @@ func TestBadInputNeverTouchesAnotherRelease(t *testing.T) {
 }
 
 func TestUnreadableInventoryFailsOnlyItsOwnAssignment(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	cs := clientset(t)
 	broken, healthy := uniqueName("broken"), uniqueName("healthy")
@@ -107,6 +109,7 @@ func TestUnreadableInventoryFailsOnlyItsOwnAssignment(t *testing.T) {
 // An inventory written before the structured format is still read, names with "_" included
 // (valid for RBAC objects), and rewritten in the new format.
 func TestLegacyInventoryIsReadAndRewritten(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	cs := clientset(t)
 	name := uniqueName("legacy")
@@ -162,6 +165,7 @@ rules: []
 }
 
 func TestInventoryEncodingSurvivesAnyName(t *testing.T) {
+	t.Parallel()
 	inv := newInventory("x")
 	for _, ref := range []ObjectRef{
 		{Version: "v1", Kind: "ConfigMap", Namespace: "a_b", Name: "c_d e\n\"f"},

@@ -50,6 +50,7 @@ data: {a: b}
 // before the dry-runs pass, the namespaces and definitions (recorded as pending) when an
 // object needing them is rejected, and the full inventory when only the wait fails.
 func TestFailureInEachPhase(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	cs := clientset(t)
 	cases := []struct {

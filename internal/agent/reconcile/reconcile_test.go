@@ -25,6 +25,7 @@ data: {size: small}
 `
 
 func TestCreateUpdateUnchanged(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("cuu")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true}
@@ -91,6 +92,7 @@ func TestCreateUpdateUnchanged(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("prune")
 	cs := clientset(t)
@@ -168,6 +170,7 @@ data: {stay: "yes"}
 }
 
 func TestCRDAndCustomResourceInOneSet(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("crd")
 	group := ns + ".example.com"
@@ -219,6 +222,7 @@ spec: {size: 3}
 }
 
 func TestRejectedObjectLeavesClusterUntouched(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("reject")
 	cs := clientset(t)
@@ -278,6 +282,7 @@ func ownsByApplyTyped(mfs []metav1.ManagedFieldsEntry) bool {
 }
 
 func TestRemove(t *testing.T) {
+	t.Parallel()
 	r := newTestReconciler(t)
 	ns := uniqueName("remove")
 	cs := clientset(t)

@@ -76,6 +76,7 @@ func revision(rev string) string { return strings.ReplaceAll(skipSet, "%REV%", r
 // one last applied is taken for unchanged by its hash, and nothing about it reaches the API
 // server; the drift check (without SkipUnchanged) still reads it and heals a hand edit.
 func TestSkipUnchangedOnNewRevision(t *testing.T) {
+	t.Parallel()
 	ns := uniqueName("skip")
 	opts := Options{Name: ns, Namespace: ns, CreateNamespace: true, SelfHeal: true}
 	mustReconcile(t, newTestReconciler(t), parse(t, ns, revision("1")), opts)
