@@ -597,9 +597,7 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 	r2 := startReplica(t, proxied, fleet, "replica-2")
 	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
 	w := openWatch(t, a.on(r2))
-	var first *agentv1.DesiredState
-	for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
-	}
+	first := firstAssignment(t, w)
 
 	// The test listens too, on a connection never cut: once it hears replica-1 tell of
 	// edge-1's new desired state, that notification is sent, and lost to replica-2.
@@ -609,19 +607,7 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 	proxy.Refuse(true)
 	proxy.Cut()
 	before := len(heard())
-	if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
-		t.Fatal(err)
-	}
-	eventually.Within(t, time.Minute, func() error {
-		ds, err := r1.store.GetDesiredState(t.Context(), "edge-1")
-		if err != nil {
-			return fmt.Errorf("edge-1's desired state on replica-1: %w", err)
-		}
-		if ds.Generation <= first.GetGeneration() {
-			return fmt.Errorf("replica-1 stores edge-1's desired state at generation %d, want above %d", ds.Generation, first.GetGeneration())
-		}
-		return nil
-	})
+	relabelAway(t, r1, first)
 	eventually.Within(t, time.Minute, func() error {
 		since := heard()[before:]
 		for _, e := range since {
@@ -632,11 +618,7 @@ func TestReplicaResyncsAfterMissedNotifications(t *testing.T) {
 		return fmt.Errorf("since the relabelling, heard %+v; want replica-1's notification of edge-1's desired state", since)
 	})
 	proxy.Refuse(false)
-	ds := w.next(t, "desired state after replica-2 reconnected")
-	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
-		t.Errorf("after reconnecting: generation %d with %d assignments, want above %d with none",
-			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
-	}
+	wantRelabelled(t, w.next(t, "desired state after replica-2 reconnected"), first)
 }
 
 // mutedStore is a replica's PostgreSQL store whose change notifications, once muted, never
@@ -672,29 +654,50 @@ func TestTakeOverAnnouncesWhatTheHolderBeforeStored(t *testing.T) {
 	r2 := startReplica(t, dsn, fleet, "replica-2")
 	a := r1.addAgent(t, "edge-1", map[string]string{"env": "test"})
 	w := openWatch(t, a.on(r2))
-	var first *agentv1.DesiredState
-	for first = w.next(t, "first desired state"); len(first.GetAssignments()) == 0; first = w.next(t, "first assignment") {
-	}
+	first := firstAssignment(t, w)
 
 	st.muted.Store(true)
-	if _, err := r1.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
+	relabelAway(t, r1, first)
+	r1.stop()
+	eventually.Within(t, time.Minute, leads(r2))
+	wantRelabelled(t, w.next(t, "desired state after replica-2 took the lease"), first)
+}
+
+// firstAssignment reads the watch until edge-1's desired state assigns it something.
+func firstAssignment(t *testing.T, w *watch) *agentv1.DesiredState {
+	t.Helper()
+	ds := w.next(t, "first desired state")
+	for len(ds.GetAssignments()) == 0 {
+		ds = w.next(t, "first assignment")
+	}
+	return ds
+}
+
+// relabelAway relabels edge-1 through r so that no release selects it, and waits until r has
+// stored its desired state past first.
+func relabelAway(t *testing.T, r *hubReplica, first *agentv1.DesiredState) {
+	t.Helper()
+	if _, err := r.api.LabelCluster(t.Context(), "edge-1", map[string]*string{"env": ptr("other")}); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Within(t, time.Minute, func() error {
-		ds, err := r1.store.GetDesiredState(t.Context(), "edge-1")
+		ds, err := r.store.GetDesiredState(t.Context(), "edge-1")
 		if err != nil {
-			return fmt.Errorf("edge-1's desired state on replica-1: %w", err)
+			return fmt.Errorf("edge-1's desired state on %s: %w", r.ReplicaID(), err)
 		}
 		if ds.Generation <= first.GetGeneration() {
-			return fmt.Errorf("replica-1 stores edge-1's desired state at generation %d, want above %d", ds.Generation, first.GetGeneration())
+			return fmt.Errorf("%s stores edge-1's desired state at generation %d, want above %d", r.ReplicaID(), ds.Generation, first.GetGeneration())
 		}
 		return nil
 	})
-	r1.stop()
-	eventually.Within(t, time.Minute, leads(r2))
-	ds := w.next(t, "desired state after replica-2 took the lease")
+}
+
+// wantRelabelled checks that ds is edge-1's desired state after relabelAway: a newer
+// generation, with nothing assigned.
+func wantRelabelled(t *testing.T, ds, first *agentv1.DesiredState) {
+	t.Helper()
 	if ds.GetGeneration() <= first.GetGeneration() || len(ds.GetAssignments()) != 0 {
-		t.Errorf("after the take-over: generation %d with %d assignments, want above %d with none",
+		t.Errorf("generation %d with %d assignments, want above %d with none",
 			ds.GetGeneration(), len(ds.GetAssignments()), first.GetGeneration())
 	}
 }
