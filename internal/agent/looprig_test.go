@@ -117,22 +117,7 @@ func newLoopRig(t *testing.T, start time.Time) *loopRig {
 // start opens the agent on the state dir and runs its reconcile loop.
 func (r *loopRig) start() {
 	r.t.Helper()
-	a, err := New(r.t.Context(), Options{StateDir: r.dir, Target: r.target, Clock: r.clk})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.a = a
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); a.reconcileLoop(ctx) }()
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			a.Close()
-		})
-	}
+	r.a, r.stop = runLoop(r.t, Options{StateDir: r.dir, Target: r.target, Clock: r.clk})
 	r.t.Cleanup(r.stop)
 }
 
@@ -233,3 +218,26 @@ func desiredAt(gen int64, gates []window.Gate, as ...desired.Assignment) desired
 }
 
 var noon = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// runLoop opens an agent on opts and runs its reconcile loop; stop (safe to call more than
+// once) ends the loop and closes the agent, failing the test if the close fails.
+func runLoop(t *testing.T, opts Options) (a *Agent, stop func()) {
+	t.Helper()
+	a, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.reconcileLoop(ctx) }()
+	var once sync.Once
+	return a, func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			if err := a.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -86,24 +86,7 @@ func newScenario(t *testing.T) *scenario {
 // start opens an agent on the state dir and runs its reconcile loop.
 func (s *scenario) start() {
 	s.t.Helper()
-	a, err := New(s.t.Context(), Options{StateDir: s.dir, Target: s.target, WrapTransport: s.hub.transport})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.a = a
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); a.reconcileLoop(ctx) }()
-	var once sync.Once
-	s.stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			if err := a.Close(); err != nil {
-				s.t.Error(err)
-			}
-		})
-	}
+	s.a, s.stop = runLoop(s.t, Options{StateDir: s.dir, Target: s.target, WrapTransport: s.hub.transport})
 }
 
 func (s *scenario) run(d *datadriven.TestData) (string, error) {
